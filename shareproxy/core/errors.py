@@ -1,0 +1,26 @@
+"""Kafka error codes the core decides, and the exception that carries one."""
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    """The subset of Kafka's error codes that share-partition and store decisions produce."""
+
+    NONE = 0
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_REQUEST = 42
+    INVALID_CONFIG = 40
+    GROUP_ID_NOT_FOUND = 69
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
+    FENCED_STATE_EPOCH = 124
+
+
+class ShareError(Exception):
+    """A refusal with a Kafka error code; whatever raised it changed nothing."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message

@@ -1,0 +1,147 @@
+"""The durable shape of a share-partition: KIP-932's ShareSnapshot / ShareUpdate values.
+
+A ``StateDelta`` is what one WriteShareGroupState carries (StartOffset, or -1 when it did not
+move, plus the state batches that changed). ``PersistedState`` folds deltas into a snapshot; the
+store and the engine's reload both use it, so "what was written" and "what is read back" cannot
+disagree.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from shareproxy.core.states import RecordState
+
+NO_START_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PersistedBatch:
+    """One stored state batch: FirstOffset, LastOffset, DeliveryState, DeliveryCount."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: RecordState
+    delivery_count: int
+
+    def to_row(self) -> list[int]:
+        return [self.first_offset, self.last_offset, int(self.delivery_state), self.delivery_count]
+
+    @classmethod
+    def from_row(cls, row: Sequence[int]) -> PersistedBatch:
+        return cls(int(row[0]), int(row[1]), RecordState(int(row[2])), int(row[3]))
+
+
+@dataclass(frozen=True, slots=True)
+class StateDelta:
+    """The persistence delta of one state change; empty means nothing needs writing."""
+
+    start_offset: int = NO_START_OFFSET
+    state_batches: tuple[PersistedBatch, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return self.start_offset == NO_START_OFFSET and not self.state_batches
+
+
+def coalesce(batches: Iterable[PersistedBatch]) -> list[PersistedBatch]:
+    """Merge adjacent batches with equal state and delivery count (input sorted, disjoint)."""
+    out: list[PersistedBatch] = []
+    for b in batches:
+        if out:
+            p = out[-1]
+            if (
+                p.last_offset + 1 == b.first_offset
+                and p.delivery_state == b.delivery_state
+                and p.delivery_count == b.delivery_count
+            ):
+                out[-1] = PersistedBatch(
+                    p.first_offset, b.last_offset, p.delivery_state, p.delivery_count
+                )
+                continue
+        out.append(b)
+    return out
+
+
+@dataclass(slots=True)
+class PersistedState:
+    """A share-partition's durable state: start offset (SPSO) and sorted, disjoint batches."""
+
+    start_offset: int = NO_START_OFFSET
+    batches: list[PersistedBatch] = field(default_factory=list)
+
+    @property
+    def end_offset(self) -> int:
+        """Last offset covered by the stored state (SPSO - 1 when no batch is stored)."""
+        if self.batches:
+            return self.batches[-1].last_offset
+        return self.start_offset - 1
+
+    def apply(self, delta: StateDelta) -> None:
+        """Fold one delta in: a newer batch overrides the stored state of the offsets it covers."""
+        if delta.start_offset != NO_START_OFFSET:
+            self.start_offset = delta.start_offset
+        for batch in delta.state_batches:
+            self._overlay(batch)
+        self._trim_below_start()
+
+    def _overlay(self, batch: PersistedBatch) -> None:
+        batches = self.batches
+        if not batches or batches[-1].last_offset < batch.first_offset:
+            batches.append(batch)  # the common case: state written past the stored end
+            return
+        lo = bisect_left(batches, batch.first_offset, key=_last_offset)
+        hi = bisect_right(batches, batch.last_offset, key=_first_offset)
+        replacement: list[PersistedBatch] = []
+        if lo < hi:
+            head, tail = batches[lo], batches[hi - 1]
+            if head.first_offset < batch.first_offset:
+                replacement.append(
+                    PersistedBatch(head.first_offset, batch.first_offset - 1,
+                                   head.delivery_state, head.delivery_count)
+                )
+            replacement.append(batch)
+            if tail.last_offset > batch.last_offset:
+                replacement.append(
+                    PersistedBatch(batch.last_offset + 1, tail.last_offset,
+                                   tail.delivery_state, tail.delivery_count)
+                )
+        else:
+            replacement.append(batch)
+        batches[lo:hi] = replacement
+
+    def _trim_below_start(self) -> None:
+        start = self.start_offset
+        batches = self.batches
+        if not batches or batches[0].first_offset >= start:
+            return
+        idx = bisect_right(batches, start - 1, key=_last_offset)
+        del batches[:idx]
+        if batches and batches[0].first_offset < start:
+            b = batches[0]
+            batches[0] = PersistedBatch(start, b.last_offset, b.delivery_state, b.delivery_count)
+
+    def canonical(self) -> list[PersistedBatch]:
+        """Coalesced batches with trailing "first delivery" (Available, count 0) dropped.
+
+        Two states that differ only there describe the same records: an offset past the stored
+        end is read from the log as Available with delivery count 0 anyway.
+        """
+        out = coalesce(self.batches)
+        while (
+            out
+            and out[-1].delivery_state == RecordState.AVAILABLE
+            and out[-1].delivery_count == 0
+        ):
+            out.pop()
+        return out
+
+
+def _first_offset(b: PersistedBatch) -> int:
+    return b.first_offset
+
+
+def _last_offset(b: PersistedBatch) -> int:
+    return b.last_offset

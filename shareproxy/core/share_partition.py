@@ -1,0 +1,429 @@
+"""The share-partition leader's state machine for one topic-partition of one share group.
+
+Pure: no I/O, no clock. Every operation that changes durable state returns the ``StateDelta``
+the store must commit before the outcome is reported (an acknowledgement is durable before it is
+answered). Acquisition changes nothing durable: an Acquired record is stored as it was before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.inflight import AcquiredRange, InFlightRange, RangeList
+from shareproxy.core.persisted import (
+    NO_START_OFFSET,
+    PersistedBatch,
+    PersistedState,
+    StateDelta,
+    coalesce,
+)
+from shareproxy.core.states import (
+    ACK_TARGET,
+    AcknowledgeType,
+    AcquireMode,
+    RecordState,
+    released_state,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """What the leader needs of an upstream record batch: its offsets and whether it is data."""
+
+    base_offset: int
+    last_offset: int
+    is_control: bool = False
+    is_aborted: bool = False
+
+    @property
+    def delivers_records(self) -> bool:
+        return not (self.is_control or self.is_aborted)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLimits:
+    """The group configs the leader applies; replaced in place when a config changes."""
+
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2_000
+
+    @property
+    def throttle_threshold(self) -> int:
+        """Delivery count from which a record is handed out in smaller batches (half the limit)."""
+        return (self.delivery_count_limit + 1) // 2
+
+    def throttled_cap(self, delivery_count: int, max_records: int) -> int | None:
+        """How many records one acquisition may hold when it holds a record on this delivery."""
+        if delivery_count < 2 or delivery_count < self.throttle_threshold:
+            return None
+        if delivery_count >= self.delivery_count_limit:
+            return 1  # the last attempt goes out alone
+        return max(1, max_records >> (delivery_count - self.throttle_threshold + 1))
+
+
+class SharePartition:
+    """In-flight records between SPSO and SPEO, their locks, and what must be persisted."""
+
+    def __init__(self, start_offset: int, limits: PartitionLimits | None = None) -> None:
+        self.limits = limits or PartitionLimits()
+        self.spso = start_offset
+        self.speo = start_offset  # exclusive: the next offset to read from the log
+        self.log_start_offset = start_offset
+        self._inflight = RangeList()
+        # What the store holds: its start offset and the last offset it has state for.
+        self._persisted_spso = start_offset
+        self._persisted_end = start_offset - 1
+        self._dirty: list[tuple[int, int]] = []
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def initialized(
+        cls, start_offset: int, limits: PartitionLimits | None = None
+    ) -> tuple[SharePartition, StateDelta]:
+        """A new share-partition at ``start_offset`` and the write that records it."""
+        sp = cls(start_offset, limits)
+        return sp, StateDelta(start_offset=start_offset)
+
+    @classmethod
+    def from_persisted(
+        cls, state: PersistedState, limits: PartitionLimits | None = None
+    ) -> SharePartition:
+        """Rebuild exactly the engine state that was persisted (nothing is Acquired after it)."""
+        sp = cls(state.start_offset, limits)
+        expected = state.start_offset
+        for b in state.batches:
+            if b.first_offset != expected:  # the store is contiguous; a hole reads as new
+                sp._inflight.append(
+                    InFlightRange(expected, b.first_offset - 1, RecordState.AVAILABLE, 0)
+                )
+            sp._inflight.append(
+                InFlightRange(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+            )
+            expected = b.last_offset + 1
+        sp.speo = expected
+        sp._persisted_end = expected - 1
+        sp._advance_spso()
+        sp._persisted_spso = sp.spso
+        return sp
+
+    # ----------------------------------------------------------------- inspection
+    @property
+    def ranges(self) -> Sequence[InFlightRange]:
+        return self._inflight.ranges
+
+    @property
+    def in_flight_count(self) -> int:
+        return self.speo - self.spso
+
+    def next_fetch_offset(self) -> int:
+        """Where the next read from the log should start: the first Available record, else SPEO."""
+        for r in self._inflight.ranges:
+            if r.state == RecordState.AVAILABLE:
+                return r.first
+        return self.speo
+
+    def has_acquirable(self) -> bool:
+        """Whether an acquisition could hand anything out given enough log data."""
+        if self.in_flight_count < self.limits.max_record_locks:
+            return True
+        return any(r.state == RecordState.AVAILABLE for r in self._inflight.ranges)
+
+    def next_lock_deadline(self) -> int | None:
+        deadlines = [
+            r.deadline_ms for r in self._inflight.ranges if r.state == RecordState.ACQUIRED
+        ]
+        return min(deadlines) if deadlines else None  # type: ignore[type-var]
+
+    def persisted_view(self) -> PersistedState:
+        """The state as the store would hold it if every change so far had been written."""
+        return PersistedState(
+            self.spso, coalesce(r.persisted() for r in self._inflight.ranges)
+        )
+
+    # ----------------------------------------------------------------- acquisition
+    def acquire(
+        self,
+        member_id: str,
+        batches: Iterable[BatchHeader],
+        now_ms: int,
+        max_records: int,
+        mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+    ) -> list[AcquiredRange]:
+        """Lock records for ``member_id`` from the given log batches (ascending offsets).
+
+        Available in-flight records (released or timed out) are taken where the batches cover
+        them, then records past SPEO, within the in-flight cap. In ``BATCH_OPTIMIZED`` mode
+        ``max_records`` is checked at batch boundaries; in ``RECORD_LIMIT`` mode it is exact.
+        A record on a late delivery narrows the acquisition (poison throttling).
+        """
+        if max_records <= 0:
+            raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
+        deadline = now_ms + self.limits.record_lock_duration_ms
+        acquired: list[AcquiredRange] = []
+        limit = max_records
+        strict = mode == AcquireMode.RECORD_LIMIT
+        count = 0
+        for batch in batches:
+            if batch.last_offset < self.spso:
+                continue
+            lo = max(batch.base_offset, self.spso)
+            if not batch.delivers_records:
+                self._archive_unreadable(lo, batch.last_offset)
+                continue
+            # Part 1: in-flight records this batch covers.
+            hi = min(batch.last_offset, self.speo - 1)
+            i = self._inflight.index_of(lo) if lo <= hi else len(self._inflight)
+            ranges = self._inflight.ranges
+            while lo <= hi and i < len(ranges) and ranges[i].first <= hi:
+                r = ranges[i]
+                if r.state != RecordState.AVAILABLE:
+                    i += 1
+                    continue
+                next_dc = r.delivery_count + 1
+                cap = self.limits.throttled_cap(next_dc, max_records)
+                if cap is not None:
+                    if count and cap < limit:
+                        return acquired  # a throttled record starts an acquisition of its own
+                    if cap < limit or not strict:
+                        limit, strict = min(limit, cap), True
+                start = max(r.first, lo)
+                end = min(r.last, hi)
+                if strict:
+                    end = min(end, start + (limit - count) - 1)
+                if start > r.first:
+                    ranges.insert(i + 1, r.split(start))
+                    i += 1
+                    r = ranges[i]
+                if end < r.last:
+                    ranges.insert(i + 1, r.split(end + 1))
+                r.state = RecordState.ACQUIRED
+                r.delivery_count = next_dc
+                r.member_id = member_id
+                r.deadline_ms = deadline
+                acquired.append(AcquiredRange(r.first, r.last, next_dc))
+                count += r.last - r.first + 1
+                i += 1
+                if strict and count >= limit:
+                    return acquired
+            # Part 2: new records past SPEO.
+            if batch.last_offset >= self.speo:
+                if batch.base_offset > self.speo:
+                    self._archive_unreadable(self.speo, batch.base_offset - 1)
+                room = self.limits.max_record_locks - self.in_flight_count
+                take = min(batch.last_offset - self.speo + 1, room)
+                if strict:
+                    take = min(take, limit - count)
+                if take <= 0:
+                    return acquired
+                first = self.speo
+                last = first + take - 1
+                tail = ranges[-1] if ranges else None
+                if (
+                    tail is not None
+                    and tail.last + 1 == first
+                    and tail.state == RecordState.ACQUIRED
+                    and tail.delivery_count == 1
+                    and tail.member_id == member_id
+                    and tail.deadline_ms == deadline
+                    and acquired
+                    and acquired[-1].last_offset == tail.last
+                ):
+                    tail.last = last  # extend the run this call just acquired
+                    acquired[-1] = AcquiredRange(acquired[-1].first_offset, last, 1)
+                else:
+                    ranges.append(
+                        InFlightRange(first, last, RecordState.ACQUIRED, 1, member_id, deadline)
+                    )
+                    acquired.append(AcquiredRange(first, last, 1))
+                self.speo = last + 1
+                count += take
+                if take < batch.last_offset - first + 1:
+                    return acquired  # cut by the cap or by the record limit
+            if count >= limit:
+                return acquired
+        return acquired
+
+    def _archive_unreadable(self, first: int, last: int) -> None:
+        """Control records, aborted transactions and offsets no batch holds are never delivered."""
+        if last >= self.speo:
+            start = max(first, self.speo)
+            if start > self.speo:
+                self._inflight.append(
+                    InFlightRange(self.speo, start - 1, RecordState.ARCHIVED, 0)
+                )
+            self._inflight.append(InFlightRange(start, last, RecordState.ARCHIVED, 0))
+            self.speo = last + 1
+            self._dirty.append((start, last))
+            last = start - 1
+        if first <= last:
+            for r in self._inflight.overlapping(first, last):
+                if r.state == RecordState.AVAILABLE:
+                    a, b = self._inflight.span(max(r.first, first), min(r.last, last))
+                    for rr in self._inflight.ranges[a:b]:
+                        rr.state = RecordState.ARCHIVED
+                    self._dirty.append((max(r.first, first), min(r.last, last)))
+        self._advance_spso()
+
+    # ----------------------------------------------------------------- acknowledgement
+    def acknowledge(
+        self, member_id: str, batches: Sequence[AckBatch], now_ms: int
+    ) -> StateDelta:
+        """Apply a member's acknowledgements atomically: all of them, or none and an error."""
+        runs = normalize_acks(batches)
+        for run in runs:
+            self._check_owned(member_id, run)
+        for run in runs:
+            self._apply(run, now_ms)
+        self._advance_spso()
+        return self._take_delta()
+
+    def _check_owned(self, member_id: str, run: AckRun) -> None:
+        if run.first_offset < self.spso or run.last_offset >= self.speo:
+            raise ShareError(
+                ErrorCode.INVALID_RECORD_STATE,
+                f"offsets {run.first_offset}-{run.last_offset} are not in flight "
+                f"(SPSO {self.spso}, SPEO {self.speo})",
+            )
+        for r in self._inflight.overlapping(run.first_offset, run.last_offset):
+            if r.state != RecordState.ACQUIRED or r.member_id != member_id:
+                raise ShareError(
+                    ErrorCode.INVALID_RECORD_STATE,
+                    f"offsets {max(r.first, run.first_offset)}-{min(r.last, run.last_offset)} "
+                    f"are {r.state.name} and not acquired by this member",
+                )
+
+    def _apply(self, run: AckRun, now_ms: int) -> None:
+        start, stop = self._inflight.span(run.first_offset, run.last_offset)
+        ranges = self._inflight.ranges
+        if run.ack_type == AcknowledgeType.RENEW:
+            deadline = now_ms + self.limits.record_lock_duration_ms
+            for r in ranges[start:stop]:
+                r.deadline_ms = deadline
+            return
+        target = ACK_TARGET[run.ack_type]
+        for r in ranges[start:stop]:
+            if target == RecordState.AVAILABLE:
+                self._end_lock(r)
+            else:
+                r.state = target
+                r.member_id = None
+                r.deadline_ms = None
+        self._dirty.append((run.first_offset, run.last_offset))
+
+    def _end_lock(self, r: InFlightRange) -> None:
+        """A lock ends without acceptance: Available again, or Archived at the delivery limit
+        or when retention has removed the record."""
+        if r.last < self.log_start_offset:
+            r.state = RecordState.ARCHIVED
+        else:
+            r.state = released_state(r.delivery_count, self.limits.delivery_count_limit)
+        r.member_id = None
+        r.deadline_ms = None
+
+    # ----------------------------------------------------------------- lock endings
+    def expire_locks(self, now_ms: int) -> StateDelta:
+        """Acquisition locks whose deadline has passed end as if released."""
+        return self._end_locks_where(
+            lambda r: r.deadline_ms is not None and r.deadline_ms <= now_ms
+        )
+
+    def release_member(self, member_id: str) -> StateDelta:
+        """Release everything a member holds (its share session closed or it left the group)."""
+        return self._end_locks_where(lambda r: r.member_id == member_id)
+
+    def _end_locks_where(self, predicate: object) -> StateDelta:
+        self._cut_at_log_start()
+        for r in self._inflight.ranges:
+            if r.state == RecordState.ACQUIRED and predicate(r):  # type: ignore[operator]
+                self._end_lock(r)
+                self._dirty.append((r.first, r.last))
+        self._advance_spso()
+        return self._take_delta()
+
+    def _cut_at_log_start(self) -> None:
+        """Split the range that straddles the log start so each side can end its own way."""
+        if self.spso < self.log_start_offset < self.speo:
+            self._inflight.cut(self.log_start_offset)
+
+    # ----------------------------------------------------------------- the log moving
+    def update_log_start_offset(self, log_start_offset: int) -> StateDelta:
+        """Retention or DeleteRecords moved the log start: records below it cannot be read, so
+        Available ones are archived and SPSO jumps forward (Acquired ones stay until they end)."""
+        if log_start_offset <= self.log_start_offset:
+            return StateDelta()
+        self.log_start_offset = log_start_offset
+        if log_start_offset > self.spso:
+            self._cut_at_log_start()
+            for r in self._inflight.ranges:
+                if r.first >= log_start_offset:
+                    break
+                if r.state == RecordState.AVAILABLE:
+                    r.state = RecordState.ARCHIVED
+                    self._dirty.append((r.first, r.last))
+            if log_start_offset > self.speo:
+                if self._inflight.ranges:
+                    self._inflight.append(
+                        InFlightRange(self.speo, log_start_offset - 1, RecordState.ARCHIVED, 0)
+                    )
+                self.speo = log_start_offset
+            self._advance_spso()
+        return self._take_delta()
+
+    # ----------------------------------------------------------------- SPSO and deltas
+    def _advance_spso(self) -> None:
+        self._inflight.drop_terminal_prefix()
+        ranges = self._inflight.ranges
+        self.spso = ranges[0].first if ranges else self.speo
+
+    def _take_delta(self) -> StateDelta:
+        """Build the write for everything changed since the last one, as the KIP's example does:
+        changed offsets at or past SPSO, with any stretch between the stored end and them filled
+        in (first deliveries read as Available, delivery count 0) so the store stays contiguous."""
+        dirty = sorted(self._dirty)
+        self._dirty = []
+        spso = self.spso
+        start_offset = NO_START_OFFSET
+        if spso != self._persisted_spso:
+            start_offset = spso
+            self._persisted_spso = spso
+        self._persisted_end = max(self._persisted_end, spso - 1)
+        intervals: list[tuple[int, int]] = []
+        for first, last in dirty:
+            first = max(first, spso)
+            if first > last:
+                continue
+            if intervals and first <= intervals[-1][1] + 1:
+                if last > intervals[-1][1]:
+                    intervals[-1] = (intervals[-1][0], last)
+            else:
+                intervals.append((first, last))
+        if intervals and intervals[-1][1] > self._persisted_end:
+            gap_first = self._persisted_end + 1
+            # fill: every interval past the stored end joins one stretch from gap_first
+            keep = [iv for iv in intervals if iv[1] < gap_first]
+            keep.append((min(gap_first, *(iv[0] for iv in intervals if iv[1] >= gap_first)),
+                         intervals[-1][1]))
+            intervals = keep
+            self._persisted_end = intervals[-1][1]
+        batches: list[PersistedBatch] = []
+        for first, last in intervals:
+            batches.extend(self._persisted_slice(first, last))
+        return StateDelta(start_offset, tuple(coalesce(batches)))
+
+    def _persisted_slice(self, first: int, last: int) -> list[PersistedBatch]:
+        out = []
+        for r in self._inflight.overlapping(first, last):
+            b = r.persisted()
+            out.append(
+                PersistedBatch(
+                    max(b.first_offset, first),
+                    min(b.last_offset, last),
+                    b.delivery_state,
+                    b.delivery_count,
+                )
+            )
+        return out

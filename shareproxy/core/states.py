@@ -1,0 +1,65 @@
+"""Record states, acknowledgement types and acquire modes, with KIP-932's transitions as data.
+
+The numeric values are the wire/persisted ones: DeliveryState in ShareSnapshot uses
+0 Available, 2 Acknowledged, 4 Archived (Acquired, 1, is never persisted).
+"""
+
+from enum import IntEnum
+
+
+class RecordState(IntEnum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+    @property
+    def is_terminal(self) -> bool:
+        """Acknowledged and Archived records are never delivered again."""
+        return self in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+class AcknowledgeType(IntEnum):
+    """AcknowledgeTypes as sent in ShareFetch/ShareAcknowledge; Renew arrived with KIP-1222."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+class AcquireMode(IntEnum):
+    """ShareFetch v2 ShareAcquireMode: whole batches (MaxRecords soft) or exactly MaxRecords."""
+
+    BATCH_OPTIMIZED = 0
+    RECORD_LIMIT = 1
+
+
+# Where an acknowledgement moves an Acquired record. Release is the one that depends on the
+# delivery count (Available below the limit, Archived at it) and Renew keeps the record Acquired.
+ACK_TARGET: dict[AcknowledgeType, RecordState] = {
+    AcknowledgeType.GAP: RecordState.ARCHIVED,
+    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
+    AcknowledgeType.RELEASE: RecordState.AVAILABLE,
+    AcknowledgeType.REJECT: RecordState.ARCHIVED,
+    AcknowledgeType.RENEW: RecordState.ACQUIRED,
+}
+
+# Legal transitions (KIP-932's state diagram). Terminal states have none.
+TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
+    RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
+    RecordState.ACQUIRED: frozenset(
+        {RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
+         RecordState.ARCHIVED}
+    ),
+    RecordState.ACKNOWLEDGED: frozenset(),
+    RecordState.ARCHIVED: frozenset(),
+}
+
+
+def released_state(delivery_count: int, delivery_count_limit: int) -> RecordState:
+    """State of a record whose lock ends without acceptance (release or lock timeout)."""
+    if delivery_count >= delivery_count_limit:
+        return RecordState.ARCHIVED
+    return RecordState.AVAILABLE
