@@ -1,0 +1,88 @@
+"""The durable-state store as the core sees it (KIP-932's share coordinator, as a Protocol).
+
+``persistence.repository`` implements it on SQLAlchemy; the leader and admin code depend only on
+this. Writes are conditional on the state epoch: a writer holding an older epoch than the store's
+gets FENCED_STATE_EPOCH and nothing of its delta is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+from uuid import UUID
+
+from shareproxy.core.errors import ErrorCode
+from shareproxy.core.persisted import PersistedState, StateDelta
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SharePartitionKey:
+    """A share-partition: share group, topic id and partition (the ShareSnapshot key)."""
+
+    group_id: str
+    topic_id: UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionWrite:
+    """One share-partition's part of a WriteShareGroupState."""
+
+    key: SharePartitionKey
+    state_epoch: int
+    delta: StateDelta
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedState:
+    """ReadShareGroupState: the state and the epoch a writer must hold to change it."""
+
+    state_epoch: int
+    snapshot_epoch: int
+    state: PersistedState
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupRecord:
+    group_id: str
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+class ShareStateStore(Protocol):
+    async def ensure_group(self, group_id: str) -> ShareGroupRecord:
+        """Record the share group as existing (idempotent)."""
+        ...
+
+    async def get_group(self, group_id: str) -> ShareGroupRecord | None: ...
+
+    async def list_groups(self) -> list[ShareGroupRecord]: ...
+
+    async def set_group_configs(
+        self, group_id: str, configs: Mapping[str, str | None]
+    ) -> ShareGroupRecord:
+        """Set (or, with None, remove) dynamic group configs."""
+        ...
+
+    async def initialize(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+        """Create the share-partition's state at ``start_offset`` unless it already exists;
+        return what is stored either way."""
+        ...
+
+    async def read(self, key: SharePartitionKey) -> LoadedState | None: ...
+
+    async def claim(self, key: SharePartitionKey) -> LoadedState | None:
+        """Read the state for a new leader and bump the state epoch, fencing any older one."""
+        ...
+
+    async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
+        """Commit many share-partitions' deltas in one transaction; per-partition outcome."""
+        ...
+
+    async def reset(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+        """Replace the state with an empty one at ``start_offset`` under a new state epoch."""
+        ...
+
+    async def delete(self, keys: Sequence[SharePartitionKey]) -> int: ...
+
+    async def list_partitions(self, group_id: str) -> list[SharePartitionKey]: ...

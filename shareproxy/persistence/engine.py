@@ -1,0 +1,58 @@
+"""Async engines for the state store URL (Postgres through asyncpg, SQLite through aiosqlite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+_ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
+
+
+class StateUrlError(ValueError):
+    """The --state-url is not a store shareproxy can use."""
+
+
+def async_url(url: str | URL) -> URL:
+    """Accept ``postgresql://…`` and ``sqlite:///…`` as well as their async driver forms."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except ArgumentError as exc:
+        raise StateUrlError(
+            f"{url!r} is not a SQLAlchemy URL (expected postgresql://user@host/db "
+            "or sqlite:///path/to/state.db)"
+        ) from exc
+    backend = parsed.get_backend_name()
+    if backend not in _ASYNC_DRIVERS:
+        raise StateUrlError(f"unsupported state store {backend!r}: use postgresql or sqlite")
+    return parsed.set(drivername=_ASYNC_DRIVERS[backend])
+
+
+def create_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
+    """An engine whose transactions serialise writers on SQLite as row locks do on Postgres."""
+    target = async_url(url)
+    if target.get_backend_name() == "sqlite":
+        engine = create_async_engine(target, **kwargs)
+        _configure_sqlite(engine)
+        return engine
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_async_engine(target, **kwargs)
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=10000")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")

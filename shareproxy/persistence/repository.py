@@ -1,0 +1,337 @@
+"""``ShareStateStore`` on SQLAlchemy: snapshot + update rows, epoch-fenced, group-committed."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import bindparam, delete, insert, select, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from shareproxy.core.errors import ErrorCode
+from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
+from shareproxy.core.store import (
+    LoadedState,
+    PartitionWrite,
+    ShareGroupRecord,
+    SharePartitionKey,
+)
+from shareproxy.persistence.tables import share_groups, share_snapshots, share_updates
+
+DEFAULT_FOLD_EVERY = 50
+_KEY_COLUMNS = (share_snapshots.c.group_id, share_snapshots.c.topic_id, share_snapshots.c.partition)
+_UPDATE_KEY = (share_updates.c.group_id, share_updates.c.topic_id, share_updates.c.partition)
+
+
+def _rows(batches: Iterable[PersistedBatch]) -> list[list[int]]:
+    return [b.to_row() for b in batches]
+
+
+def _batches(rows: Iterable[Sequence[int]]) -> list[PersistedBatch]:
+    return [PersistedBatch.from_row(r) for r in rows]
+
+
+def _key_of(row: Any) -> SharePartitionKey:
+    return SharePartitionKey(row.group_id, row.topic_id, row.partition)
+
+
+class SqlShareStateStore:
+    """The durable share-partition state, behind the core's ``ShareStateStore`` Protocol."""
+
+    def __init__(self, engine: AsyncEngine, fold_every: int = DEFAULT_FOLD_EVERY) -> None:
+        if fold_every < 1:
+            raise ValueError("fold_every must be at least 1")
+        self.engine = engine
+        self.fold_every = fold_every
+        self._dialect = engine.dialect.name
+
+    # ----------------------------------------------------------------- groups
+    async def ensure_group(self, group_id: str) -> ShareGroupRecord:
+        async with self.engine.begin() as conn:
+            await self._insert_group(conn, group_id)
+            return await self._group(conn, group_id)  # type: ignore[return-value]
+
+    async def get_group(self, group_id: str) -> ShareGroupRecord | None:
+        async with self.engine.connect() as conn:
+            return await self._group(conn, group_id)
+
+    async def list_groups(self) -> list[ShareGroupRecord]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(share_groups).order_by(share_groups.c.group_id))
+            return [ShareGroupRecord(r.group_id, dict(r.configs)) for r in rows]
+
+    async def set_group_configs(
+        self, group_id: str, configs: Mapping[str, str | None]
+    ) -> ShareGroupRecord:
+        async with self.engine.begin() as conn:
+            await self._insert_group(conn, group_id)
+            current = await self._group(conn, group_id, for_update=True)
+            assert current is not None
+            merged = dict(current.configs)
+            for name, value in configs.items():
+                if value is None:
+                    merged.pop(name, None)
+                else:
+                    merged[name] = value
+            await conn.execute(
+                update(share_groups)
+                .where(share_groups.c.group_id == group_id)
+                .values(configs=merged)
+            )
+            return ShareGroupRecord(group_id, merged)
+
+    async def _insert_group(self, conn: AsyncConnection, group_id: str) -> None:
+        values = {"group_id": group_id, "group_type": "share", "configs": {}}
+        await conn.execute(self._insert_ignore(share_groups, ["group_id"]).values(**values))
+
+    async def _group(
+        self, conn: AsyncConnection, group_id: str, for_update: bool = False
+    ) -> ShareGroupRecord | None:
+        query = select(share_groups).where(share_groups.c.group_id == group_id)
+        if for_update:
+            query = query.with_for_update()
+        row = (await conn.execute(query)).first()
+        return ShareGroupRecord(row.group_id, dict(row.configs)) if row else None
+
+    def _insert_ignore(self, table: Any, index: list[str]) -> Any:
+        dialect = postgresql if self._dialect == "postgresql" else sqlite
+        return dialect.insert(table).on_conflict_do_nothing(index_elements=index)
+
+    # ----------------------------------------------------------------- share-partitions
+    async def initialize(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+        async with self.engine.begin() as conn:
+            await self._insert_group(conn, key.group_id)
+            await conn.execute(
+                self._insert_ignore(share_snapshots, ["group_id", "topic_id", "partition"]).values(
+                    group_id=key.group_id,
+                    topic_id=key.topic_id,
+                    partition=key.partition,
+                    state_epoch=0,
+                    snapshot_epoch=0,
+                    start_offset=start_offset,
+                    state_batches=[],
+                    update_count=0,
+                )
+            )
+            loaded = await self._load(conn, key)
+            assert loaded is not None
+            return loaded
+
+    async def read(self, key: SharePartitionKey) -> LoadedState | None:
+        async with self.engine.connect() as conn:
+            return await self._load(conn, key)
+
+    async def claim(self, key: SharePartitionKey) -> LoadedState | None:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                update(share_snapshots)
+                .where(tuple_(*_KEY_COLUMNS) == (key.group_id, key.topic_id, key.partition))
+                .values(state_epoch=share_snapshots.c.state_epoch + 1)
+            )
+            if result.rowcount == 0:
+                return None
+            return await self._load(conn, key)
+
+    async def reset(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+        async with self.engine.begin() as conn:
+            await self._insert_group(conn, key.group_id)
+            existing = await self._locked_snapshots(conn, [key])
+            await conn.execute(delete(share_updates).where(self._update_key_is(key)))
+            if key in existing:
+                row = existing[key]
+                await conn.execute(
+                    update(share_snapshots)
+                    .where(tuple_(*_KEY_COLUMNS) == (key.group_id, key.topic_id, key.partition))
+                    .values(
+                        state_epoch=row.state_epoch + 1,
+                        snapshot_epoch=row.snapshot_epoch + 1,
+                        start_offset=start_offset,
+                        state_batches=[],
+                        update_count=0,
+                    )
+                )
+            else:
+                await conn.execute(
+                    insert(share_snapshots).values(
+                        group_id=key.group_id, topic_id=key.topic_id, partition=key.partition,
+                        state_epoch=0, snapshot_epoch=0, start_offset=start_offset,
+                        state_batches=[], update_count=0,
+                    )
+                )
+            loaded = await self._load(conn, key)
+            assert loaded is not None
+            return loaded
+
+    async def delete(self, keys: Sequence[SharePartitionKey]) -> int:
+        if not keys:
+            return 0
+        tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
+        async with self.engine.begin() as conn:
+            await conn.execute(delete(share_updates).where(tuple_(*_UPDATE_KEY).in_(tuples)))
+            result = await conn.execute(
+                delete(share_snapshots).where(tuple_(*_KEY_COLUMNS).in_(tuples))
+            )
+            return result.rowcount
+
+    async def list_partitions(self, group_id: str) -> list[SharePartitionKey]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(*_KEY_COLUMNS)
+                .where(share_snapshots.c.group_id == group_id)
+                .order_by(share_snapshots.c.topic_id, share_snapshots.c.partition)
+            )
+            return [_key_of(r) for r in rows]
+
+    # ----------------------------------------------------------------- the write path
+    async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
+        """All deltas in one transaction. Each share-partition is checked against its stored
+        state epoch under a row lock; a fenced or unknown one is skipped, the others commit."""
+        if not writes:
+            return {}
+        by_key: dict[SharePartitionKey, list[PartitionWrite]] = defaultdict(list)
+        for w in writes:
+            by_key[w.key].append(w)
+        results: dict[SharePartitionKey, ErrorCode] = {}
+        async with self.engine.begin() as conn:
+            snapshots = await self._locked_snapshots(conn, list(by_key))
+            update_rows: list[dict[str, Any]] = []
+            counts: list[dict[str, Any]] = []
+            to_fold: dict[SharePartitionKey, list[StateDelta]] = {}
+            for key, key_writes in by_key.items():
+                row = snapshots.get(key)
+                if row is None:
+                    results[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                if any(w.state_epoch != row.state_epoch for w in key_writes):
+                    results[key] = ErrorCode.FENCED_STATE_EPOCH
+                    continue
+                results[key] = ErrorCode.NONE
+                deltas = [w.delta for w in key_writes if not w.delta.is_empty]
+                if not deltas:
+                    continue
+                if row.update_count + len(deltas) >= self.fold_every:
+                    to_fold[key] = deltas
+                    continue
+                for d in deltas:
+                    update_rows.append(
+                        {
+                            "group_id": key.group_id,
+                            "topic_id": key.topic_id,
+                            "partition": key.partition,
+                            "state_epoch": row.state_epoch,
+                            "snapshot_epoch": row.snapshot_epoch,
+                            "start_offset": d.start_offset,
+                            "state_batches": _rows(d.state_batches),
+                        }
+                    )
+                counts.append(
+                    {
+                        "k_group": key.group_id,
+                        "k_topic": key.topic_id,
+                        "k_partition": key.partition,
+                        "new_count": row.update_count + len(deltas),
+                    }
+                )
+            if update_rows:
+                await conn.execute(insert(share_updates), update_rows)
+            if counts:
+                await conn.execute(_COUNT_UPDATE, counts)
+            if to_fold:
+                await self._fold(conn, snapshots, to_fold)
+        return results
+
+    async def _fold(
+        self,
+        conn: AsyncConnection,
+        snapshots: Mapping[SharePartitionKey, Any],
+        to_fold: Mapping[SharePartitionKey, list[StateDelta]],
+    ) -> None:
+        """Replace snapshot + updates with a new snapshot (snapshot epoch + 1)."""
+        keys = list(to_fold)
+        stored = await self._updates(conn, keys)
+        new_rows = []
+        for key, deltas in to_fold.items():
+            row = snapshots[key]
+            state = PersistedState(row.start_offset, _batches(row.state_batches))
+            for d in [*stored.get(key, []), *deltas]:
+                state.apply(d)
+            new_rows.append(
+                {
+                    "k_group": key.group_id,
+                    "k_topic": key.topic_id,
+                    "k_partition": key.partition,
+                    "new_snapshot_epoch": row.snapshot_epoch + 1,
+                    "new_start_offset": state.start_offset,
+                    "new_batches": _rows(state.batches),
+                }
+            )
+        tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
+        await conn.execute(delete(share_updates).where(tuple_(*_UPDATE_KEY).in_(tuples)))
+        await conn.execute(_FOLD_UPDATE, new_rows)
+
+    async def _locked_snapshots(
+        self, conn: AsyncConnection, keys: Sequence[SharePartitionKey]
+    ) -> dict[SharePartitionKey, Any]:
+        tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
+        query = (
+            select(share_snapshots)
+            .where(tuple_(*_KEY_COLUMNS).in_(tuples))
+            .with_for_update()
+        )
+        return {_key_of(r): r for r in await conn.execute(query)}
+
+    async def _updates(
+        self, conn: AsyncConnection, keys: Sequence[SharePartitionKey]
+    ) -> dict[SharePartitionKey, list[StateDelta]]:
+        tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
+        rows = await conn.execute(
+            select(*_UPDATE_KEY, share_updates.c.start_offset, share_updates.c.state_batches)
+            .where(tuple_(*_UPDATE_KEY).in_(tuples))
+            .order_by(share_updates.c.id)
+        )
+        out: dict[SharePartitionKey, list[StateDelta]] = defaultdict(list)
+        for r in rows:
+            out[_key_of(r)].append(
+                StateDelta(r.start_offset, tuple(_batches(r.state_batches)))
+            )
+        return out
+
+    def _update_key_is(self, key: SharePartitionKey) -> Any:
+        return tuple_(*_UPDATE_KEY) == (key.group_id, key.topic_id, key.partition)
+
+    async def _load(self, conn: AsyncConnection, key: SharePartitionKey) -> LoadedState | None:
+        row = (
+            await conn.execute(
+                select(share_snapshots).where(
+                    tuple_(*_KEY_COLUMNS) == (key.group_id, key.topic_id, key.partition)
+                )
+            )
+        ).first()
+        if row is None:
+            return None
+        state = PersistedState(row.start_offset, _batches(row.state_batches))
+        for d in (await self._updates(conn, [key])).get(key, []):
+            state.apply(d)
+        return LoadedState(row.state_epoch, row.snapshot_epoch, state)
+
+
+_BOUND_KEY = (
+    (share_snapshots.c.group_id == bindparam("k_group"))
+    & (share_snapshots.c.topic_id == bindparam("k_topic"))
+    & (share_snapshots.c.partition == bindparam("k_partition"))
+)
+_COUNT_UPDATE = (
+    update(share_snapshots).where(_BOUND_KEY).values(update_count=bindparam("new_count"))
+)
+_FOLD_UPDATE = (
+    update(share_snapshots)
+    .where(_BOUND_KEY)
+    .values(
+        snapshot_epoch=bindparam("new_snapshot_epoch"),
+        start_offset=bindparam("new_start_offset"),
+        state_batches=bindparam("new_batches"),
+        update_count=0,
+    )
+)

@@ -1,0 +1,85 @@
+"""Tables modelled on KIP-932's ShareSnapshot / ShareUpdate records.
+
+One snapshot row per share-partition holds the folded state (state epoch, snapshot epoch, start
+offset, state batches as ``[first, last, state, count]`` rows); each write appends an update row,
+and every N updates are folded into a new snapshot.
+"""
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Uuid,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+Json = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only auto-increments an INTEGER PRIMARY KEY.
+AutoId = BigInteger().with_variant(Integer(), "sqlite")
+
+share_groups = Table(
+    "share_groups",
+    metadata,
+    Column("group_id", String(255), primary_key=True),
+    Column("group_type", String(16), nullable=False, server_default="share"),
+    Column("configs", Json, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+share_snapshots = Table(
+    "share_snapshots",
+    metadata,
+    Column(
+        "group_id",
+        String(255),
+        ForeignKey("share_groups.group_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("topic_id", Uuid(), primary_key=True),
+    Column("partition", Integer, primary_key=True),
+    Column("state_epoch", Integer, nullable=False),
+    Column("snapshot_epoch", Integer, nullable=False),
+    Column("start_offset", BigInteger, nullable=False),
+    Column("state_batches", Json, nullable=False),
+    Column("update_count", Integer, nullable=False, server_default="0"),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+share_updates = Table(
+    "share_updates",
+    metadata,
+    Column("id", AutoId, primary_key=True, autoincrement=True),
+    Column("group_id", String(255), nullable=False),
+    Column("topic_id", Uuid(), nullable=False),
+    Column("partition", Integer, nullable=False),
+    Column("state_epoch", Integer, nullable=False),
+    Column("snapshot_epoch", Integer, nullable=False),
+    Column("start_offset", BigInteger, nullable=False),
+    Column("state_batches", Json, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    ForeignKeyConstraint(
+        ["group_id", "topic_id", "partition"],
+        ["share_snapshots.group_id", "share_snapshots.topic_id", "share_snapshots.partition"],
+        ondelete="CASCADE",
+        name="fk_share_updates_share_snapshots",
+    ),
+    Index("ix_share_updates_partition", "group_id", "topic_id", "partition", "id"),
+)
