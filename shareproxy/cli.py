@@ -17,8 +17,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 StateUrl = Annotated[
     str | None,

@@ -1,0 +1,70 @@
+"""Real state stores: one throwaway Postgres cluster per session (a fresh database per test,
+cloned from a migrated template) and a fresh migrated SQLite file per test."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from shareproxy.persistence import migrate
+from shareproxy.persistence.engine import create_engine
+from shareproxy.persistence.repository import SqlShareStateStore
+from tests.support.postgres import PostgresUnavailable, TemporaryPostgres
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[TemporaryPostgres]:
+    try:
+        pg = TemporaryPostgres().start()
+    except PostgresUnavailable as exc:
+        pytest.fail(f"Postgres is required for the store tests and could not start: {exc}")
+    try:
+        pg.create_database("template_migrated")
+        migrate.upgrade(pg.url("template_migrated"))
+        yield pg
+    finally:
+        pg.stop()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite") / "template.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty state store of each kind."""
+    if request.param == "postgres":
+        pg: TemporaryPostgres = request.getfixturevalue("postgres")
+        return pg.create_database(f"t{next(_counter)}", template="template_migrated")
+    target = tmp_path / "state.db"
+    shutil.copy(request.getfixturevalue("sqlite_template"), target)
+    return f"sqlite:///{target}"
+
+
+@pytest.fixture
+async def store(state_url: str) -> AsyncIterator[SqlShareStateStore]:
+    engine = create_engine(state_url)
+    try:
+        yield SqlShareStateStore(engine, fold_every=5)
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def run_blocking():
+    """Run a blocking call (Alembic runs its own event loop) from an async test."""
+
+    async def _run(fn, *args):
+        return await asyncio.to_thread(fn, *args)
+
+    return _run

@@ -1,0 +1,57 @@
+"""The schema comes only from the Alembic migrations, and they match the tables' metadata."""
+
+from __future__ import annotations
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from typer.testing import CliRunner
+
+from shareproxy.cli import app
+from shareproxy.persistence import migrate
+from shareproxy.persistence.engine import create_engine
+from shareproxy.persistence.tables import metadata
+from tests.support.postgres import TemporaryPostgres
+
+
+async def test_migrations_match_the_table_metadata(state_url: str):
+    engine = create_engine(state_url)
+    try:
+        async with engine.connect() as conn:
+
+            def diff(sync_conn):
+                ctx = MigrationContext.configure(sync_conn, opts={"compare_type": True})
+                return compare_metadata(ctx, metadata)
+
+            assert await conn.run_sync(diff) == []
+    finally:
+        await engine.dispose()
+    assert await migrate.schema_is_current(state_url)
+
+
+def test_cli_migrates_a_fresh_postgres_database_and_reports_it(postgres: TemporaryPostgres):
+    url = postgres.create_database("fresh_cli")
+    runner = CliRunner()
+    behind = runner.invoke(app, ["migrate", "--check", "--state-url", url])
+    assert behind.exit_code == 1
+    assert "run `shareproxy migrate`" in behind.output
+    done = runner.invoke(app, ["migrate", "--state-url", url])
+    assert done.exit_code == 0, done.output
+    assert "to revision 0001" in done.output
+    assert runner.invoke(app, ["migrate", "--check", "--state-url", url]).exit_code == 0
+    tables = postgres.psql(
+        "select string_agg(tablename, ',' order by tablename) from pg_tables "
+        "where schemaname='public'", "fresh_cli"
+    ).strip()
+    assert tables == "alembic_version,share_groups,share_snapshots,share_updates"
+
+
+def test_cli_refuses_bad_state_urls_and_unreachable_stores(tmp_path):
+    runner = CliRunner()
+    bad = runner.invoke(app, ["migrate", "--state-url", "mysql://x/y"])
+    assert bad.exit_code == 2 and "unsupported state store" in bad.output
+    unreachable = runner.invoke(
+        app, ["migrate", "--state-url", "postgresql://nobody@127.0.0.1:1/none"]
+    )
+    assert unreachable.exit_code == 1 and "migrating" in unreachable.output
+    ok = runner.invoke(app, ["migrate", "--state-url", f"sqlite:///{tmp_path}/s.db"])
+    assert ok.exit_code == 0, ok.output

@@ -1,0 +1,153 @@
+"""The SQLAlchemy store on a real Postgres and on SQLite: writes, folding, fencing, reload."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode
+from shareproxy.core.persisted import PersistedState, StateDelta
+from shareproxy.core.share_partition import BatchHeader, SharePartition
+from shareproxy.core.store import PartitionWrite, SharePartitionKey
+from shareproxy.persistence.repository import SqlShareStateStore
+from tests.unit.helpers import ACK, ARC, AV, pb
+
+TOPIC = uuid.UUID("9f2c1e4a-55e1-4f1b-a0a2-0c4e2d7b7d11")
+
+
+def key(p: int = 0, group: str = "g1") -> SharePartitionKey:
+    return SharePartitionKey(group, TOPIC, p)
+
+
+async def test_initialize_is_idempotent_and_records_the_group(store: SqlShareStateStore):
+    first = await store.initialize(key(), 100)
+    again = await store.initialize(key(), 999)  # an existing state is never overwritten
+    assert first == again
+    assert (first.state_epoch, first.state.start_offset, first.state.batches) == (0, 100, [])
+    assert [g.group_id for g in await store.list_groups()] == ["g1"]
+    assert await store.list_partitions("g1") == [key()]
+
+
+async def test_writes_fold_into_snapshots_and_read_back_exactly(store: SqlShareStateStore):
+    await store.initialize(key(), 0)
+    model = PersistedState(0, [])
+    deltas = [
+        StateDelta(-1, (pb(0, 4, AV, 1),)),
+        StateDelta(-1, (pb(2, 2, ACK, 1),)),
+        StateDelta(-1, (pb(5, 9, AV, 0), pb(10, 10, ARC, 3))),
+        StateDelta(3, ()),
+        StateDelta(-1, (pb(3, 6, ACK, 2),)),
+        StateDelta(-1, (pb(11, 11, AV, 2),)),
+        StateDelta(7, (pb(8, 8, ACK, 1),)),
+    ]
+    for i, d in enumerate(deltas):
+        assert await store.write([PartitionWrite(key(), 0, d)]) == {key(): ErrorCode.NONE}
+        model.apply(d)
+        loaded = await store.read(key())
+        assert loaded.state == model, f"after delta {i}"
+    # fold_every=5: one fold happened, so the snapshot epoch moved on
+    assert (await store.read(key())).snapshot_epoch == 1
+    assert model.start_offset == 7
+    assert model.batches == [pb(7, 7, AV, 0), pb(8, 8, ACK, 1), pb(9, 9, AV, 0),
+                             pb(10, 10, ARC, 3), pb(11, 11, AV, 2)]
+
+
+async def test_a_stale_state_epoch_is_fenced_and_writes_nothing(store: SqlShareStateStore):
+    await store.initialize(key(), 0)
+    old_leader = await store.claim(key())
+    new_leader = await store.claim(key())
+    assert new_leader.state_epoch == old_leader.state_epoch + 1
+
+    stale = PartitionWrite(key(), old_leader.state_epoch, StateDelta(-1, (pb(0, 0, ACK, 1),)))
+    assert await store.write([stale]) == {key(): ErrorCode.FENCED_STATE_EPOCH}
+    assert (await store.read(key())).state.batches == []
+
+    fresh = PartitionWrite(key(), new_leader.state_epoch, StateDelta(-1, (pb(0, 0, AV, 1),)))
+    assert await store.write([fresh]) == {key(): ErrorCode.NONE}
+    assert (await store.read(key())).state.batches == [pb(0, 0, AV, 1)]
+
+
+async def test_two_writers_racing_a_claim_never_both_win(store: SqlShareStateStore):
+    """Writer A writes while B takes the partition over; A's write is either before B's claim
+    (and B loads it) or fenced — never lost after B loaded."""
+    await store.initialize(key(), 0)
+    a = await store.claim(key())
+    for i in range(20):
+        delta = StateDelta(-1, (pb(i, i, ACK, 1),))
+        write = store.write([PartitionWrite(key(), a.state_epoch, delta)])
+        result, b = await asyncio.gather(write, store.claim(key()))
+        if result[key()] == ErrorCode.NONE:
+            assert pb(i, i, ACK, 1) in b.state.batches
+        else:
+            assert result[key()] == ErrorCode.FENCED_STATE_EPOCH
+            assert pb(i, i, ACK, 1) not in b.state.batches
+        # B fenced A: further writes by A fail
+        late = PartitionWrite(key(), a.state_epoch, StateDelta(-1, (pb(i, i, ARC, 9),)))
+        assert (await store.write([late]))[key()] == ErrorCode.FENCED_STATE_EPOCH
+        a = b
+
+
+async def test_many_partitions_commit_in_one_transaction(store: SqlShareStateStore):
+    keys = [key(p) for p in range(200)]
+    for k in keys:
+        await store.initialize(k, 10)
+    fenced = await store.claim(keys[7])
+    writes = [
+        PartitionWrite(k, 0, StateDelta(-1, (pb(10, 19, AV, 1),))) for k in keys
+    ]
+    writes.append(PartitionWrite(key(999), 0, StateDelta(11, ())))  # never initialized
+    results = await store.write(writes)
+    assert results[keys[7]] == ErrorCode.FENCED_STATE_EPOCH
+    assert results[key(999)] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert sum(r == ErrorCode.NONE for r in results.values()) == 199
+    assert (await store.read(keys[7])).state.batches == []
+    assert fenced.state_epoch == 1
+    for k in (keys[0], keys[199]):
+        assert (await store.read(k)).state.batches == [pb(10, 19, AV, 1)]
+
+
+async def test_reset_and_delete(store: SqlShareStateStore):
+    await store.initialize(key(), 0)
+    await store.write([PartitionWrite(key(), 0, StateDelta(-1, (pb(0, 3, ACK, 1),)))])
+    reset = await store.reset(key(), 50)
+    assert (reset.state_epoch, reset.state.start_offset, reset.state.batches) == (1, 50, [])
+    stale = PartitionWrite(key(), 0, StateDelta(60, ()))
+    assert await store.write([stale]) == {key(): ErrorCode.FENCED_STATE_EPOCH}
+    assert await store.delete([key(), key(5)]) == 1
+    assert await store.read(key()) is None
+    assert await store.claim(key()) is None
+
+
+async def test_group_configs_are_merged_and_removed(store: SqlShareStateStore):
+    await store.set_group_configs("g2", {"share.record.lock.duration.ms": "15000"})
+    group = await store.set_group_configs(
+        "g2", {"share.delivery.count.limit": "3", "share.record.lock.duration.ms": None}
+    )
+    assert dict(group.configs) == {"share.delivery.count.limit": "3"}
+    assert (await store.get_group("g2")).configs == {"share.delivery.count.limit": "3"}
+    assert await store.get_group("nope") is None
+
+
+async def test_engine_state_survives_a_restart_through_the_store(store: SqlShareStateStore):
+    """The engine's deltas written to the store rebuild the same engine state."""
+    sp, init = SharePartition.initialized(0)
+    loaded = await store.initialize(key(), init.start_offset)
+    epoch = (await store.claim(key())).state_epoch
+    assert loaded.state.start_offset == 0
+    log = [BatchHeader(0, 49), BatchHeader(50, 99)]
+    sp.acquire("m1", log, now_ms=0, max_records=30)
+    sp.acquire("m2", log, now_ms=0, max_records=500)
+    deltas = [
+        sp.acknowledge("m1", [AckBatch(0, 9, (1,)), AckBatch(20, 29, (2,))], now_ms=1),
+        sp.acknowledge("m2", [AckBatch(60, 61, (3,)), AckBatch(70, 72, (1, 2, 1))], now_ms=1),
+        sp.expire_locks(now_ms=10**9),
+    ]
+    for d in deltas:
+        result = await store.write([PartitionWrite(key(), epoch, d)])
+        assert result == {key(): ErrorCode.NONE}
+    stored = (await store.read(key())).state
+    assert stored.canonical() == sp.persisted_view().canonical()
+    reloaded = SharePartition.from_persisted(stored)
+    assert reloaded.spso == sp.spso == 10
+    assert reloaded.persisted_view().canonical() == sp.persisted_view().canonical()
