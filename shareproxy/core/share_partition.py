@@ -166,6 +166,7 @@ class SharePartition:
         acquired: list[AcquiredRange] = []
         limit = max_records
         strict = mode == AcquireMode.RECORD_LIMIT
+        throttled = False
         count = 0
         for batch in batches:
             if batch.last_offset < self.spso:
@@ -186,10 +187,9 @@ class SharePartition:
                 next_dc = r.delivery_count + 1
                 cap = self.limits.throttled_cap(next_dc, max_records)
                 if cap is not None:
-                    if count and cap < limit:
+                    if count and (not throttled or cap < limit):
                         return acquired  # a throttled record starts an acquisition of its own
-                    if cap < limit or not strict:
-                        limit, strict = min(limit, cap), True
+                    limit, strict, throttled = min(limit, cap), True, True
                 start = max(r.first, lo)
                 end = min(r.last, hi)
                 if strict:
@@ -369,6 +369,7 @@ class SharePartition:
                     self._inflight.append(
                         InFlightRange(self.speo, log_start_offset - 1, RecordState.ARCHIVED, 0)
                     )
+                    self._dirty.append((self.speo, log_start_offset - 1))
                 self.speo = log_start_offset
             self._advance_spso()
         return self._take_delta()

@@ -1,0 +1,214 @@
+"""Random operation sequences against a per-offset reference model (hypothesis).
+
+The model keeps one entry per offset (state, delivery count, owner, deadline) and applies
+KIP-932's rules record by record; the engine works on ranges. After every step they must agree,
+the store (every delta folded in) must hold exactly what the engine says it should, and:
+no record is lost, none is acknowledged twice, an Acknowledged or Archived record is never
+handed out again, delivery counts never go down, SPSO never passes a non-terminal record, and
+a restart from the store rebuilds the state the store describes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.persisted import PersistedState, StateDelta
+from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
+from shareproxy.core.states import AcknowledgeType, AcquireMode, RecordState
+
+AV, ACQ, ACK, ARC = (RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
+                     RecordState.ARCHIVED)
+LOG_END = 59  # the log holds offsets 0..59
+MEMBERS = ("m0", "m1", "m2")
+LOCK_MS = 100
+LIMIT = 3
+MAX_LOCKS = 25
+
+
+@dataclass
+class Rec:
+    state: RecordState = AV
+    dc: int = 0
+    member: str | None = None
+    deadline: int | None = None
+
+
+class ShareLeaderMachine(RuleBasedStateMachine):
+    @initialize(cuts=st.sets(st.integers(1, LOG_END), max_size=12))
+    def setup(self, cuts):
+        edges = [0, *sorted(cuts), LOG_END + 1]
+        self.log = [BatchHeader(a, b - 1) for a, b in zip(edges, edges[1:], strict=False)]
+        self.limits = PartitionLimits(LOCK_MS, LIMIT, MAX_LOCKS)
+        self.sp, init = SharePartition.initialized(0, self.limits)
+        self.store = PersistedState()
+        self.store.apply(init)
+        self.model: dict[int, Rec] = {}
+        self.log_start = 0
+        self.now = 0
+        self.handed_out: dict[int, int] = {}  # offset -> last delivery count handed out
+        self.acked: set[int] = set()
+
+    # ------------------------------------------------------------- helpers
+    def rec(self, offset: int) -> Rec:
+        return self.model.setdefault(offset, Rec())
+
+    def write(self, delta: StateDelta) -> None:
+        self.store.apply(delta)
+
+    def end_lock(self, offset: int, r: Rec) -> None:
+        if offset < self.log_start or r.dc >= LIMIT:
+            r.state = ARC
+        else:
+            r.state = AV
+        r.member = r.deadline = None
+
+    # ------------------------------------------------------------- operations
+    @rule(member=st.sampled_from(MEMBERS), max_records=st.integers(1, 30),
+          mode=st.sampled_from(list(AcquireMode)))
+    def acquire(self, member, max_records, mode):
+        start = self.sp.next_fetch_offset()
+        batches = [b for b in self.log if b.last_offset >= start]
+        got = self.sp.acquire(member, batches, self.now, max_records, mode)
+        n = 0
+        for g in got:
+            for o in range(g.first_offset, g.last_offset + 1):
+                r = self.rec(o)
+                assert r.state == AV, f"{o} handed out while {r.state.name}"
+                assert o not in self.acked
+                assert o >= self.log_start
+                assert g.delivery_count == r.dc + 1
+                assert g.delivery_count >= self.handed_out.get(o, 0), "delivery count went down"
+                self.handed_out[o] = g.delivery_count
+                r.state, r.dc, r.member, r.deadline = ACQ, r.dc + 1, member, self.now + LOCK_MS
+                n += 1
+        if mode == AcquireMode.RECORD_LIMIT:
+            assert n <= max_records
+        if not got:  # liveness: nothing acquirable was left behind
+            for o in range(self.sp.spso, min(self.sp.speo, LOG_END + 1)):
+                assert self.rec(o).state != AV, f"{o} Available but not acquired"
+            assert self.sp.speo > LOG_END or self.sp.in_flight_count >= MAX_LOCKS
+
+    @rule(member=st.sampled_from(MEMBERS), data=st.data())
+    def acknowledge(self, member, data):
+        held = sorted(o for o, r in self.model.items() if r.state == ACQ and r.member == member)
+        if held and data.draw(st.booleans(), "valid"):
+            chosen = sorted(data.draw(st.sets(st.sampled_from(held), min_size=1), "offsets"))
+        else:
+            a = data.draw(st.integers(0, LOG_END), "first")
+            chosen = list(range(a, data.draw(st.integers(a, min(a + 5, LOG_END)), "last") + 1))
+        types = [data.draw(st.sampled_from(list(AcknowledgeType)), "type") for _ in chosen]
+        batches, run = [], [chosen[0]]
+        for o in chosen[1:]:
+            if o == run[-1] + 1:
+                run.append(o)
+            else:
+                batches.append(run)
+                run = [o]
+        batches.append(run)
+        acks, i = [], 0
+        for b in batches:
+            t = tuple(int(x) for x in types[i:i + len(b)])
+            acks.append(AckBatch(b[0], b[-1], t if len(set(t)) > 1 else t[:1]))
+            i += len(b)
+        valid = all(self.rec(o).state == ACQ and self.rec(o).member == member for o in chosen)
+        try:
+            delta = self.sp.acknowledge(member, acks, self.now)
+        except ShareError as e:
+            assert not valid, f"valid acknowledgement refused: {e}"
+            assert e.code == ErrorCode.INVALID_RECORD_STATE
+            return
+        assert valid, "invalid acknowledgement accepted"
+        self.write(delta)
+        for o, t in zip(chosen, types, strict=True):
+            r = self.rec(o)
+            if t == AcknowledgeType.ACCEPT:
+                assert o not in self.acked
+                self.acked.add(o)
+                r.state, r.member, r.deadline = ACK, None, None
+            elif t in (AcknowledgeType.GAP, AcknowledgeType.REJECT):
+                r.state, r.member, r.deadline = ARC, None, None
+            elif t == AcknowledgeType.RELEASE:
+                self.end_lock(o, r)
+            else:
+                r.deadline = self.now + LOCK_MS
+
+    @rule(dt=st.integers(1, 150))
+    def time_passes_and_locks_expire(self, dt):
+        self.now += dt
+        self.write(self.sp.expire_locks(self.now))
+        for o, r in self.model.items():
+            if r.state == ACQ and r.deadline <= self.now:
+                self.end_lock(o, r)
+
+    @rule(member=st.sampled_from(MEMBERS))
+    def session_closes(self, member):
+        self.write(self.sp.release_member(member))
+        for o, r in self.model.items():
+            if r.state == ACQ and r.member == member:
+                self.end_lock(o, r)
+
+    @precondition(lambda self: self.log_start < LOG_END)
+    @rule(step=st.integers(1, 8))
+    def retention_moves_log_start(self, step):
+        self.log_start = min(self.log_start + step, LOG_END)
+        self.write(self.sp.update_log_start_offset(self.log_start))
+        for o in range(self.log_start):
+            r = self.rec(o)
+            if r.state == AV:
+                r.state = ARC
+
+    @rule()
+    def restart(self):
+        """A crash: only what the store holds survives; acquired records come back."""
+        before = self.sp.persisted_view().canonical()
+        self.sp = SharePartition.from_persisted(
+            PersistedState(self.store.start_offset, list(self.store.batches)), self.limits
+        )
+        assert self.sp.persisted_view().canonical() == before
+        for r in self.model.values():
+            if r.state == ACQ:
+                r.state, r.dc, r.member, r.deadline = AV, r.dc - 1, None, None
+        # the new leader learns the log start from the log, as after any load
+        self.write(self.sp.update_log_start_offset(self.log_start))
+        for o in range(self.log_start):
+            if self.rec(o).state == AV:
+                self.rec(o).state = ARC
+
+    # ------------------------------------------------------------- invariants
+    @invariant()
+    def engine_agrees_with_the_model(self):
+        sp = self.sp
+        for o in range(sp.spso):
+            assert self.rec(o).state in (ACK, ARC), f"SPSO {sp.spso} passed {o}"
+        seen = sp.spso
+        for r in sp.ranges:
+            assert r.first == seen, "in-flight ranges must be contiguous"
+            seen = r.last + 1
+            for o in range(r.first, r.last + 1):
+                m = self.rec(o)
+                assert (m.state, m.dc, m.member) == (r.state, r.delivery_count, r.member_id), o
+                if r.state == ACQ:
+                    assert m.deadline == r.deadline_ms
+        assert seen == sp.speo
+        for o in range(sp.speo, LOG_END + 1):  # not yet read: nothing happened to them
+            m = self.rec(o)
+            assert m.state in (AV, ARC) and m.member is None
+
+    @invariant()
+    def the_store_holds_what_the_engine_says(self):
+        assert self.store.start_offset == self.sp.spso
+        assert self.store.canonical() == self.sp.persisted_view().canonical()
+
+
+ShareLeaderMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("SHAREPROXY_PROPERTY_EXAMPLES", "150")), stateful_step_count=40, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestShareLeader = ShareLeaderMachine.TestCase
