@@ -59,8 +59,10 @@ def migrate(
             if current == head:
                 out.print(f"schema of {shown} is current (revision {head})")
                 return
-            err.print(f"schema of {shown} is at {current or 'nothing'}, expected {head}: "
-                      "run `shareproxy migrate`")
+            err.print(
+                f"schema of {shown} is at {current or 'nothing'}, expected {head}: "
+                "run `shareproxy migrate`"
+            )
             raise typer.Exit(1)
         migrations.upgrade(url)
         current, head = migrations.schema_status(url)

@@ -73,7 +73,7 @@ def parse_auto_offset_reset(text: str) -> AutoOffsetReset:
     if value in ("earliest", "latest"):
         return AutoOffsetReset(ResetStrategy(value))
     if value.startswith("by_duration:"):
-        duration = parse_iso_duration(text.strip()[len("by_duration:"):])
+        duration = parse_iso_duration(text.strip()[len("by_duration:") :])
         return AutoOffsetReset(ResetStrategy.BY_DURATION, duration)
     raise ShareError(
         ErrorCode.INVALID_CONFIG,

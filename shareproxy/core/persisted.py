@@ -99,14 +99,22 @@ class PersistedState:
             head, tail = batches[lo], batches[hi - 1]
             if head.first_offset < batch.first_offset:
                 replacement.append(
-                    PersistedBatch(head.first_offset, batch.first_offset - 1,
-                                   head.delivery_state, head.delivery_count)
+                    PersistedBatch(
+                        head.first_offset,
+                        batch.first_offset - 1,
+                        head.delivery_state,
+                        head.delivery_count,
+                    )
                 )
             replacement.append(batch)
             if tail.last_offset > batch.last_offset:
                 replacement.append(
-                    PersistedBatch(batch.last_offset + 1, tail.last_offset,
-                                   tail.delivery_state, tail.delivery_count)
+                    PersistedBatch(
+                        batch.last_offset + 1,
+                        tail.last_offset,
+                        tail.delivery_state,
+                        tail.delivery_count,
+                    )
                 )
         else:
             replacement.append(batch)
@@ -131,9 +139,7 @@ class PersistedState:
         """
         out = coalesce(self.batches)
         while (
-            out
-            and out[-1].delivery_state == RecordState.AVAILABLE
-            and out[-1].delivery_count == 0
+            out and out[-1].delivery_state == RecordState.AVAILABLE and out[-1].delivery_count == 0
         ):
             out.pop()
         return out

@@ -140,9 +140,7 @@ class SharePartition:
 
     def persisted_view(self) -> PersistedState:
         """The state as the store would hold it if every change so far had been written."""
-        return PersistedState(
-            self.spso, coalesce(r.persisted() for r in self._inflight.ranges)
-        )
+        return PersistedState(self.spso, coalesce(r.persisted() for r in self._inflight.ranges))
 
     # ----------------------------------------------------------------- acquisition
     def acquire(
@@ -252,9 +250,7 @@ class SharePartition:
         if last >= self.speo:
             start = max(first, self.speo)
             if start > self.speo:
-                self._inflight.append(
-                    InFlightRange(self.speo, start - 1, RecordState.ARCHIVED, 0)
-                )
+                self._inflight.append(InFlightRange(self.speo, start - 1, RecordState.ARCHIVED, 0))
             self._inflight.append(InFlightRange(start, last, RecordState.ARCHIVED, 0))
             self.speo = last + 1
             self._dirty.append((start, last))
@@ -269,9 +265,7 @@ class SharePartition:
         self._advance_spso()
 
     # ----------------------------------------------------------------- acknowledgement
-    def acknowledge(
-        self, member_id: str, batches: Sequence[AckBatch], now_ms: int
-    ) -> StateDelta:
+    def acknowledge(self, member_id: str, batches: Sequence[AckBatch], now_ms: int) -> StateDelta:
         """Apply a member's acknowledgements atomically: all of them, or none and an error."""
         runs = normalize_acks(batches)
         for run in runs:
@@ -406,8 +400,12 @@ class SharePartition:
             gap_first = self._persisted_end + 1
             # fill: every interval past the stored end joins one stretch from gap_first
             keep = [iv for iv in intervals if iv[1] < gap_first]
-            keep.append((min(gap_first, *(iv[0] for iv in intervals if iv[1] >= gap_first)),
-                         intervals[-1][1]))
+            keep.append(
+                (
+                    min(gap_first, *(iv[0] for iv in intervals if iv[1] >= gap_first)),
+                    intervals[-1][1],
+                )
+            )
             intervals = keep
             self._persisted_end = intervals[-1][1]
         batches: list[PersistedBatch] = []

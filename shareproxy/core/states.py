@@ -50,8 +50,12 @@ ACK_TARGET: dict[AcknowledgeType, RecordState] = {
 TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
     RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
     RecordState.ACQUIRED: frozenset(
-        {RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
-         RecordState.ARCHIVED}
+        {
+            RecordState.AVAILABLE,
+            RecordState.ACQUIRED,
+            RecordState.ACKNOWLEDGED,
+            RecordState.ARCHIVED,
+        }
     ),
     RecordState.ACKNOWLEDGED: frozenset(),
     RecordState.ARCHIVED: frozenset(),

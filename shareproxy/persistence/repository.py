@@ -155,9 +155,14 @@ class SqlShareStateStore:
             else:
                 await conn.execute(
                     insert(share_snapshots).values(
-                        group_id=key.group_id, topic_id=key.topic_id, partition=key.partition,
-                        state_epoch=0, snapshot_epoch=0, start_offset=start_offset,
-                        state_batches=[], update_count=0,
+                        group_id=key.group_id,
+                        topic_id=key.topic_id,
+                        partition=key.partition,
+                        state_epoch=0,
+                        snapshot_epoch=0,
+                        start_offset=start_offset,
+                        state_batches=[],
+                        update_count=0,
                     )
                 )
             loaded = await self._load(conn, key)
@@ -275,11 +280,7 @@ class SqlShareStateStore:
         self, conn: AsyncConnection, keys: Sequence[SharePartitionKey]
     ) -> dict[SharePartitionKey, Any]:
         tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
-        query = (
-            select(share_snapshots)
-            .where(tuple_(*_KEY_COLUMNS).in_(tuples))
-            .with_for_update()
-        )
+        query = select(share_snapshots).where(tuple_(*_KEY_COLUMNS).in_(tuples)).with_for_update()
         return {_key_of(r): r for r in await conn.execute(query)}
 
     async def _updates(
@@ -293,9 +294,7 @@ class SqlShareStateStore:
         )
         out: dict[SharePartitionKey, list[StateDelta]] = defaultdict(list)
         for r in rows:
-            out[_key_of(r)].append(
-                StateDelta(r.start_offset, tuple(_batches(r.state_batches)))
-            )
+            out[_key_of(r)].append(StateDelta(r.start_offset, tuple(_batches(r.state_batches))))
         return out
 
     def _update_key_is(self, key: SharePartitionKey) -> Any:

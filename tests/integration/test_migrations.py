@@ -40,7 +40,8 @@ def test_cli_migrates_a_fresh_postgres_database_and_reports_it(postgres: Tempora
     assert runner.invoke(app, ["migrate", "--check", "--state-url", url]).exit_code == 0
     tables = postgres.psql(
         "select string_agg(tablename, ',' order by tablename) from pg_tables "
-        "where schemaname='public'", "fresh_cli"
+        "where schemaname='public'",
+        "fresh_cli",
     ).strip()
     assert tables == "alembic_version,share_groups,share_snapshots,share_updates"
 

@@ -49,8 +49,13 @@ async def test_writes_fold_into_snapshots_and_read_back_exactly(store: SqlShareS
     # fold_every=5: one fold happened, so the snapshot epoch moved on
     assert (await store.read(key())).snapshot_epoch == 1
     assert model.start_offset == 7
-    assert model.batches == [pb(7, 7, AV, 0), pb(8, 8, ACK, 1), pb(9, 9, AV, 0),
-                             pb(10, 10, ARC, 3), pb(11, 11, AV, 2)]
+    assert model.batches == [
+        pb(7, 7, AV, 0),
+        pb(8, 8, ACK, 1),
+        pb(9, 9, AV, 0),
+        pb(10, 10, ARC, 3),
+        pb(11, 11, AV, 2),
+    ]
 
 
 async def test_a_stale_state_epoch_is_fenced_and_writes_nothing(store: SqlShareStateStore):
@@ -93,9 +98,7 @@ async def test_many_partitions_commit_in_one_transaction(store: SqlShareStateSto
     for k in keys:
         await store.initialize(k, 10)
     fenced = await store.claim(keys[7])
-    writes = [
-        PartitionWrite(k, 0, StateDelta(-1, (pb(10, 19, AV, 1),))) for k in keys
-    ]
+    writes = [PartitionWrite(k, 0, StateDelta(-1, (pb(10, 19, AV, 1),))) for k in keys]
     writes.append(PartitionWrite(key(999), 0, StateDelta(11, ())))  # never initialized
     results = await store.write(writes)
     assert results[keys[7]] == ErrorCode.FENCED_STATE_EPOCH

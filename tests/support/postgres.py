@@ -72,16 +72,38 @@ class TemporaryPostgres:
                 ) from exc
             os.chown(self.base, pw.pw_uid, pw.pw_gid)
         os.chmod(self.base, 0o755)
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                  "-E", "UTF8", "--locale=C", "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         options = (
             f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 "
             f"-c max_connections=200 -c fsync={'on' if self.fsync else 'off'} "
             f"-c synchronous_commit={'on' if self.fsync else 'off'} "
             "-c full_page_writes=off"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.base / "server.log"),
-                  "-w", "-t", "60", "-o", options, "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.base / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            options,
+            "start",
+        )
         self._started = True
         return self
 
@@ -89,8 +111,21 @@ class TemporaryPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def psql(self, sql: str, database: str = "postgres") -> str:
-        return self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                         "-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", sql).stdout
+        return self._run(
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            database,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-Atc",
+            sql,
+        ).stdout
 
     def create_database(self, name: str, template: str | None = None) -> str:
         suffix = f' TEMPLATE "{template}"' if template else ""

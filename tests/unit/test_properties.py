@@ -10,6 +10,7 @@ a restart from the store rebuilds the state the store describes.
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 
@@ -23,8 +24,12 @@ from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode, RecordState
 
-AV, ACQ, ACK, ARC = (RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
-                     RecordState.ARCHIVED)
+AV, ACQ, ACK, ARC = (
+    RecordState.AVAILABLE,
+    RecordState.ACQUIRED,
+    RecordState.ACKNOWLEDGED,
+    RecordState.ARCHIVED,
+)
 LOG_END = 59  # the log holds offsets 0..59
 MEMBERS = ("m0", "m1", "m2")
 LOCK_MS = 100
@@ -44,7 +49,7 @@ class ShareLeaderMachine(RuleBasedStateMachine):
     @initialize(cuts=st.sets(st.integers(1, LOG_END), max_size=12))
     def setup(self, cuts):
         edges = [0, *sorted(cuts), LOG_END + 1]
-        self.log = [BatchHeader(a, b - 1) for a, b in zip(edges, edges[1:], strict=False)]
+        self.log = [BatchHeader(a, b - 1) for a, b in itertools.pairwise(edges)]
         self.limits = PartitionLimits(LOCK_MS, LIMIT, MAX_LOCKS)
         self.sp, init = SharePartition.initialized(0, self.limits)
         self.store = PersistedState()
@@ -70,8 +75,11 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         r.member = r.deadline = None
 
     # ------------------------------------------------------------- operations
-    @rule(member=st.sampled_from(MEMBERS), max_records=st.integers(1, 30),
-          mode=st.sampled_from(list(AcquireMode)))
+    @rule(
+        member=st.sampled_from(MEMBERS),
+        max_records=st.integers(1, 30),
+        mode=st.sampled_from(list(AcquireMode)),
+    )
     def acquire(self, member, max_records, mode):
         start = self.sp.next_fetch_offset()
         batches = [b for b in self.log if b.last_offset >= start]
@@ -114,7 +122,7 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         batches.append(run)
         acks, i = [], 0
         for b in batches:
-            t = tuple(int(x) for x in types[i:i + len(b)])
+            t = tuple(int(x) for x in types[i : i + len(b)])
             acks.append(AckBatch(b[0], b[-1], t if len(set(t)) > 1 else t[:1]))
             i += len(b)
         valid = all(self.rec(o).state == ACQ and self.rec(o).member == member for o in chosen)
@@ -208,7 +216,9 @@ class ShareLeaderMachine(RuleBasedStateMachine):
 
 
 ShareLeaderMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("SHAREPROXY_PROPERTY_EXAMPLES", "150")), stateful_step_count=40, deadline=None,
+    max_examples=int(os.environ.get("SHAREPROXY_PROPERTY_EXAMPLES", "150")),
+    stateful_step_count=40,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestShareLeader = ShareLeaderMachine.TestCase

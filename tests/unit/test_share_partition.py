@@ -57,9 +57,13 @@ def test_released_records_are_acquired_before_new_ones():
 
 def test_control_batches_and_aborted_transactions_are_archived_not_delivered():
     sp = fresh()
-    log = [BatchHeader(0, 4), BatchHeader(5, 5, is_control=True),
-           BatchHeader(6, 8, is_aborted=True), BatchHeader(9, 9, is_control=True),
-           BatchHeader(12, 14)]  # 10-11 compacted away
+    log = [
+        BatchHeader(0, 4),
+        BatchHeader(5, 5, is_control=True),
+        BatchHeader(6, 8, is_aborted=True),
+        BatchHeader(9, 9, is_control=True),
+        BatchHeader(12, 14),
+    ]  # 10-11 compacted away
     assert sp.acquire("m", log, 0, 500) == [AcquiredRange(0, 4, 1), AcquiredRange(12, 14, 1)]
     assert inflight(sp) == [(0, 4, ACQ, 1, "m"), (5, 11, ARC, 0, None), (12, 14, ACQ, 1, "m")]
     delta = sp.acknowledge("m", [AckBatch(0, 4, ACCEPT)], 1)
@@ -207,8 +211,8 @@ def test_release_member_frees_only_that_members_locks():
 # ------------------------------------------------------------------ the log start moving
 def test_log_start_past_spso_archives_available_and_keeps_acquired():
     sp = fresh()
-    sp.acquire("m", LOG, 0, 10)   # 0-9 m
-    sp.acquire("n", LOG, 0, 10)   # 10-19 n
+    sp.acquire("m", LOG, 0, 10)  # 0-9 m
+    sp.acquire("n", LOG, 0, 10)  # 10-19 n
     sp.acknowledge("m", [AckBatch(0, 9, RELEASE)], 1)  # 0-9 Available
     delta = sp.update_log_start_offset(15)
     assert sp.spso == 10
@@ -238,10 +242,16 @@ def test_reload_turns_acquired_records_back_into_their_stored_state():
     sp.acknowledge("m", [AckBatch(3, 3, RELEASE), AckBatch(5, 5, ACCEPT)], 1)
     sp.acquire("n", LOG, 2, 1, AcquireMode.RECORD_LIMIT)  # 3 again, count 2
     reloaded = SharePartition.from_persisted(sp.persisted_view())
-    assert inflight(reloaded) == [(0, 2, AV, 0, None), (3, 3, AV, 1, None),
-                                  (4, 4, AV, 0, None), (5, 5, ACK, 1, None),
-                                  (6, 9, AV, 0, None)]
+    assert inflight(reloaded) == [
+        (0, 2, AV, 0, None),
+        (3, 3, AV, 1, None),
+        (4, 4, AV, 0, None),
+        (5, 5, ACK, 1, None),
+        (6, 9, AV, 0, None),
+    ]
     assert reloaded.acquire("x", LOG, 3, 500) == [
-        AcquiredRange(0, 2, 1), AcquiredRange(3, 3, 2), AcquiredRange(4, 4, 1),
+        AcquiredRange(0, 2, 1),
+        AcquiredRange(3, 3, 2),
+        AcquiredRange(4, 4, 1),
         AcquiredRange(6, 29, 1),
     ]

@@ -47,15 +47,9 @@ def test_kip_932_worked_example():
     # --- A messier sequence of release and acknowledge ---
     # Fetch records 110-119: consumer 1 gets 110-112, consumer 2 113-118, consumer 3 119.
     log = [BatchHeader(110, 119)]
-    assert sp.acquire("c1", log, 1_000, 3, AcquireMode.RECORD_LIMIT) == [
-        AcquiredRange(110, 112, 1)
-    ]
-    assert sp.acquire("c2", log, 5_000, 6, AcquireMode.RECORD_LIMIT) == [
-        AcquiredRange(113, 118, 1)
-    ]
-    assert sp.acquire("c3", log, 5_000, 1, AcquireMode.RECORD_LIMIT) == [
-        AcquiredRange(119, 119, 1)
-    ]
+    assert sp.acquire("c1", log, 1_000, 3, AcquireMode.RECORD_LIMIT) == [AcquiredRange(110, 112, 1)]
+    assert sp.acquire("c2", log, 5_000, 6, AcquireMode.RECORD_LIMIT) == [AcquiredRange(113, 118, 1)]
+    assert sp.acquire("c3", log, 5_000, 1, AcquireMode.RECORD_LIMIT) == [AcquiredRange(119, 119, 1)]
     assert (sp.spso, sp.speo) == (110, 120)
     assert inflight(sp) == [
         (110, 112, ACQ, 1, "c1"),
