@@ -51,7 +51,7 @@ _DURATION = re.compile(
 def parse_iso_duration(text: str) -> int:
     """An ISO-8601 duration (days and time parts, as Java's ``Duration.parse``) in ms."""
     m = _DURATION.match(text.strip().upper())
-    if not m or text.strip().upper() in ("P", "PT") or text.strip().upper().endswith("T"):
+    if not m or not any(m.groups()):
         raise ShareError(
             ErrorCode.INVALID_CONFIG, f"{text!r} is not an ISO-8601 duration such as PT1H or P1D"
         )
