@@ -32,51 +32,49 @@ class AckRun:
 
 def normalize_acks(batches: Sequence[AckBatch]) -> list[AckRun]:
     """Validate the batches and return ascending runs; INVALID_REQUEST if malformed."""
-    runs: list[AckRun] = []
-    previous_last: int | None = None
+    runs: list[list[int]] = []  # [first, last, type]; AckRun objects are built once at the end
+    previous_last = -1
+    valid = _VALID_TYPES
     for b in batches:
-        if b.first_offset < 0 or b.last_offset < b.first_offset:
+        first, last, types = b.first_offset, b.last_offset, b.acknowledge_types
+        if first < 0 or last < first:
             raise ShareError(
                 ErrorCode.INVALID_REQUEST,
-                f"acknowledgement batch {b.first_offset}-{b.last_offset} is not a valid range",
+                f"acknowledgement batch {first}-{last} is not a valid range",
             )
-        if previous_last is not None and b.first_offset <= previous_last:
+        if first <= previous_last:
             raise ShareError(
                 ErrorCode.INVALID_REQUEST,
-                f"acknowledgement batch {b.first_offset}-{b.last_offset} does not ascend past "
-                f"{previous_last}",
+                f"acknowledgement batch {first}-{last} does not ascend past {previous_last}",
             )
-        previous_last = b.last_offset
-        types = b.acknowledge_types
-        size = b.last_offset - b.first_offset + 1
+        previous_last = last
+        size = last - first + 1
         if len(types) not in (1, size):
             raise ShareError(
                 ErrorCode.INVALID_REQUEST,
-                f"acknowledgement batch {b.first_offset}-{b.last_offset} carries {len(types)} "
-                f"types: one, or one per offset ({size}), expected",
+                f"acknowledgement batch {first}-{last} carries {len(types)} types: one, or one "
+                f"per offset ({size}), expected",
             )
-        if not _VALID_TYPES.issuperset(types):
-            bad = sorted(set(types) - _VALID_TYPES)
-            raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown acknowledge type(s) {bad}")
-        if len(types) == 1:
-            _add_run(runs, b.first_offset, b.last_offset, types[0])
+        if len(types) == 1 or types.count(types[0]) == size:
+            t = types[0]
+            if t not in valid:
+                raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown acknowledge type {t}")
+            _add_run(runs, first, last, t)
             continue
-        offset = b.first_offset
-        run_start = offset
-        current = types[0]
-        for t in types[1:]:
-            offset += 1
+        if not valid.issuperset(types):
+            bad = sorted(set(types) - valid)
+            raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown acknowledge type(s) {bad}")
+        run_start, current = first, types[0]
+        for offset, t in enumerate(types, first):
             if t != current:
                 _add_run(runs, run_start, offset - 1, current)
                 run_start, current = offset, t
-        _add_run(runs, run_start, b.last_offset, current)
-    return runs
+        _add_run(runs, run_start, last, current)
+    return [AckRun(f, la, AcknowledgeType(t)) for f, la, t in runs]
 
 
-def _add_run(runs: list[AckRun], first: int, last: int, ack_type: int) -> None:
-    if runs:
-        prev = runs[-1]
-        if prev.last_offset + 1 == first and prev.ack_type == ack_type:
-            runs[-1] = AckRun(prev.first_offset, last, prev.ack_type)
-            return
-    runs.append(AckRun(first, last, AcknowledgeType(ack_type)))
+def _add_run(runs: list[list[int]], first: int, last: int, ack_type: int) -> None:
+    if runs and runs[-1][1] + 1 == first and runs[-1][2] == ack_type:
+        runs[-1][1] = last
+    else:
+        runs.append([first, last, ack_type])
