@@ -95,15 +95,13 @@ class SharePartition:
         """Rebuild exactly the engine state that was persisted (nothing is Acquired after it)."""
         sp = cls(state.start_offset, limits)
         expected = state.start_offset
-        for b in state.batches:
-            if b.first_offset != expected:  # the store is contiguous; a hole reads as new
-                sp._inflight.append(
-                    InFlightRange(expected, b.first_offset - 1, RecordState.AVAILABLE, 0)
-                )
-            sp._inflight.append(
-                InFlightRange(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-            )
-            expected = b.last_offset + 1
+        ranges = sp._inflight.ranges
+        available = RecordState.AVAILABLE
+        for first, last, delivery_state, delivery_count in state.batches:
+            if first != expected:  # the store is contiguous; a hole reads as new records
+                ranges.append(InFlightRange(expected, first - 1, available, 0))
+            ranges.append(InFlightRange(first, last, delivery_state, delivery_count))
+            expected = last + 1
         sp.speo = expected
         sp._persisted_end = expected - 1
         sp._advance_spso()

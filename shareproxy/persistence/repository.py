@@ -11,7 +11,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
+from shareproxy.core.persisted import (
+    PersistedBatch,
+    PersistedState,
+    StateDelta,
+    batches_from_rows,
+)
 from shareproxy.core.store import (
     LoadedState,
     PartitionWrite,
@@ -29,8 +34,7 @@ def _rows(batches: Iterable[PersistedBatch]) -> list[list[int]]:
     return [b.to_row() for b in batches]
 
 
-def _batches(rows: Iterable[Sequence[int]]) -> list[PersistedBatch]:
-    return [PersistedBatch.from_row(r) for r in rows]
+_batches = batches_from_rows
 
 
 def _key_of(row: Any) -> SharePartitionKey:
