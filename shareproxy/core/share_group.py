@@ -1,0 +1,198 @@
+"""A share group's membership as KIP-932's group coordinator keeps it: client-generated member
+ids, member / group / assignment epochs, session timeouts, the group size limit.
+
+Pure: ``now_ms`` is an argument. The runtime feeds heartbeats and topic metadata in and acts on
+what comes out (a new assignment to send, members whose locks must be released).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from uuid import UUID
+
+from shareproxy.core.assignor import Assignment, assign
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+
+
+class GroupState(Enum):
+    EMPTY = "Empty"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+class HeartbeatError(Enum):
+    """Kafka error codes a heartbeat can be refused with."""
+
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_REQUEST = 42
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_MEMBER_EPOCH = 110
+
+
+@dataclass
+class Member:
+    member_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed_topics: tuple[str, ...]
+    assignment: Assignment = field(default_factory=dict)
+    last_heartbeat_ms: int = 0
+    sent_epoch: int = -1  # the epoch whose assignment the member was last sent
+    # what the coordinator wants the member to have; it moves there on its next heartbeat
+    target: Assignment = field(default_factory=dict)
+    target_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    error: HeartbeatError | None
+    member_epoch: int
+    assignment: Assignment | None  # None: unchanged since the member last heard it
+    message: str | None = None
+
+
+class ShareGroup:
+    def __init__(self, group_id: str, max_size: int = 200) -> None:
+        self.group_id = group_id
+        self.max_size = max_size
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, Member] = {}
+        self.topics: dict[str, tuple[UUID, int]] = {}  # upstream: name -> (id, partitions)
+        self.dead = False
+
+    @property
+    def state(self) -> GroupState:
+        if self.dead:
+            return GroupState.DEAD
+        return GroupState.STABLE if self.members else GroupState.EMPTY
+
+    def subscribed_topic_names(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.subscribed_topics}
+
+    # ------------------------------------------------------------------ heartbeats
+    def heartbeat(
+        self,
+        member_id: str,
+        member_epoch: int,
+        now_ms: int,
+        *,
+        subscribed_topics: Sequence[str] | None = None,
+        rack_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> HeartbeatResult:
+        if not member_id:
+            return HeartbeatResult(
+                HeartbeatError.INVALID_REQUEST, member_epoch, None, "MemberId must be set"
+            )
+        if member_epoch == LEAVE_EPOCH:
+            if self.members.pop(member_id, None) is not None:
+                self._bump()
+            return HeartbeatResult(None, LEAVE_EPOCH, None)
+        member = self.members.get(member_id)
+        if member_epoch == JOIN_EPOCH:
+            if member is None:
+                if not subscribed_topics:
+                    return HeartbeatResult(
+                        HeartbeatError.INVALID_REQUEST,
+                        member_epoch,
+                        None,
+                        "SubscribedTopicNames must be set when joining",
+                    )
+                if len(self.members) >= self.max_size:
+                    return HeartbeatResult(
+                        HeartbeatError.GROUP_MAX_SIZE_REACHED,
+                        member_epoch,
+                        None,
+                        f"the group already has {self.max_size} members",
+                    )
+                member = Member(
+                    member_id, 0, client_id, client_host, rack_id, tuple(subscribed_topics)
+                )
+                self.members[member_id] = member
+                self._bump()
+            else:  # a rejoin: it lost track, so it must hear its assignment again
+                member.sent_epoch = -1
+                if subscribed_topics is not None:
+                    self._resubscribe(member, subscribed_topics)
+        else:
+            if member is None:
+                return HeartbeatResult(
+                    HeartbeatError.UNKNOWN_MEMBER_ID, member_epoch, None, "unknown member"
+                )
+            if member_epoch != member.member_epoch:
+                return HeartbeatResult(
+                    HeartbeatError.FENCED_MEMBER_EPOCH,
+                    member_epoch,
+                    None,
+                    f"member epoch {member_epoch}, expected {member.member_epoch}",
+                )
+            if subscribed_topics is not None:
+                self._resubscribe(member, subscribed_topics)
+        if rack_id is not None:
+            member.rack_id = rack_id
+        member.last_heartbeat_ms = now_ms
+        self._reassign_if_needed()
+        if member.target_epoch > member.member_epoch:
+            member.member_epoch = member.target_epoch
+            member.assignment = member.target
+        if member.sent_epoch != member.member_epoch:
+            member.sent_epoch = member.member_epoch
+            return HeartbeatResult(None, member.member_epoch, dict(member.assignment))
+        return HeartbeatResult(None, member.member_epoch, None)
+
+    def _resubscribe(self, member: Member, topics: Sequence[str]) -> None:
+        topics = tuple(topics)
+        if set(topics) != set(member.subscribed_topics):
+            member.subscribed_topics = topics
+            self._bump()
+
+    # ------------------------------------------------------------------ the world changing
+    def expire_members(self, now_ms: int, session_timeout_ms: int) -> list[str]:
+        """Remove members silent for longer than the session timeout; their locks must go."""
+        gone = [
+            m.member_id
+            for m in self.members.values()
+            if now_ms - m.last_heartbeat_ms > session_timeout_ms
+        ]
+        for member_id in gone:
+            del self.members[member_id]
+        if gone:
+            self._bump()
+            self._reassign_if_needed()
+        return gone
+
+    def update_topics(self, topics: Mapping[str, tuple[UUID, int]]) -> bool:
+        """New upstream metadata for the subscribed topics; True if the group epoch moved."""
+        relevant = {n: t for n, t in topics.items() if n in self.subscribed_topic_names()}
+        current = {n: t for n, t in self.topics.items() if n in self.subscribed_topic_names()}
+        self.topics = dict(topics)
+        if relevant != current:
+            self._bump()
+            self._reassign_if_needed()
+            return True
+        return False
+
+    def _bump(self) -> None:
+        self.group_epoch += 1
+
+    def _reassign_if_needed(self) -> None:
+        if self.assignment_epoch >= self.group_epoch:
+            return
+        targets = assign(
+            {m.member_id: m.subscribed_topics for m in self.members.values()},
+            self.topics,
+        )
+        self.assignment_epoch = self.group_epoch
+        for m in self.members.values():
+            new = targets.get(m.member_id, {})
+            if new != m.target or m.target_epoch == 0:
+                m.target = new
+                m.target_epoch = self.assignment_epoch

@@ -1,0 +1,126 @@
+"""Requests in, responses out, through kio's schema-generated types.
+
+Only the request header's fixed prefix (api key, version, correlation id) is read by hand, to
+choose the kio type; everything else is kio's.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+_PREFIX = struct.Struct(">hhi")
+
+
+class UnsupportedRequest(Exception):
+    """An API key or version the proxy does not serve."""
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+        super().__init__(f"api key {api_key} version {api_version} is not served")
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+class MalformedRequest(Exception):
+    """The frame does not decode as the request its header names."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+
+
+@cache
+def _reader(cls: type) -> Any:
+    return entity_reader(cls)
+
+
+@cache
+def _writer(cls: type) -> Any:
+    return entity_writer(cls)
+
+
+def request_type(api_key: int, api_version: int) -> type:
+    return load_request_schema(api_key, api_version)
+
+
+def response_type(api_key: int, api_version: int) -> type:
+    return load_response_schema(api_key, api_version)
+
+
+def peek(frame: bytes) -> tuple[int, int, int]:
+    """(api key, api version, correlation id) of a request frame."""
+    if len(frame) < _PREFIX.size:
+        raise MalformedRequest(f"request of {len(frame)} bytes is shorter than a header")
+    return _PREFIX.unpack_from(frame, 0)
+
+
+def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Request:
+    api_key, api_version, correlation_id = peek(frame)
+    versions = served.get(api_key)
+    if versions is None or not versions[0] <= api_version <= versions[1]:
+        raise UnsupportedRequest(api_key, api_version, correlation_id)
+    try:
+        cls = request_type(api_key, api_version)
+        header, offset = _reader(cls.__header_schema__)(frame, 0)
+        body, offset = _reader(cls)(frame, offset)
+    except KioIndexError as exc:
+        raise UnsupportedRequest(api_key, api_version, correlation_id) from exc
+    except Exception as exc:  # kio raises several types for bad bytes
+        raise MalformedRequest(f"api key {api_key} v{api_version}: {exc}") from exc
+    return Request(api_key, api_version, correlation_id, header.client_id, body)
+
+
+def encode_response(correlation_id: int, body: Any) -> bytes:
+    """A whole response frame (size prefix included) for ``body``, a kio response entity."""
+    cls = type(body)
+    header_cls = cls.__header_schema__
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    _writer(header_cls)(buf, header_cls(correlation_id=correlation_id))
+    _writer(cls)(buf, body)
+    view = buf.getbuffer()
+    struct.pack_into(">i", view, 0, len(view) - 4)
+    del view
+    return buf.getvalue()
+
+
+def encode_request(correlation_id: int, client_id: str | None, body: Any) -> bytes:
+    """A whole request frame, for tests and for talking Kafka to a peer."""
+    cls = type(body)
+    header_cls = cls.__header_schema__
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    _writer(header_cls)(
+        buf,
+        header_cls(
+            request_api_key=cls.__api_key__,
+            request_api_version=cls.__version__,
+            correlation_id=correlation_id,
+            client_id=client_id,
+        ),
+    )
+    _writer(cls)(buf, body)
+    view = buf.getbuffer()
+    struct.pack_into(">i", view, 0, len(view) - 4)
+    del view
+    return buf.getvalue()
+
+
+def decode_response(frame: bytes, cls: type) -> tuple[int, Any]:
+    """(correlation id, body) of a response frame without its size prefix."""
+    header, offset = _reader(cls.__header_schema__)(frame, 0)
+    body, _ = _reader(cls)(frame, offset)
+    return header.correlation_id, body

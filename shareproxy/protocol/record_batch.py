@@ -1,0 +1,72 @@
+"""Headers of v2 record batches, read without touching the records.
+
+Layout (magic 2), offsets in bytes:
+  0 baseOffset int64 · 8 batchLength int32 · 12 partitionLeaderEpoch int32 · 16 magic int8
+  17 crc uint32 · 21 attributes int16 · 23 lastOffsetDelta int32 · 27 baseTimestamp int64
+  35 maxTimestamp int64 · 43 producerId int64 · 51 producerEpoch int16 · 53 baseSequence int32
+  57 records count int32 · 61 records…
+attributes: bits 0-2 compression, 3 timestamp type, 4 transactional, 5 control.
+A fetch may end in a partial batch; it is left out.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+_HEAD = struct.Struct(">qiib")
+_ATTRS = struct.Struct(">hi")
+_PRODUCER = struct.Struct(">q")
+_MAX_TS = struct.Struct(">q")
+HEADER_BYTES = 61
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+
+
+class RecordBatchError(ValueError):
+    """Bytes that cannot be v2 record batches."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchInfo:
+    base_offset: int
+    last_offset: int
+    is_transactional: bool
+    is_control: bool
+    producer_id: int
+    max_timestamp: int
+    start: int  # byte range of the whole batch in the buffer
+    end: int
+
+
+def scan_batches(data: bytes | memoryview) -> list[BatchInfo]:
+    """Every whole batch in ``data``, in order."""
+    out = []
+    pos = 0
+    n = len(data)
+    while n - pos >= HEADER_BYTES:
+        base, length, _epoch, magic = _HEAD.unpack_from(data, pos)
+        end = pos + 12 + length
+        if length < HEADER_BYTES - 12:
+            raise RecordBatchError(f"record batch at byte {pos} has length {length}")
+        if end > n:
+            break  # partial trailing batch
+        if magic != 2:
+            raise RecordBatchError(f"record batch at byte {pos} has magic {magic}, expected 2")
+        attrs, last_delta = _ATTRS.unpack_from(data, pos + 21)
+        (max_ts,) = _MAX_TS.unpack_from(data, pos + 35)
+        (producer_id,) = _PRODUCER.unpack_from(data, pos + 43)
+        out.append(
+            BatchInfo(
+                base,
+                base + last_delta,
+                bool(attrs & _TRANSACTIONAL),
+                bool(attrs & _CONTROL),
+                producer_id,
+                max_ts,
+                pos,
+                end,
+            )
+        )
+        pos = end
+    return out

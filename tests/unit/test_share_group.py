@@ -1,0 +1,98 @@
+"""Share-group membership and assignment (KIP-932's coordinator rules)."""
+
+from __future__ import annotations
+
+import uuid
+
+from shareproxy.core.assignor import assign
+from shareproxy.core.share_group import GroupState, HeartbeatError, ShareGroup
+
+T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+TOPICS = {"orders": (T1, 3), "audit": (T2, 1)}
+
+
+def joined(group: ShareGroup, member: str, now: int = 0, topics=("orders",)):
+    return group.heartbeat(member, 0, now, subscribed_topics=list(topics))
+
+
+def test_join_gives_epoch_and_assignment_then_heartbeats_are_quiet():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    r = joined(g, "a")
+    assert r.error is None and r.member_epoch >= 1
+    assert r.assignment == {T1: (0, 1, 2)}
+    again = g.heartbeat("a", r.member_epoch, 100)
+    assert (again.error, again.member_epoch, again.assignment) == (None, r.member_epoch, None)
+    assert g.state is GroupState.STABLE
+
+
+def test_a_second_member_splits_partitions_and_the_first_moves_on_its_next_heartbeat():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    a = joined(g, "a")
+    b = joined(g, "b")
+    # a still holds its old epoch: it is not fenced, it is moved to the new one
+    a2 = g.heartbeat("a", a.member_epoch, 10)
+    assert a2.error is None and a2.member_epoch > a.member_epoch
+    parts = sorted(a2.assignment[T1] + b.assignment[T1])
+    assert parts == [0, 1, 2]
+
+
+def test_more_members_than_partitions_share_them():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    results = {m: joined(g, m, topics=("audit",)) for m in ("a", "b", "c")}
+    for m, r in results.items():
+        r = g.heartbeat(m, r.member_epoch, 5)
+        current = g.members[m].assignment
+        assert current == {T2: (0,)}, m
+
+
+def test_fencing_unknown_members_and_the_size_limit():
+    g = ShareGroup("g", max_size=1)
+    g.update_topics(TOPICS)
+    a = joined(g, "a")
+    assert g.heartbeat("a", a.member_epoch + 7, 1).error is HeartbeatError.FENCED_MEMBER_EPOCH
+    assert g.heartbeat("zz", 3, 1).error is HeartbeatError.UNKNOWN_MEMBER_ID
+    assert joined(g, "b").error is HeartbeatError.GROUP_MAX_SIZE_REACHED
+    assert g.heartbeat("", 0, 1).error is HeartbeatError.INVALID_REQUEST
+
+
+def test_leave_and_session_timeout_remove_members():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    joined(g, "a", now=0)
+    b = joined(g, "b", now=0)
+    g.heartbeat("b", b.member_epoch, 40_000)
+    assert g.expire_members(now_ms=50_000, session_timeout_ms=45_000) == ["a"]
+    assert g.heartbeat("b", g.members["b"].member_epoch, 50_001).error is None
+    assert g.heartbeat("b", -1, 50_002).member_epoch == -1
+    assert g.state is GroupState.EMPTY
+
+
+def test_new_partitions_upstream_bump_the_group_epoch():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    a = joined(g, "a")
+    before = g.group_epoch
+    assert not g.update_topics(dict(TOPICS))  # unchanged metadata changes nothing
+    assert g.update_topics({**TOPICS, "orders": (T1, 4)})
+    assert g.group_epoch == before + 1
+    r = g.heartbeat("a", a.member_epoch, 1)
+    assert r.assignment == {T1: (0, 1, 2, 3)}
+
+
+def test_subscription_change_reassigns():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    a = joined(g, "a")
+    r = g.heartbeat("a", a.member_epoch, 1, subscribed_topics=["orders", "audit"])
+    assert r.assignment == {T1: (0, 1, 2), T2: (0,)}
+
+
+def test_assignor_covers_every_partition_and_every_member():
+    subs = {f"m{i}": ["orders", "audit"] for i in range(5)}
+    result = assign(subs, TOPICS)
+    covered = {(t, p) for a in result.values() for t, ps in a.items() for p in ps}
+    assert covered == {(T1, 0), (T1, 1), (T1, 2), (T2, 0)}
+    assert all(result[m] for m in subs)
