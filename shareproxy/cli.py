@@ -75,6 +75,76 @@ def migrate(
 
 
 @app.command()
+def serve(
+    bootstrap_servers: Annotated[
+        str | None,
+        typer.Option(help="upstream Kafka bootstrap servers (env SHAREPROXY_BOOTSTRAP_SERVERS)"),
+    ] = None,
+    listen: Annotated[str | None, typer.Option(help="Kafka listener HOST:PORT")] = None,
+    advertised_listener: Annotated[
+        str | None, typer.Option(help="HOST:PORT given to clients in metadata")
+    ] = None,
+    state_url: StateUrl = None,
+    admin_listen: Annotated[str | None, typer.Option(help="REST admin HOST:PORT")] = None,
+    record_lock_duration_ms: Annotated[
+        int | None, typer.Option(help="default share.record.lock.duration.ms")
+    ] = None,
+    delivery_count_limit: Annotated[
+        int | None, typer.Option(help="default share.delivery.count.limit")
+    ] = None,
+    auto_offset_reset: Annotated[
+        str | None, typer.Option(help="default share.auto.offset.reset")
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+) -> None:
+    """Serve share groups to Kafka share consumers, reading topics from the upstream cluster."""
+    import asyncio
+    import logging
+
+    from pydantic import ValidationError
+
+    from shareproxy.config import split_host_port
+    from shareproxy.core.errors import ShareError
+    from shareproxy.server import SchemaBehind
+    from shareproxy.server import serve as run_server
+
+    overrides = {
+        k: v
+        for k, v in {
+            "bootstrap_servers": bootstrap_servers,
+            "listen": listen,
+            "advertised_listener": advertised_listener,
+            "state_url": state_url,
+            "admin_listen": admin_listen,
+            "record_lock_duration_ms": record_lock_duration_ms,
+            "delivery_count_limit": delivery_count_limit,
+            "auto_offset_reset": auto_offset_reset,
+        }.items()
+        if v is not None
+    }
+    try:
+        settings = Settings(**overrides)
+        split_host_port(settings.listen)
+        if settings.advertised_listener:
+            split_host_port(settings.advertised_listener)
+    except (ValidationError, ValueError) as exc:
+        err.print(f"[red]error:[/red] invalid setting: {exc}")
+        raise typer.Exit(2) from exc
+    _state_url(settings.state_url)
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    try:
+        asyncio.run(run_server(settings))
+    except (SchemaBehind, ShareError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    except OSError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+
+
+@app.command()
 def version() -> None:
     """Print the shareproxy version."""
     out.print(__version__)

@@ -6,6 +6,7 @@ from enum import IntEnum
 class ErrorCode(IntEnum):
     """The subset of Kafka's error codes that share-partition and store decisions produce."""
 
+    UNKNOWN_SERVER_ERROR = -1
     NONE = 0
     UNKNOWN_TOPIC_OR_PARTITION = 3
     INVALID_REQUEST = 42
@@ -15,6 +16,7 @@ class ErrorCode(IntEnum):
     SHARE_SESSION_NOT_FOUND = 122
     INVALID_SHARE_SESSION_EPOCH = 123
     FENCED_STATE_EPOCH = 124
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 class ShareError(Exception):

@@ -43,12 +43,12 @@ class Request:
 
 
 @cache
-def _reader(cls: type) -> Any:
+def reader_for(cls: type) -> Any:
     return entity_reader(cls)
 
 
 @cache
-def _writer(cls: type) -> Any:
+def writer_for(cls: type) -> Any:
     return entity_writer(cls)
 
 
@@ -74,8 +74,8 @@ def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Reque
         raise UnsupportedRequest(api_key, api_version, correlation_id)
     try:
         cls = request_type(api_key, api_version)
-        header, offset = _reader(cls.__header_schema__)(frame, 0)
-        body, offset = _reader(cls)(frame, offset)
+        header, offset = reader_for(cls.__header_schema__)(frame, 0)
+        body, offset = reader_for(cls)(frame, offset)
     except KioIndexError as exc:
         raise UnsupportedRequest(api_key, api_version, correlation_id) from exc
     except Exception as exc:  # kio raises several types for bad bytes
@@ -89,8 +89,8 @@ def encode_response(correlation_id: int, body: Any) -> bytes:
     header_cls = cls.__header_schema__
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
-    _writer(header_cls)(buf, header_cls(correlation_id=correlation_id))
-    _writer(cls)(buf, body)
+    writer_for(header_cls)(buf, header_cls(correlation_id=correlation_id))
+    writer_for(cls)(buf, body)
     view = buf.getbuffer()
     struct.pack_into(">i", view, 0, len(view) - 4)
     del view
@@ -103,7 +103,7 @@ def encode_request(correlation_id: int, client_id: str | None, body: Any) -> byt
     header_cls = cls.__header_schema__
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
-    _writer(header_cls)(
+    writer_for(header_cls)(
         buf,
         header_cls(
             request_api_key=cls.__api_key__,
@@ -112,7 +112,7 @@ def encode_request(correlation_id: int, client_id: str | None, body: Any) -> byt
             client_id=client_id,
         ),
     )
-    _writer(cls)(buf, body)
+    writer_for(cls)(buf, body)
     view = buf.getbuffer()
     struct.pack_into(">i", view, 0, len(view) - 4)
     del view
@@ -121,6 +121,6 @@ def encode_request(correlation_id: int, client_id: str | None, body: Any) -> byt
 
 def decode_response(frame: bytes, cls: type) -> tuple[int, Any]:
     """(correlation id, body) of a response frame without its size prefix."""
-    header, offset = _reader(cls.__header_schema__)(frame, 0)
-    body, _ = _reader(cls)(frame, offset)
+    header, offset = reader_for(cls.__header_schema__)(frame, 0)
+    body, _ = reader_for(cls)(frame, offset)
     return header.correlation_id, body

@@ -1,0 +1,48 @@
+"""What every request handler may use, and the per-connection facts it is given."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kio.schema.errors import ErrorCode as KioErrorCode
+
+from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.upstream import Upstream
+from shareproxy.core.share_session import ShareSessionCache
+
+T = TypeVar("T")
+
+
+@dataclass
+class BrokerContext:
+    node_id: int
+    host: str  # advertised
+    port: int
+    upstream: Upstream
+    partitions: SharePartitions
+    coordinator: Coordinator
+    sessions: ShareSessionCache
+    settings_for: Callable[[str], GroupSettings]
+    clock_ms: Callable[[], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    client_host: str
+    client_port: int
+    listener: str = "PLAINTEXT"
+
+
+def build(cls: type[T], **fields: Any) -> T:
+    """Construct a kio entity of any version from the fields that version has."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in fields.items() if k in names})
+
+
+def error(code: int) -> KioErrorCode:
+    return KioErrorCode(int(code))

@@ -1,0 +1,152 @@
+"""The share-group coordinator at run time: ShareGroup state machines fed with heartbeats,
+upstream topic metadata and the clock; expired members lose their share sessions and locks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from uuid import UUID
+
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.upstream import Upstream, UpstreamError
+from shareproxy.core.share_group import HeartbeatResult, ShareGroup
+from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.core.store import ShareStateStore
+
+log = logging.getLogger(__name__)
+
+
+class Coordinator:
+    def __init__(
+        self,
+        store: ShareStateStore,
+        upstream: Upstream,
+        partitions: SharePartitions,
+        sessions: ShareSessionCache,
+        settings_for: Callable[[str], GroupSettings],
+        clock_ms: Callable[[], int],
+        metadata_refresh_ms: int = 5_000,
+    ) -> None:
+        self.store = store
+        self.upstream = upstream
+        self.partitions = partitions
+        self.sessions = sessions
+        self.settings_for = settings_for
+        self.clock_ms = clock_ms
+        self.metadata_refresh_ms = metadata_refresh_ms
+        self.groups: dict[str, ShareGroup] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._background: set[asyncio.Task[None]] = set()
+        self.leave_grace_s = 5.0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._maintain(), name="coordinator")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        *,
+        subscribed: Sequence[str] | None,
+        rack_id: str | None,
+        client_id: str,
+        client_host: str,
+    ) -> HeartbeatResult:
+        async with self._lock:
+            group = self.groups.get(group_id)
+            if group is None:
+                await self.store.ensure_group(group_id)
+                group = ShareGroup(group_id, self.settings_for(group_id).max_size)
+                self.groups[group_id] = group
+            if subscribed:
+                missing = [t for t in subscribed if t not in self.upstream.topics]
+                if missing:
+                    try:
+                        await self.upstream.refresh_metadata(missing)
+                    except UpstreamError as exc:
+                        log.warning("metadata for %s failed: %s", missing, exc)
+                names = set(subscribed) | group.subscribed_topic_names()
+                group.update_topics(self._topics(names))
+            result = group.heartbeat(
+                member_id,
+                member_epoch,
+                self.clock_ms(),
+                subscribed_topics=subscribed,
+                rack_id=rack_id,
+                client_id=client_id,
+                client_host=client_host,
+            )
+        if member_epoch == -1:
+            self._leaving(group_id, member_id)
+        return result
+
+    def _leaving(self, group_id: str, member_id: str) -> None:
+        """A member left. Its client closes its share sessions separately (ShareAcknowledge -1,
+        carrying its last acknowledgements), often after the leave heartbeat; releasing first
+        would turn those acknowledgements into redeliveries. So locks held under an open session
+        are released when the session closes, or after a grace period if it never does."""
+        if not self.sessions.of_member(group_id, member_id):
+            task = asyncio.create_task(self._member_gone(group_id, member_id))
+        else:
+            task = asyncio.create_task(self._release_after_grace(group_id, member_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _release_after_grace(self, group_id: str, member_id: str) -> None:
+        waited = 0.0
+        while self.sessions.of_member(group_id, member_id) and waited < self.leave_grace_s:
+            await asyncio.sleep(0.1)
+            waited += 0.1
+        await self._member_gone(group_id, member_id)
+
+    def _topics(self, names: set[str]) -> dict[str, tuple[UUID, int]]:
+        out = {}
+        for name in names:
+            info = self.upstream.topics.get(name)
+            if info is not None:
+                out[name] = (info.topic_id, info.partition_count)
+        return out
+
+    async def _member_gone(self, group_id: str, member_id: str) -> None:
+        for session in self.sessions.of_member(group_id, member_id):
+            self.sessions.close(session.key)
+        await self.partitions.release_member(member_id, group_id)
+
+    async def _maintain(self) -> None:
+        last_refresh = 0
+        while True:
+            await asyncio.sleep(0.5)
+            try:
+                now = self.clock_ms()
+                gone: list[tuple[str, str]] = []
+                async with self._lock:
+                    for group in self.groups.values():
+                        timeout = self.settings_for(group.group_id).session_timeout_ms
+                        for member_id in group.expire_members(now, timeout):
+                            gone.append((group.group_id, member_id))
+                for group_id, member_id in gone:
+                    log.info("member %s of %s timed out", member_id, group_id)
+                    await self._member_gone(group_id, member_id)
+                if now - last_refresh >= self.metadata_refresh_ms and self.groups:
+                    last_refresh = now
+                    names = sorted(
+                        {t for g in self.groups.values() for t in g.subscribed_topic_names()}
+                    )
+                    if names:
+                        await self.upstream.refresh_metadata(names)
+                        async with self._lock:
+                            for group in self.groups.values():
+                                group.update_topics(self._topics(group.subscribed_topic_names()))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("coordinator maintenance failed")

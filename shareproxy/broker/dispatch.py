@@ -1,0 +1,41 @@
+"""Which APIs and versions the proxy serves, and who handles each."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from shareproxy.broker.context import BrokerContext, Connection
+from shareproxy.broker.handlers import (
+    api_versions,
+    find_coordinator,
+    forward,
+    metadata,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+)
+from shareproxy.protocol.codec import Request
+
+Handler = Callable[[BrokerContext, Connection, Request], Awaitable[Any]]
+
+# api key: (min version, max version, handler)
+_TABLE: dict[int, tuple[int, int, Handler]] = {
+    0: (3, 11, forward.handle),  # Produce (the share client requires >= 3 advertised)
+    1: (4, 12, forward.handle),  # Fetch (>= 4 advertised; v13+ would need topic-id routing)
+    2: (1, 7, forward.handle),  # ListOffsets
+    3: (4, 12, metadata.handle),
+    10: (0, 3, find_coordinator.handle),
+    18: (0, 4, api_versions.handle),
+    76: (1, 1, share_group_heartbeat.handle),
+    77: (1, 1, share_group_describe.handle),
+    78: (1, 2, share_fetch.handle),
+    79: (1, 2, share_acknowledge.handle),
+}
+
+SERVED: dict[int, tuple[int, int]] = {k: (lo, hi) for k, (lo, hi, _) in _TABLE.items()}
+
+
+def handler_for(api_key: int) -> Handler:
+    return _TABLE[api_key][2]

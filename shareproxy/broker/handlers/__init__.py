@@ -1,0 +1,1 @@
+"""One module per Kafka API the proxy serves; ``served`` lists them with their versions."""

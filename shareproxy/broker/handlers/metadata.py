@@ -1,0 +1,99 @@
+"""Metadata: the proxy is the only broker and leads every partition it serves; topic ids are
+the upstream cluster's."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from kio.index import load_response_schema
+
+from shareproxy.broker.context import BrokerContext, Connection, build, error
+from shareproxy.broker.upstream import UpstreamError
+from shareproxy.protocol.codec import Request
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_ID = 100
+
+
+async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    cls = load_response_schema(3, request.api_version)
+    m = __import__(cls.__module__, fromlist=["x"])
+    body = request.body
+    wanted = body.topics
+    try:
+        if wanted is None:
+            await ctx.upstream.refresh_metadata()
+        else:
+            names = [t.name for t in wanted if getattr(t, "name", None)]
+            ids = [t.topic_id for t in wanted if getattr(t, "topic_id", None)]
+            if ids and any(i not in ctx.upstream.topics_by_id for i in ids):
+                await ctx.upstream.refresh_metadata()
+            elif names:
+                await ctx.upstream.refresh_metadata(names)
+    except UpstreamError:
+        pass  # answer from what is known; unknown topics get their error below
+    topics = []
+    if wanted is None:
+        chosen = list(ctx.upstream.topics.values())
+    else:
+        chosen = []
+        for t in wanted:
+            tid = getattr(t, "topic_id", None)
+            if tid is not None:
+                info = ctx.upstream.topics_by_id.get(tid)
+            else:
+                info = ctx.upstream.topics.get(t.name)
+            if info is not None:
+                chosen.append(info)
+                continue
+            code = UNKNOWN_TOPIC_ID if tid is not None else UNKNOWN_TOPIC_OR_PARTITION
+            topics.append(
+                build(
+                    m.MetadataResponseTopic,
+                    error_code=error(code),
+                    name=t.name,
+                    topic_id=tid,
+                    is_internal=False,
+                    partitions=(),
+                    topic_authorized_operations=-2147483648,
+                )
+            )
+    for info in chosen:
+        partitions = tuple(
+            build(
+                m.MetadataResponsePartition,
+                error_code=error(0),
+                partition_index=p,
+                leader_id=ctx.node_id,
+                leader_epoch=0,
+                replica_nodes=(ctx.node_id,),
+                isr_nodes=(ctx.node_id,),
+                offline_replicas=(),
+            )
+            for p in sorted(info.leaders)
+        )
+        topics.append(
+            build(
+                m.MetadataResponseTopic,
+                error_code=error(0),
+                name=info.name,
+                topic_id=info.topic_id,
+                is_internal=False,
+                partitions=partitions,
+                topic_authorized_operations=-2147483648,
+            )
+        )
+    broker = build(
+        m.MetadataResponseBroker, node_id=ctx.node_id, host=ctx.host, port=ctx.port, rack=None
+    )
+    return build(
+        cls,
+        throttle_time=timedelta(0),
+        brokers=(broker,),
+        cluster_id=ctx.upstream.cluster_id or "shareproxy",
+        controller_id=ctx.node_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=-2147483648,
+        error_code=error(0),
+    )

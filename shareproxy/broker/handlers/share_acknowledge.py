@@ -1,0 +1,60 @@
+"""ShareAcknowledge v1-v2: acknowledgements outside a fetch, durable before the answer;
+epoch -1 also closes the share session and releases the member's remaining locks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from kio.index import load_response_schema
+
+from shareproxy.broker.acknowledging import apply_acks, release_session
+from shareproxy.broker.context import BrokerContext, Connection, build, error
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.share_session import CLOSE_EPOCH
+from shareproxy.protocol.codec import Request
+
+
+async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    cls = load_response_schema(79, request.api_version)
+    m = __import__(cls.__module__, fromlist=["x"])
+    body = request.body
+    group_id, member_id = body.group_id or "", body.member_id or ""
+    lock_timeout = timedelta(milliseconds=ctx.settings_for(group_id).record_lock_duration_ms)
+
+    def reply(code: int, message: str | None, codes: dict) -> Any:
+        topics: dict = {}
+        for (tid, p), c in sorted(codes.items(), key=lambda x: (str(x[0][0]), x[0][1])):
+            topics.setdefault(tid, []).append(
+                m.PartitionData(
+                    partition_index=p,
+                    error_code=error(c),
+                    error_message=None,
+                    current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
+                )
+            )
+        return build(
+            cls,
+            throttle_time=timedelta(0),
+            error_code=error(code),
+            error_message=message,
+            acquisition_lock_timeout=lock_timeout,
+            responses=tuple(
+                m.ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps))
+                for t, ps in topics.items()
+            ),
+            node_endpoints=(),
+        )
+
+    if not group_id or not member_id:
+        return reply(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set", {})
+    key = (group_id, member_id, ctx.node_id)
+    try:
+        ctx.sessions.begin(key, body.share_session_epoch, acknowledging_only=True)
+    except ShareError as e:
+        return reply(e.code, e.message, {})
+    codes = await apply_acks(ctx, group_id, member_id, body.topics)
+    if body.share_session_epoch == CLOSE_EPOCH:
+        ctx.sessions.close(key)
+        await release_session(ctx, group_id, member_id)
+    return reply(0, None, codes)

@@ -1,0 +1,54 @@
+"""ShareGroupHeartbeat v1: join (epoch 0), stay (current epoch), leave (-1)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.share_group_heartbeat.v1 import response as r
+
+from shareproxy.broker.context import BrokerContext, Connection, error
+from shareproxy.protocol.codec import Request
+
+INVALID_REQUEST = 42
+
+
+async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    body = request.body
+    settings = ctx.settings_for(body.group_id)
+    interval = timedelta(milliseconds=settings.heartbeat_interval_ms)
+    if not body.group_id:
+        return r.ShareGroupHeartbeatResponse(
+            throttle_time=timedelta(0),
+            error_code=error(INVALID_REQUEST),
+            error_message="GroupId must be set",
+            member_id=body.member_id,
+            member_epoch=body.member_epoch,
+            heartbeat_interval=interval,
+        )
+    result = await ctx.coordinator.heartbeat(
+        body.group_id,
+        body.member_id,
+        body.member_epoch,
+        subscribed=body.subscribed_topic_names,
+        rack_id=body.rack_id,
+        client_id=request.client_id or "",
+        client_host=conn.client_host,
+    )
+    assignment = None
+    if result.assignment is not None:
+        assignment = r.Assignment(
+            topic_partitions=tuple(
+                r.TopicPartitions(topic_id=tid, partitions=parts)
+                for tid, parts in sorted(result.assignment.items())
+            )
+        )
+    return r.ShareGroupHeartbeatResponse(
+        throttle_time=timedelta(0),
+        error_code=error(result.error.value if result.error else 0),
+        error_message=result.message,
+        member_id=body.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval=interval,
+        assignment=assignment,
+    )

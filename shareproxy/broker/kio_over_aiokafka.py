@@ -1,0 +1,85 @@
+"""Send kio-typed requests over aiokafka's connections.
+
+aiokafka owns bootstrap, broker connections, ApiVersions negotiation and SASL/TLS; its protocol
+classes stop at old versions (Metadata v5 has no topic ids). Its connection only needs a request
+with ``prepare()`` returning an object that builds a header, encodes itself and decodes its
+response, so a kio message fits through it unchanged and the response keeps the raw records.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from shareproxy.protocol.codec import reader_for, response_type, writer_for
+
+
+class _Header:
+    __slots__ = ("_bytes",)
+
+    def __init__(self, data: bytes) -> None:
+        self._bytes = data
+
+    def encode(self) -> bytes:
+        return self._bytes
+
+
+class _ResponseType:
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def decode(self, data: io.BytesIO) -> Any:
+        body, _ = reader_for(self.cls)(data.getvalue(), data.tell())
+        return body
+
+
+class _PreparedKio:
+    """What aiokafka's connection calls a request struct."""
+
+    def __init__(self, body: Any) -> None:
+        cls = type(body)
+        self.body = body
+        self.API_KEY = int(cls.__api_key__)
+        self.API_VERSION = int(cls.__version__)
+        self.RESPONSE_TYPE = _ResponseType(response_type(self.API_KEY, self.API_VERSION))
+
+    def build_request_header(self, correlation_id: int, client_id: str) -> _Header:
+        header_cls = type(self.body).__header_schema__
+        buf = io.BytesIO()
+        writer_for(header_cls)(
+            buf,
+            header_cls(
+                request_api_key=self.API_KEY,
+                request_api_version=self.API_VERSION,
+                correlation_id=correlation_id,
+                client_id=client_id,
+            ),
+        )
+        return _Header(buf.getvalue())
+
+    def encode(self) -> bytes:
+        buf = io.BytesIO()
+        writer_for(type(self.body))(buf, self.body)
+        return buf.getvalue()
+
+    def parse_response_header(self, data: io.BytesIO) -> Any:
+        cls = self.RESPONSE_TYPE.cls.__header_schema__
+        header, offset = reader_for(cls)(data.getvalue(), data.tell())
+        data.seek(offset)
+        return header
+
+    def __repr__(self) -> str:
+        return f"kio {type(self.body).__name__} v{self.API_VERSION}"
+
+
+class KioRequest:
+    """Pass to ``AIOKafkaClient.send(node_id, KioRequest(body))``."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+        self.API_KEY = int(type(body).__api_key__)
+
+    def prepare(self, versions: dict[int, tuple[int, int]]) -> _PreparedKio:
+        return _PreparedKio(self.body)

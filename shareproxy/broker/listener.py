@@ -1,0 +1,107 @@
+"""The Kafka-protocol listener: one asyncio task per connection, requests answered in order.
+
+A frame that is oversized or does not decode closes that connection only; an API version that
+is not served gets ApiVersions' UNSUPPORTED_VERSION answer or, for other APIs, a closed
+connection, as Kafka brokers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+
+from shareproxy.broker.context import BrokerContext, Connection
+from shareproxy.broker.dispatch import SERVED, handler_for
+from shareproxy.broker.handlers import api_versions
+from shareproxy.protocol.codec import (
+    MalformedRequest,
+    UnsupportedRequest,
+    decode_request,
+    encode_response,
+)
+from shareproxy.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+
+log = logging.getLogger(__name__)
+
+
+class KafkaListener:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        host: str,
+        port: int,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.ctx = ctx
+        self.host = host
+        self.port = port
+        self.max_frame_bytes = max_frame_bytes
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        sock = self._server.sockets[0].getsockname()
+        self.port = sock[1]
+        log.info("Kafka listener on %s:%d", sock[0], sock[1])
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        conn = Connection(str(peer[0]), int(peer[1]))
+        try:
+            while True:
+                try:
+                    size_bytes = await reader.readexactly(4)
+                except asyncio.IncompleteReadError:
+                    return
+                (size,) = struct.unpack(">i", size_bytes)
+                if size < 0 or size > self.max_frame_bytes:
+                    log.warning("closing %s: frame of %d bytes", peer, size)
+                    return
+                frame = await reader.readexactly(size)
+                response = await self._answer(conn, frame)
+                if response is None:
+                    continue
+                if response is False:
+                    return
+                writer.write(response)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("connection %s failed", peer)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _answer(self, conn: Connection, frame: bytes) -> bytes | bool | None:
+        """Response bytes, None when the request takes no response, False to close."""
+        try:
+            request = decode_request(frame, SERVED)
+        except UnsupportedRequest as e:
+            if e.api_key == 18:  # answer with v0 and the versions we serve
+                body = api_versions.response(SERVED, 0, api_versions.UNSUPPORTED_VERSION)
+                return encode_response(e.correlation_id, body)
+            log.warning("closing %s: %s", conn.client_host, e)
+            return False
+        except MalformedRequest as e:
+            log.warning("closing %s: malformed request: %s", conn.client_host, e)
+            return False
+        body = await handler_for(request.api_key)(self.ctx, conn, request)
+        if body is None:
+            return None
+        return encode_response(request.correlation_id, body)

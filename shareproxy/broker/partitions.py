@@ -1,0 +1,277 @@
+"""Share-partition leaders at run time: the pure engine plus its lock, its log cache and the
+path to durability. An acknowledgement, release or lock timeout is committed (group commit)
+before anything reports it; a refused write drops the in-memory state, which is reloaded from
+the store on next use."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+from shareproxy.broker.group_commit import GroupCommitter
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.broker.log_cache import LogCache
+from shareproxy.broker.upstream import EARLIEST, Upstream
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.offset_reset import resolve_start_offset
+from shareproxy.core.persisted import StateDelta
+from shareproxy.core.share_partition import SharePartition
+from shareproxy.core.states import AcquireMode
+from shareproxy.core.store import PartitionWrite, SharePartitionKey, ShareStateStore
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_TOPIC_ID = 100
+
+
+class _UpstreamOffsets:
+    """ListOffsets of one upstream partition, as the core's OffsetLookup."""
+
+    def __init__(self, upstream: Upstream, topic: str, partition: int) -> None:
+        self.upstream, self.topic, self.partition = upstream, topic, partition
+
+    async def earliest_offset(self) -> int:
+        return await self.upstream.list_offset(self.topic, self.partition, EARLIEST) or 0
+
+    async def latest_offset(self) -> int:
+        start = await self.earliest_offset()
+        return await self.upstream.log_end_offset(self.topic, self.partition, start)
+
+    async def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        found = await self.upstream.list_offset(self.topic, self.partition, timestamp_ms)
+        if found is None:
+            return None
+        return found
+
+
+@dataclass(slots=True)
+class Acquisition:
+    acquired: list[AcquiredRange]
+    records: bytes
+
+
+class SharePartitionLeader:
+    def __init__(
+        self,
+        key: SharePartitionKey,
+        topic: str,
+        sp: SharePartition,
+        state_epoch: int,
+        settings: GroupSettings,
+    ) -> None:
+        self.key = key
+        self.topic = topic
+        self.sp = sp
+        self.state_epoch = state_epoch
+        self.settings = settings
+        self.lock = asyncio.Lock()
+        self.cache = LogCache()
+        self.valid = True  # False once a write was refused: reload before further use
+        self._changed: asyncio.Future[None] | None = None
+
+    # ------------------------------------------------------------------ waking long polls
+    def changed(self) -> asyncio.Future[None]:
+        """Resolves when records may have become acquirable (release, timeout, SPSO move)."""
+        if self._changed is None or self._changed.done():
+            self._changed = asyncio.get_running_loop().create_future()
+        return self._changed
+
+    def _notify(self) -> None:
+        if self._changed is not None and not self._changed.done():
+            self._changed.set_result(None)
+
+    # ------------------------------------------------------------------ reading
+    def wanted_offset(self) -> int | None:
+        """Where upstream must be read for this partition to make progress, if anywhere."""
+        if not self.valid or not self.sp.has_acquirable():
+            return None
+        offset = self.sp.next_fetch_offset()
+        if self.cache.covers(offset):
+            return None
+        return max(offset, self.cache.log_start_offset)
+
+    def acquire(
+        self, member_id: str, now_ms: int, max_records: int, mode: AcquireMode, max_bytes: int
+    ) -> Acquisition:
+        """Acquire from what is cached (call with ``lock`` held)."""
+        sp = self.sp
+        batches = self.cache.from_offset(sp.next_fetch_offset(), max_bytes)
+        if not batches:
+            return Acquisition([], b"")
+        acquired = sp.acquire(member_id, [b.header for b in batches], now_ms, max_records, mode)
+        if not acquired:
+            return Acquisition([], b"")
+        parts = []
+        i = 0
+        for a in acquired:  # whole batches that hold acquired offsets, each once, in order
+            while i < len(batches) and batches[i].info.last_offset < a.first_offset:
+                i += 1
+            j = i
+            while j < len(batches) and batches[j].info.base_offset <= a.last_offset:
+                j += 1
+            parts.extend(b.data for b in batches[i:j])
+            i = max(j - 1, i)
+            if j > i and batches[j - 1].info.last_offset <= a.last_offset:
+                i = j
+        return Acquisition(acquired, b"".join(dict.fromkeys(parts)))
+
+
+class SharePartitions:
+    """All share-partition leaders of this proxy, loaded on first use."""
+
+    def __init__(
+        self,
+        store: ShareStateStore,
+        committer: GroupCommitter,
+        upstream: Upstream,
+        settings_for: Callable[[str], GroupSettings],
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self.store = store
+        self.committer = committer
+        self.upstream = upstream
+        self.settings_for = settings_for
+        self.clock_ms = clock_ms
+        self.leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
+        self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
+        self._expiry: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._expiry = asyncio.create_task(self._expire_forever(), name="lock-expiry")
+
+    async def stop(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry
+
+    # ------------------------------------------------------------------ loading
+    async def leader(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader:
+        key = SharePartitionKey(group_id, topic_id, partition)
+        current = self.leaders.get(key)
+        if current is not None and current.valid:
+            return current
+        lock = self._loading.setdefault(key, asyncio.Lock())
+        async with lock:
+            current = self.leaders.get(key)
+            if current is not None and current.valid:
+                return current
+            loaded = await self._load(key)
+            self.leaders[key] = loaded
+            return loaded
+
+    async def _load(self, key: SharePartitionKey) -> SharePartitionLeader:
+        info = self.upstream.topics_by_id.get(key.topic_id)
+        if info is None:
+            await self.upstream.refresh_metadata()
+            info = self.upstream.topics_by_id.get(key.topic_id)
+        if info is None or key.partition not in info.leaders:
+            raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic partition")
+        settings = self.settings_for(key.group_id)
+        offsets = _UpstreamOffsets(self.upstream, info.name, key.partition)
+        claimed = await self.store.claim(key)
+        if claimed is None:
+            start = await resolve_start_offset(settings.auto_offset_reset, offsets, self.clock_ms())
+            await self.store.initialize(key, start)
+            claimed = await self.store.claim(key)
+            assert claimed is not None
+        sp = SharePartition.from_persisted(claimed.state, settings.limits)
+        leader = SharePartitionLeader(key, info.name, sp, claimed.state_epoch, settings)
+        log_start = await offsets.earliest_offset()
+        leader.cache.log_start_offset = log_start
+        delta = sp.update_log_start_offset(log_start)
+        await self._write(leader, delta)
+        log.info("loaded %s at SPSO %d (state epoch %d)", key, sp.spso, claimed.state_epoch)
+        return leader
+
+    # ------------------------------------------------------------------ upstream reads
+    async def read_upstream(
+        self, leaders: Sequence[SharePartitionLeader], max_wait_ms: int
+    ) -> None:
+        """Fill the caches of the leaders that need data, in one upstream fetch per node."""
+        wanted = {}
+        owners = {}
+        for leader in leaders:
+            offset = leader.wanted_offset()
+            if offset is not None:
+                tp = (leader.topic, leader.key.partition)
+                if tp not in wanted or offset < wanted[tp]:
+                    wanted[tp] = offset
+                owners.setdefault(tp, []).append(leader)
+        if not wanted:
+            return
+        isolation = max(leader.settings.isolation_level for leader in leaders)
+        data = await self.upstream.fetch(wanted, max_wait_ms=max_wait_ms, isolation_level=isolation)
+        for tp, d in data.items():
+            for leader in owners.get(tp, []):
+                if d.error_code == 1:  # OFFSET_OUT_OF_RANGE: the log start moved
+                    await self.update_log_start(leader)
+                    continue
+                leader.cache.add(d, leader.settings.isolation_level)
+                if d.log_start_offset > leader.sp.log_start_offset:
+                    async with leader.lock:
+                        await self._write(
+                            leader, leader.sp.update_log_start_offset(d.log_start_offset)
+                        )
+
+    async def update_log_start(self, leader: SharePartitionLeader) -> None:
+        start = await self.upstream.list_offset(leader.topic, leader.key.partition, EARLIEST)
+        if start is not None:
+            async with leader.lock:
+                leader.cache.log_start_offset = start
+                await self._write(leader, leader.sp.update_log_start_offset(start))
+
+    # ------------------------------------------------------------------ state changes
+    async def acknowledge(
+        self, leader: SharePartitionLeader, member_id: str, batches: Sequence[AckBatch]
+    ) -> ErrorCode:
+        async with leader.lock:
+            if not leader.valid:
+                return ErrorCode.FENCED_STATE_EPOCH
+            try:
+                delta = leader.sp.acknowledge(member_id, batches, self.clock_ms())
+            except ShareError as e:
+                return e.code
+            return await self._write(leader, delta)
+
+    async def release_member(self, member_id: str, group_id: str) -> None:
+        for leader in list(self.leaders.values()):
+            if leader.key.group_id != group_id or not leader.valid:
+                continue
+            async with leader.lock:
+                await self._write(leader, leader.sp.release_member(member_id))
+
+    async def expire_due(self) -> None:
+        now = self.clock_ms()
+        for leader in list(self.leaders.values()):
+            deadline = leader.sp.next_lock_deadline()
+            if deadline is not None and deadline <= now and leader.valid:
+                async with leader.lock:
+                    await self._write(leader, leader.sp.expire_locks(self.clock_ms()))
+
+    async def _write(self, leader: SharePartitionLeader, delta: StateDelta) -> ErrorCode:
+        if delta.is_empty:
+            return ErrorCode.NONE
+        code = await self.committer.commit(PartitionWrite(leader.key, leader.state_epoch, delta))
+        if code != ErrorCode.NONE:
+            log.warning("write for %s refused (%s): reloading it", leader.key, code.name)
+            leader.valid = False
+            self.leaders.pop(leader.key, None)
+        else:
+            leader.cache.trim(leader.sp.spso)
+        leader._notify()
+        return code
+
+    async def _expire_forever(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            try:
+                await self.expire_due()
+            except Exception:
+                log.exception("lock expiry failed")

@@ -1,0 +1,277 @@
+"""The real cluster, read with an ordinary client: aiokafka for connections (bootstrap, SASL,
+TLS), kio messages for Metadata v12 (topic ids), Fetch (raw record bytes) and ListOffsets."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from aiokafka.client import AIOKafkaClient
+from kio.schema.fetch.v12 import request as fetch_req
+from kio.schema.list_offsets.v7 import request as lo_req
+from kio.schema.metadata.v12 import request as md_req
+from kio.static.primitive import i8, i32, i64
+
+from shareproxy.broker.kio_over_aiokafka import KioRequest
+
+log = logging.getLogger(__name__)
+
+EARLIEST = -2
+LATEST = -1
+NOT_LEADER_ERRORS = {6, 74, 75}  # NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH
+
+
+class UpstreamError(Exception):
+    """The upstream cluster could not answer; callers answer clients with a retriable error."""
+
+    def __init__(self, message: str, error_code: int = 7) -> None:  # 7: REQUEST_TIMED_OUT
+        super().__init__(message)
+        self.error_code = error_code
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: UUID
+    leaders: dict[int, int]  # partition -> leader node id
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.leaders)
+
+
+@dataclass(slots=True)
+class PartitionData:
+    error_code: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    records: bytes
+    aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSettings:
+    bootstrap_servers: str
+    client_id: str = "shareproxy"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_plain_username: str | None = None
+    sasl_plain_password: str | None = None
+    ssl_context: Any = None
+    request_timeout_ms: int = 30_000
+
+
+class Upstream:
+    def __init__(self, settings: UpstreamSettings) -> None:
+        self.settings = settings
+        self._client: AIOKafkaClient | None = None
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_by_id: dict[UUID, TopicInfo] = {}
+        self.cluster_id: str | None = None
+
+    async def start(self) -> None:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "bootstrap_servers": s.bootstrap_servers,
+            "client_id": s.client_id,
+            "security_protocol": s.security_protocol,
+            "request_timeout_ms": s.request_timeout_ms,
+        }
+        if s.sasl_mechanism:
+            kwargs.update(
+                sasl_mechanism=s.sasl_mechanism,
+                sasl_plain_username=s.sasl_plain_username,
+                sasl_plain_password=s.sasl_plain_password,
+            )
+        if s.ssl_context is not None:
+            kwargs["ssl_context"] = s.ssl_context
+        self._client = AIOKafkaClient(**kwargs)
+        try:
+            await self._client.bootstrap()
+        except Exception as exc:
+            await self._client.close()
+            self._client = None
+            raise UpstreamError(f"cannot reach {s.bootstrap_servers}: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    @property
+    def client(self) -> AIOKafkaClient:
+        if self._client is None:
+            raise UpstreamError("upstream client is not started")
+        return self._client
+
+    async def send(self, node_id: int, body: Any) -> Any:
+        try:
+            return await self.client.send(node_id, KioRequest(body))
+        except Exception as exc:
+            raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
+
+    async def _any_node(self) -> int:
+        node = self.client.get_random_node()
+        if node is None:
+            try:
+                await self.client.force_metadata_update()
+            except Exception as exc:
+                raise UpstreamError(f"no upstream broker reachable: {exc}") from exc
+            node = self.client.get_random_node()
+        if node is None:
+            raise UpstreamError("no upstream broker is known")
+        return node
+
+    # ------------------------------------------------------------------ metadata
+    async def refresh_metadata(self, topics: list[str] | None = None) -> dict[str, TopicInfo]:
+        """Topic ids and partition leaders (all topics when ``topics`` is None)."""
+        request = md_req.MetadataRequest(
+            topics=None
+            if topics is None
+            else tuple(md_req.MetadataRequestTopic(topic_id=None, name=t) for t in topics),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        response = await self.send(await self._any_node(), request)
+        self.cluster_id = response.cluster_id
+        found: dict[str, TopicInfo] = {}
+        for t in response.topics:
+            if t.error_code != 0 or t.name is None or t.topic_id is None or t.is_internal:
+                continue
+            info = TopicInfo(
+                t.name, t.topic_id, {p.partition_index: p.leader_id for p in t.partitions}
+            )
+            found[t.name] = info
+        if topics is None:
+            self.topics = dict(found)
+        else:
+            for name in topics:
+                if name in found:
+                    self.topics[name] = found[name]
+                else:
+                    self.topics.pop(name, None)
+        self.topics_by_id = {t.topic_id: t for t in self.topics.values()}
+        known = {b.node_id for b in response.brokers}
+        if any(node not in self._known_nodes() for node in known):
+            await self.client.force_metadata_update()
+        return found
+
+    def _known_nodes(self) -> set[int]:
+        return {b.nodeId for b in self.client.cluster.brokers()}
+
+    async def _leader(self, topic: str, partition: int) -> int:
+        info = self.topics.get(topic)
+        if info is None or partition not in info.leaders:
+            await self.refresh_metadata([topic])
+            info = self.topics.get(topic)
+        if info is None or partition not in info.leaders:
+            raise UpstreamError(f"{topic}-{partition} does not exist upstream", error_code=3)
+        return info.leaders[partition]
+
+    # ------------------------------------------------------------------ fetch
+    async def fetch(
+        self,
+        wanted: dict[tuple[str, int], int],
+        *,
+        max_wait_ms: int = 0,
+        max_bytes: int = 50 * 1024 * 1024,
+        partition_max_bytes: int = 1024 * 1024,
+        isolation_level: int = 0,
+    ) -> dict[tuple[str, int], PartitionData]:
+        """Raw record batches from each (topic, partition) at the given offset."""
+        by_leader: dict[int, dict[str, list[fetch_req.FetchPartition]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        for (topic, partition), offset in wanted.items():
+            leader = await self._leader(topic, partition)
+            by_leader[leader][topic].append(
+                fetch_req.FetchPartition(
+                    partition=i32(partition),
+                    fetch_offset=i64(offset),
+                    partition_max_bytes=i32(partition_max_bytes),
+                )
+            )
+        requests = [
+            self.send(
+                node,
+                fetch_req.FetchRequest(
+                    # some brokers (Tansu) answer max_wait 0 with no partitions at all
+                    max_wait=timedelta(milliseconds=max(1, max_wait_ms)),
+                    min_bytes=i32(1),
+                    max_bytes=i32(max_bytes),
+                    isolation_level=i8(isolation_level),
+                    topics=tuple(
+                        fetch_req.FetchTopic(topic=t, partitions=tuple(ps))
+                        for t, ps in topics.items()
+                    ),
+                    forgotten_topics_data=(),
+                ),
+            )
+            for node, topics in by_leader.items()
+        ]
+        out: dict[tuple[str, int], PartitionData] = {}
+        stale = False
+        for response in await asyncio.gather(*requests):
+            for t in response.responses:
+                for p in t.partitions:
+                    if p.error_code in NOT_LEADER_ERRORS:
+                        stale = True
+                    out[(t.topic, p.partition_index)] = PartitionData(
+                        int(p.error_code),
+                        p.high_watermark,
+                        p.last_stable_offset,
+                        p.log_start_offset,
+                        bytes(p.records or b""),
+                        [(a.producer_id, a.first_offset) for a in p.aborted_transactions or ()],
+                    )
+        if stale:
+            await self.refresh_metadata(sorted({t for t, _ in wanted}))
+        return out
+
+    # ------------------------------------------------------------------ offsets
+    async def list_offset(
+        self, topic: str, partition: int, timestamp: int, isolation_level: int = 0
+    ) -> int | None:
+        """ListOffsets: EARLIEST (-2), LATEST (-1) or the first offset at/after a timestamp
+        (None when there is none)."""
+        leader = await self._leader(topic, partition)
+        response = await self.send(
+            leader,
+            lo_req.ListOffsetsRequest(
+                replica_id=i32(-1),
+                isolation_level=i8(isolation_level),
+                topics=(
+                    lo_req.ListOffsetsTopic(
+                        name=topic,
+                        partitions=(
+                            lo_req.ListOffsetsPartition(
+                                partition_index=i32(partition), timestamp=i64(timestamp)
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        p = response.topics[0].partitions[0]
+        if p.error_code != 0:
+            raise UpstreamError(
+                f"ListOffsets {topic}-{partition} failed with error {p.error_code}",
+                int(p.error_code),
+            )
+        return None if p.offset < 0 else int(p.offset)
+
+    async def log_end_offset(self, topic: str, partition: int, log_start: int) -> int:
+        """The high watermark. Asked through a Fetch as well as ListOffsets, because not every
+        Kafka-compatible broker answers ListOffsets(LATEST) with the log end."""
+        listed = await self.list_offset(topic, partition, LATEST) or 0
+        data = (await self.fetch({(topic, partition): log_start}, partition_max_bytes=1)).get(
+            (topic, partition)
+        )
+        fetched = data.high_watermark if data is not None and data.error_code == 0 else 0
+        return max(listed, fetched, log_start)

@@ -1,0 +1,143 @@
+"""The composition root: state store, upstream, share-partition leaders, coordinator and the
+Kafka listener, started in order and stopped in reverse."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+
+from shareproxy.broker.context import BrokerContext
+from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.group_commit import GroupCommitter
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.broker.listener import KafkaListener
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.upstream import Upstream, UpstreamError, UpstreamSettings
+from shareproxy.config import Settings, split_host_port
+from shareproxy.core.offset_reset import parse_auto_offset_reset
+from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.persistence import migrate
+from shareproxy.persistence.engine import create_engine
+from shareproxy.persistence.repository import SqlShareStateStore
+
+log = logging.getLogger("shareproxy")
+
+
+def clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SchemaBehind(RuntimeError):
+    pass
+
+
+class Proxy:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.listen_host, self.listen_port = split_host_port(settings.listen)
+        adv = settings.advertised_listener
+        if adv:
+            self.advertised = split_host_port(adv, "localhost")
+        else:
+            host = self.listen_host if self.listen_host not in ("0.0.0.0", "::") else "localhost"
+            self.advertised = (host, self.listen_port)
+        self.defaults = GroupSettings(
+            record_lock_duration_ms=settings.record_lock_duration_ms,
+            delivery_count_limit=settings.delivery_count_limit,
+            max_record_locks=settings.partition_max_record_locks,
+            auto_offset_reset=parse_auto_offset_reset(settings.auto_offset_reset),
+            isolation_level=1 if settings.isolation_level == "read_committed" else 0,
+            session_timeout_ms=settings.session_timeout_ms,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            max_size=settings.group_max_size,
+        )
+        self.listener: KafkaListener | None = None
+
+    def settings_for(self, group_id: str) -> GroupSettings:
+        return self.defaults
+
+    async def start(self, auto_migrate: bool = True) -> None:
+        s = self.settings
+        if not await migrate.schema_is_current(s.state_url):
+            if not auto_migrate:
+                raise SchemaBehind(
+                    "the state store schema is behind: run `shareproxy migrate` first"
+                )
+            await asyncio.to_thread(migrate.upgrade, s.state_url)
+        self.engine = create_engine(s.state_url)
+        self.store = SqlShareStateStore(self.engine, s.state_fold_every)
+        self.upstream = Upstream(UpstreamSettings(s.bootstrap_servers))
+        await self._connect_upstream()
+        await self.upstream.refresh_metadata()
+        self.committer = GroupCommitter(self.store)
+        self.committer.start()
+        self.sessions = ShareSessionCache(s.max_share_sessions)
+        self.partitions = SharePartitions(
+            self.store, self.committer, self.upstream, self.settings_for, clock_ms
+        )
+        self.partitions.start()
+        self.coordinator = Coordinator(
+            self.store,
+            self.upstream,
+            self.partitions,
+            self.sessions,
+            self.settings_for,
+            clock_ms,
+        )
+        self.coordinator.start()
+        ctx = BrokerContext(
+            node_id=s.node_id,
+            host=self.advertised[0],
+            port=self.advertised[1],
+            upstream=self.upstream,
+            partitions=self.partitions,
+            coordinator=self.coordinator,
+            sessions=self.sessions,
+            settings_for=self.settings_for,
+            clock_ms=clock_ms,
+        )
+        self.listener = KafkaListener(ctx, self.listen_host, self.listen_port, s.max_frame_bytes)
+        await self.listener.start()
+        if self.advertised[1] == 0:
+            ctx.port = self.listener.port
+
+    async def _connect_upstream(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await self.upstream.start()
+                return
+            except UpstreamError as exc:
+                log.warning("upstream not reachable yet (%s); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10)
+
+    async def stop(self) -> None:
+        if self.listener is not None:
+            await self.listener.stop()
+        await self.coordinator.stop()
+        await self.partitions.stop()
+        await self.committer.stop()
+        await self.upstream.close()
+        await self.engine.dispose()
+
+
+async def serve(settings: Settings) -> None:
+    proxy = Proxy(settings)
+    await proxy.start()
+    log.info(
+        "shareproxy serving on %s:%d (advertised %s:%d), upstream %s",
+        proxy.listen_host,
+        proxy.listener.port if proxy.listener else 0,
+        *proxy.advertised,
+        settings.bootstrap_servers,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping")
+    await proxy.stop()
