@@ -1,0 +1,189 @@
+"""Unmodified librdkafka share consumers (confluent-kafka's ShareConsumer) through shareproxy,
+reading a Tansu broker that has no share groups, with the state in a real Postgres."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+
+from confluent_kafka import AcknowledgeType, ShareConsumer
+
+
+def share_consumer(proxy, group: str, mode: str = "implicit") -> ShareConsumer:
+    return ShareConsumer(
+        {
+            "bootstrap.servers": proxy.bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": mode,
+        }
+    )
+
+
+def poll_until(consumer: ShareConsumer, want: int, timeout: float) -> list:
+    """Messages (errors excluded) until ``want`` arrived or ``timeout`` passed."""
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while len(got) < want and time.monotonic() < deadline:
+        for m in consumer.poll(0.5) or []:
+            assert m.error() is None, m.error()
+            got.append(m)
+    return got
+
+
+def test_three_consumers_share_10k_records_each_accepted_once(proxy, topic, produce):
+    t = topic(3)
+    produce(t, 10_000)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    seen: list[tuple[int, int]] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    per_consumer: dict[int, int] = {}
+
+    def run(i: int) -> None:
+        c = share_consumer(p, group)
+        c.subscribe([t])
+        n = 0
+        deadline = time.monotonic() + 90
+        while not done.is_set() and time.monotonic() < deadline:
+            for m in c.poll(0.5) or []:
+                assert m.error() is None, m.error()
+                n += 1
+                with lock:
+                    seen.append((m.partition(), m.offset()))
+                    if len(seen) >= 10_000:
+                        done.set()
+        c.commit_sync()  # implicit mode: the last poll's records are accepted here
+        c.close()
+        per_consumer[i] = n
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(seen) == 10_000, f"{len(seen)} deliveries, {len(set(seen))} distinct"
+    assert len(set(seen)) == 10_000  # nobody got a record twice
+    assert sum(per_consumer.values()) == 10_000
+    # every record is accepted: a newcomer in the group gets nothing
+    late = share_consumer(p, group)
+    late.subscribe([t])
+    assert poll_until(late, 1, 4) == []
+    late.close()
+
+
+def test_release_is_redelivered_and_reject_is_not(proxy, topic, produce):
+    t = topic(1)
+    produce(t, 10, partitions=1)
+    p = proxy()
+    c = share_consumer(p, f"g-{uuid.uuid4().hex[:6]}", mode="explicit")
+    c.subscribe([t])
+    first = poll_until(c, 10, 30)
+    assert sorted(m.offset() for m in first) == list(range(10))
+    assert {m.delivery_count() for m in first} == {1}
+    for m in first:
+        kind = (
+            AcknowledgeType.ACCEPT if m.offset() < 5
+            else AcknowledgeType.RELEASE if m.offset() < 8
+            else AcknowledgeType.REJECT
+        )
+        c.acknowledge(m, kind)
+    c.commit_sync()
+    again = poll_until(c, 3, 30)
+    assert sorted(m.offset() for m in again) == [5, 6, 7]
+    assert {m.delivery_count() for m in again} == {2}
+    for m in again:
+        c.acknowledge(m, AcknowledgeType.ACCEPT)
+    c.commit_sync()
+    assert poll_until(c, 1, 3) == []  # 8 and 9 were rejected: never delivered again
+    c.close()
+
+
+def test_close_releases_locks_at_once(proxy, topic, produce):
+    t = topic(1)
+    produce(t, 5, partitions=1)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = share_consumer(p, group, mode="explicit")
+    a.subscribe([t])
+    assert len(poll_until(a, 5, 30)) == 5
+    a.close()  # nothing acknowledged: the locks (30 s) end now
+    b = share_consumer(p, group, mode="explicit")
+    b.subscribe([t])
+    started = time.monotonic()
+    redelivered = poll_until(b, 5, 20)
+    assert sorted(m.offset() for m in redelivered) == [0, 1, 2, 3, 4]
+    assert {m.delivery_count() for m in redelivered} == {2}
+    assert time.monotonic() - started < 20
+    b.close()
+
+
+def test_lock_timeout_redelivers_to_another_consumer(proxy, topic, produce):
+    t = topic(1)
+    produce(t, 3, partitions=1)
+    p = proxy(record_lock_duration_ms=1000)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = share_consumer(p, group, mode="explicit")
+    a.subscribe([t])
+    assert len(poll_until(a, 3, 30)) == 3  # a holds them and never acknowledges
+    b = share_consumer(p, group, mode="explicit")
+    b.subscribe([t])
+    got = poll_until(b, 3, 30)
+    assert sorted(m.offset() for m in got) == [0, 1, 2]
+    assert {m.delivery_count() for m in got} == {2}
+    b.close()
+    a.close()
+
+
+def test_sigkill_and_restart_lose_nothing_and_redeliver_no_accepted_record(
+    proxy, topic, produce
+):
+    t = topic(3)
+    produce(t, 3000)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([t])
+    accepted: set[tuple[int, int]] = set()
+    while len(accepted) < 1500:
+        batch = poll_until(c, 1, 30)
+        assert batch, "no records before the crash"
+        for m in batch:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+            accepted.add((m.partition(), m.offset()))
+    c.commit_sync()  # durable: answered only after the store committed it
+    in_flight = poll_until(c, 1, 10)  # acquired, never acknowledged
+    p.kill()
+    p.start()  # same state, same port
+    c.close()
+    d = share_consumer(p, group)
+    d.subscribe([t])
+    rest: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 90
+    while len(accepted) + len(set(rest)) < 3000 and time.monotonic() < deadline:
+        rest.extend((m.partition(), m.offset()) for m in poll_until(d, 1, 1))
+    d.commit_sync()
+    d.close()
+    assert not accepted & set(rest), "an accepted record was delivered again"
+    assert accepted | set(rest) == {(i % 3, i // 3) for i in range(3000)}
+    assert {(m.partition(), m.offset()) for m in in_flight} <= set(rest)
+
+
+def test_a_garbage_frame_closes_only_its_connection(proxy, topic, produce):
+    t = topic(1)
+    produce(t, 20, partitions=1)
+    p = proxy()
+    c = share_consumer(p, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([t])
+    assert len(poll_until(c, 10, 30)) >= 10
+    for garbage in (b"\x7f\xff\xff\xff" + b"x" * 64, b"\x00\x00\x00\x08" + b"\xff" * 8):
+        with socket.create_connection(("127.0.0.1", p.port), timeout=5) as s:
+            s.sendall(garbage)
+            assert s.recv(1024) == b""  # closed by the proxy
+    produce(t, 20, partitions=1)
+    got = poll_until(c, 20, 30)
+    assert len(got) >= 20
+    assert p.proc is not None and p.proc.poll() is None
+    c.close()

@@ -1,0 +1,61 @@
+"""``shareproxy serve`` as a real subprocess, so tests can SIGKILL and restart it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.support.net import free_port, wait_for_port
+
+
+class ProxyProcess:
+    def __init__(self, upstream: str, state_url: str, **options: object) -> None:
+        self.upstream = upstream
+        self.state_url = state_url
+        self.options = options
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.log_path = Path(tempfile.mkdtemp(prefix="shareproxy-")) / "proxy.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ProxyProcess:
+        args = [
+            sys.executable, "-m", "shareproxy.cli", "serve",
+            "--bootstrap-servers", self.upstream,
+            "--listen", f"127.0.0.1:{self.port}",
+            "--state-url", self.state_url,
+        ]
+        for name, value in self.options.items():
+            args += [f"--{name.replace('_', '-')}", str(value)]
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        wait_for_port(self.port, 60, f"shareproxy (log: {self.log_path})",
+                      lambda: self.proc.poll() is None)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown work at all, as a crash."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+            self.proc = None
+
+    def stop(self) -> int | None:
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        try:
+            return self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+        finally:
+            self.proc = None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
