@@ -58,7 +58,9 @@ def produce(broker: TansuBroker) -> Callable[..., list[tuple[int, int]]]:
 
 
 @pytest.fixture
-def proxy(broker: TansuBroker, postgres: TemporaryPostgres) -> Iterator[Callable[..., ProxyProcess]]:
+def proxy(
+    broker: TansuBroker, postgres: TemporaryPostgres
+) -> Iterator[Callable[..., ProxyProcess]]:
     started: list[ProxyProcess] = []
 
     def start(**options: object) -> ProxyProcess:

@@ -85,8 +85,10 @@ def test_release_is_redelivered_and_reject_is_not(proxy, topic, produce):
     assert {m.delivery_count() for m in first} == {1}
     for m in first:
         kind = (
-            AcknowledgeType.ACCEPT if m.offset() < 5
-            else AcknowledgeType.RELEASE if m.offset() < 8
+            AcknowledgeType.ACCEPT
+            if m.offset() < 5
+            else AcknowledgeType.RELEASE
+            if m.offset() < 8
             else AcknowledgeType.REJECT
         )
         c.acknowledge(m, kind)
@@ -137,9 +139,7 @@ def test_lock_timeout_redelivers_to_another_consumer(proxy, topic, produce):
     a.close()
 
 
-def test_sigkill_and_restart_lose_nothing_and_redeliver_no_accepted_record(
-    proxy, topic, produce
-):
+def test_sigkill_and_restart_lose_nothing_and_redeliver_no_accepted_record(proxy, topic, produce):
     t = topic(3)
     produce(t, 3000)
     p = proxy()

@@ -24,18 +24,26 @@ class ProxyProcess:
 
     def start(self) -> ProxyProcess:
         args = [
-            sys.executable, "-m", "shareproxy.cli", "serve",
-            "--bootstrap-servers", self.upstream,
-            "--listen", f"127.0.0.1:{self.port}",
-            "--state-url", self.state_url,
+            sys.executable,
+            "-m",
+            "shareproxy.cli",
+            "serve",
+            "--bootstrap-servers",
+            self.upstream,
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--state-url",
+            self.state_url,
         ]
         for name, value in self.options.items():
             args += [f"--{name.replace('_', '-')}", str(value)]
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        wait_for_port(self.port, 60, f"shareproxy (log: {self.log_path})",
-                      lambda: self.proc.poll() is None)
+        self.proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
+        wait_for_port(
+            self.port, 60, f"shareproxy (log: {self.log_path})", lambda: self.proc.poll() is None
+        )
         return self
 
     def kill(self) -> None:

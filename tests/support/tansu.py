@@ -38,9 +38,18 @@ class TansuBroker:
         url = f"tcp://127.0.0.1:{self.port}"
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
-            stdout=log, stderr=subprocess.STDOUT,
+            [
+                tansu_binary(),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         wait_for_port(self.port, 30, "tansu", lambda: self.proc.poll() is None)
         return self
