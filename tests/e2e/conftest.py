@@ -13,7 +13,6 @@ from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 from tests.support.tansu import TansuBroker, TansuUnavailable
 
-pytest_plugins = ["tests.integration.conftest"]
 _db = itertools.count()
 
 

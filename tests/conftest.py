@@ -1,4 +1,4 @@
-"""Real state stores: one throwaway Postgres cluster per session (a fresh database per test,
+"""Shared real parts: one throwaway Postgres cluster per session (a fresh database per test,
 cloned from a migrated template) and a fresh migrated SQLite file per test."""
 
 from __future__ import annotations
