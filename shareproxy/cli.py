@@ -145,6 +145,19 @@ def serve(
 
 
 @app.command()
+def demo(
+    records: Annotated[int, typer.Option(min=1, help="records to produce")] = 3000,
+    partitions: Annotated[int, typer.Option(min=1, help="partitions of the demo topic")] = 3,
+    consumers: Annotated[int, typer.Option(min=1, help="share consumers")] = 3,
+) -> None:
+    """Run everything embedded: a Tansu broker, SQLite state, the proxy and share consumers."""
+    from shareproxy.demo import run_demo
+
+    if not run_demo(records, partitions, consumers, out):
+        raise typer.Exit(1)
+
+
+@app.command()
 def version() -> None:
     """Print the shareproxy version."""
     out.print(__version__)
