@@ -28,6 +28,8 @@ from shareproxy.core.store import PartitionWrite, SharePartitionKey, ShareStateS
 log = logging.getLogger(__name__)
 
 UNKNOWN_TOPIC_ID = 100
+# read ahead in large chunks: consumers sharing a partition are then served from the cache
+UPSTREAM_PARTITION_BYTES = 8 * 1024 * 1024
 
 
 class _UpstreamOffsets:
@@ -207,7 +209,12 @@ class SharePartitions:
         if not wanted:
             return
         isolation = max(leader.settings.isolation_level for leader in leaders)
-        data = await self.upstream.fetch(wanted, max_wait_ms=max_wait_ms, isolation_level=isolation)
+        data = await self.upstream.fetch(
+            wanted,
+            max_wait_ms=max_wait_ms,
+            isolation_level=isolation,
+            partition_max_bytes=UPSTREAM_PARTITION_BYTES,
+        )
         for tp, d in data.items():
             for leader in owners.get(tp, []):
                 if d.error_code == 1:  # OFFSET_OUT_OF_RANGE: the log start moved

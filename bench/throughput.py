@@ -1,0 +1,181 @@
+"""Share-consume throughput through the proxy ÷ a plain consumer reading the same topic directly.
+
+Same run, same topic on a Tansu broker subprocess: first a plain librdkafka consumer reads every
+partition directly (the baseline), then ShareConsumers (implicit acknowledgement) read it through
+shareproxy with its state in Postgres (fsync on). Then produce→deliver latency for both, with
+records produced at a steady rate while each reader runs.
+
+    python -m bench.throughput [--records 200000] [--size 1024] [--consumers 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.table import Table
+
+from shareproxy.embedded import TansuBroker
+from tests.support.postgres import TemporaryPostgres
+from tests.support.proxy import ProxyProcess
+
+PARTITIONS = 3
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int, rate: float | None = None) -> None:
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5 if rate is None else 0,
+            "batch.num.messages": 10000,
+        }
+    )
+    payload = b"x" * size
+    start = time.monotonic()
+    for i in range(count):
+        p.produce(topic, value=payload, partition=i % PARTITIONS)
+        if i % 1000 == 0:
+            p.poll(0)
+        if rate is not None:
+            ahead = (i / rate) - (time.monotonic() - start)
+            if ahead > 0:
+                time.sleep(ahead)
+    p.flush(120)
+
+
+def direct_read(bootstrap: str, topic: str, count: int, latencies: list | None = None) -> float:
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"direct-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    n = 0
+    t0 = time.monotonic()
+    while n < count and time.monotonic() - t0 < 300:
+        for m in c.consume(1000, 0.5):
+            if m.error() is None:
+                n += 1
+                if latencies is not None:
+                    latencies.append(time.time() * 1000 - m.timestamp()[1])
+    elapsed = time.monotonic() - t0
+    c.close()
+    return n / elapsed
+
+
+def share_read(
+    bootstrap: str, topic: str, count: int, consumers: int, latencies: list | None = None
+) -> float:
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    total = [0]
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def run() -> None:
+        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+        c.subscribe([topic])
+        deadline = time.monotonic() + 300
+        while not done.is_set() and time.monotonic() < deadline:
+            msgs = c.poll(0.5) or []
+            now = time.time() * 1000
+            ok = [m for m in msgs if m.error() is None]
+            with lock:
+                total[0] += len(ok)
+                if latencies is not None:
+                    latencies.extend(now - m.timestamp()[1] for m in ok)
+                if total[0] >= count:
+                    done.set()
+        c.close()
+
+    threads = [threading.Thread(target=run) for _ in range(consumers)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    while not done.is_set() and time.monotonic() - t0 < 300:
+        time.sleep(0.01)
+    elapsed = time.monotonic() - t0
+    done.set()
+    for t in threads:
+        t.join()
+    return total[0] / elapsed
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--consumers", type=int, default=3)
+    ap.add_argument("--latency-records", type=int, default=5000)
+    ap.add_argument("--latency-rate", type=float, default=1000.0)
+    args = ap.parse_args()
+    console = Console()
+    with TansuBroker() as broker, TemporaryPostgres(fsync=True) as pg:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        topic = "bench"
+        for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+            f.result(30)
+        with console.status(f"producing {args.records:,} records of {args.size} B"):
+            produce(broker.bootstrap, topic, args.records, args.size)
+        url = pg.create_database("bench")
+        proxy = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest").start()
+        try:
+            with console.status("plain consumer, directly"):
+                direct = direct_read(broker.bootstrap, topic, args.records)
+            with console.status(f"{args.consumers} ShareConsumers through shareproxy"):
+                shared = share_read(proxy.bootstrap, topic, args.records, args.consumers)
+            lat_direct: list[float] = []
+            lat_share: list[float] = []
+            for name, reader, sink in (("direct", "d", lat_direct), ("share", "s", lat_share)):
+                t2 = f"lat-{name}"
+                for f in admin.create_topics([NewTopic(t2, PARTITIONS, 1)]).values():
+                    f.result(30)
+                if reader == "d":
+                    th = threading.Thread(
+                        target=direct_read, args=(broker.bootstrap, t2, args.latency_records, sink)
+                    )
+                else:
+                    th = threading.Thread(
+                        target=share_read,
+                        args=(proxy.bootstrap, t2, args.latency_records, args.consumers, sink),
+                    )
+                th.start()
+                time.sleep(3)  # let the reader join and settle
+                with console.status(f"latency: {name}"):
+                    produce(broker.bootstrap, t2, args.latency_records, 100, args.latency_rate)
+                    th.join()
+        finally:
+            proxy.stop()
+    table = Table(title=f"{args.records:,} records × {args.size} B, {PARTITIONS} partitions, Tansu")
+    for col in ("reader", "records/s", "p50 ms", "p99 ms"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        "plain consumer, direct (baseline)",
+        f"{direct:,.0f}",
+        f"{pct(lat_direct, 50):.1f}",
+        f"{pct(lat_direct, 99):.1f}",
+    )
+    table.add_row(
+        f"{args.consumers} ShareConsumers via shareproxy",
+        f"{shared:,.0f}",
+        f"{pct(lat_share, 50):.1f}",
+        f"{pct(lat_share, 99):.1f}",
+    )
+    console.print(table)
+    console.print(f"throughput ratio (share ÷ direct): [bold]{shared / direct:.2f}[/bold]")
+
+
+if __name__ == "__main__":
+    main()
