@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from shareproxy.protocol.codec import reader_for, response_type, writer_for
+from shareproxy.protocol.codec import reader_for, response_type, write_request_header, writer_for
 
 
 class _Header:
@@ -46,17 +46,8 @@ class _PreparedKio:
         self.RESPONSE_TYPE = _ResponseType(response_type(self.API_KEY, self.API_VERSION))
 
     def build_request_header(self, correlation_id: int, client_id: str) -> _Header:
-        header_cls = type(self.body).__header_schema__
         buf = io.BytesIO()
-        writer_for(header_cls)(
-            buf,
-            header_cls(
-                request_api_key=self.API_KEY,
-                request_api_version=self.API_VERSION,
-                correlation_id=correlation_id,
-                client_id=client_id,
-            ),
-        )
+        write_request_header(buf, type(self.body), correlation_id, client_id)
         return _Header(buf.getvalue())
 
     def encode(self) -> bytes:

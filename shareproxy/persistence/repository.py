@@ -37,6 +37,20 @@ def _rows(batches: Iterable[PersistedBatch]) -> list[list[int]]:
 _batches = batches_from_rows
 
 
+def _new_snapshot(key: SharePartitionKey, start_offset: int) -> dict[str, Any]:
+    """A share-partition's first snapshot row: state epoch 0, nothing in flight."""
+    return {
+        "group_id": key.group_id,
+        "topic_id": key.topic_id,
+        "partition": key.partition,
+        "state_epoch": 0,
+        "snapshot_epoch": 0,
+        "start_offset": start_offset,
+        "state_batches": [],
+        "update_count": 0,
+    }
+
+
 def _key_of(row: Any) -> SharePartitionKey:
     return SharePartitionKey(row.group_id, row.topic_id, row.partition)
 
@@ -109,14 +123,7 @@ class SqlShareStateStore:
             await self._insert_group(conn, key.group_id)
             await conn.execute(
                 self._insert_ignore(share_snapshots, ["group_id", "topic_id", "partition"]).values(
-                    group_id=key.group_id,
-                    topic_id=key.topic_id,
-                    partition=key.partition,
-                    state_epoch=0,
-                    snapshot_epoch=0,
-                    start_offset=start_offset,
-                    state_batches=[],
-                    update_count=0,
+                    **_new_snapshot(key, start_offset)
                 )
             )
             loaded = await self._load(conn, key)
@@ -158,16 +165,7 @@ class SqlShareStateStore:
                 )
             else:
                 await conn.execute(
-                    insert(share_snapshots).values(
-                        group_id=key.group_id,
-                        topic_id=key.topic_id,
-                        partition=key.partition,
-                        state_epoch=0,
-                        snapshot_epoch=0,
-                        start_offset=start_offset,
-                        state_batches=[],
-                        update_count=0,
-                    )
+                    insert(share_snapshots).values(**_new_snapshot(key, start_offset))
                 )
             loaded = await self._load(conn, key)
             assert loaded is not None

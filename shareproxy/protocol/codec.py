@@ -97,12 +97,11 @@ def encode_response(correlation_id: int, body: Any) -> bytes:
     return buf.getvalue()
 
 
-def encode_request(correlation_id: int, client_id: str | None, body: Any) -> bytes:
-    """A whole request frame, for tests and for talking Kafka to a peer."""
-    cls = type(body)
+def write_request_header(
+    buf: io.BytesIO, cls: type, correlation_id: int, client_id: str | None
+) -> None:
+    """The request header version ``cls`` (a kio request type) is sent with."""
     header_cls = cls.__header_schema__
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
     writer_for(header_cls)(
         buf,
         header_cls(
@@ -112,6 +111,14 @@ def encode_request(correlation_id: int, client_id: str | None, body: Any) -> byt
             client_id=client_id,
         ),
     )
+
+
+def encode_request(correlation_id: int, client_id: str | None, body: Any) -> bytes:
+    """A whole request frame, for tests and for talking Kafka to a peer."""
+    cls = type(body)
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    write_request_header(buf, cls, correlation_id, client_id)
     writer_for(cls)(buf, body)
     view = buf.getbuffer()
     struct.pack_into(">i", view, 0, len(view) - 4)
