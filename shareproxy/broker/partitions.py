@@ -109,19 +109,16 @@ class SharePartitionLeader:
         acquired = sp.acquire(member_id, [b.header for b in batches], now_ms, max_records, mode)
         if not acquired:
             return Acquisition([], b"")
-        parts = []
-        i = 0
-        for a in acquired:  # whole batches that hold acquired offsets, each once, in order
-            while i < len(batches) and batches[i].info.last_offset < a.first_offset:
-                i += 1
-            j = i
-            while j < len(batches) and batches[j].info.base_offset <= a.last_offset:
-                j += 1
-            parts.extend(b.data for b in batches[i:j])
-            i = max(j - 1, i)
-            if j > i and batches[j - 1].info.last_offset <= a.last_offset:
-                i = j
-        return Acquisition(acquired, b"".join(dict.fromkeys(parts)))
+        # whole batches holding any acquired offset, each once, in log order
+        parts = [
+            b.data
+            for b in batches
+            if any(
+                a.first_offset <= b.info.last_offset and b.info.base_offset <= a.last_offset
+                for a in acquired
+            )
+        ]
+        return Acquisition(acquired, b"".join(parts))
 
 
 class SharePartitions:

@@ -187,3 +187,20 @@ def test_a_garbage_frame_closes_only_its_connection(proxy, topic, produce):
     assert len(got) >= 20
     assert p.proc is not None and p.proc.poll() is None
     c.close()
+
+
+def test_delivery_count_limit_archives_a_poison_record(proxy, topic, produce):
+    t = topic(1)
+    produce(t, 1, partitions=1)
+    p = proxy(delivery_count_limit=2)
+    c = share_consumer(p, f"g-{uuid.uuid4().hex[:6]}", mode="explicit")
+    c.subscribe([t])
+    counts = []
+    for _ in range(2):
+        [m] = poll_until(c, 1, 30)
+        counts.append(m.delivery_count())
+        c.acknowledge(m, AcknowledgeType.RELEASE)
+        c.commit_sync()
+    assert counts == [1, 2]
+    assert poll_until(c, 1, 3) == []  # released at the limit: Archived, never again
+    c.close()
