@@ -39,7 +39,12 @@ def produce(bootstrap: str, topic: str, count: int, size: int, rate: float | Non
     payload = b"x" * size
     start = time.monotonic()
     for i in range(count):
-        p.produce(topic, value=payload, partition=i % PARTITIONS)
+        while True:
+            try:
+                p.produce(topic, value=payload, partition=i % PARTITIONS)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain
+                p.poll(0.05)
         if i % 1000 == 0:
             p.poll(0)
         if rate is not None:

@@ -31,7 +31,8 @@ class _ResponseType:
         self.cls = cls
 
     def decode(self, data: io.BytesIO) -> Any:
-        body, _ = reader_for(self.cls)(data.getvalue(), data.tell())
+        # a read-only view, not getvalue(): a fetch response can be megabytes of records
+        body, _ = reader_for(self.cls)(data.getbuffer().toreadonly(), data.tell())
         return body
 
 
@@ -57,7 +58,7 @@ class _PreparedKio:
 
     def parse_response_header(self, data: io.BytesIO) -> Any:
         cls = self.RESPONSE_TYPE.cls.__header_schema__
-        header, offset = reader_for(cls)(data.getvalue(), data.tell())
+        header, offset = reader_for(cls)(data.getbuffer().toreadonly(), data.tell())
         data.seek(offset)
         return header
 

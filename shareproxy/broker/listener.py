@@ -19,6 +19,7 @@ from shareproxy.protocol.codec import (
     UnsupportedRequest,
     decode_request,
     encode_response,
+    encode_response_chunks,
 )
 from shareproxy.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 
@@ -76,7 +77,7 @@ class KafkaListener:
                     continue
                 if response is False:
                     return
-                writer.write(response)
+                writer.writelines(response)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             return
@@ -95,7 +96,7 @@ class KafkaListener:
         except UnsupportedRequest as e:
             if e.api_key == 18:  # answer with v0 and the versions we serve
                 body = api_versions.response(SERVED, 0, api_versions.UNSUPPORTED_VERSION)
-                return encode_response(e.correlation_id, body)
+                return [encode_response(e.correlation_id, body)]
             log.warning("closing %s: %s", conn.client_host, e)
             return False
         except MalformedRequest as e:
@@ -104,4 +105,4 @@ class KafkaListener:
         body = await handler_for(request.api_key)(self.ctx, conn, request)
         if body is None:
             return None
-        return encode_response(request.correlation_id, body)
+        return encode_response_chunks(request.correlation_id, body)

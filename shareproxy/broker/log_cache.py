@@ -13,7 +13,7 @@ from shareproxy.protocol.record_batch import BatchInfo, scan_batches
 class CachedBatch:
     __slots__ = ("data", "header", "info")
 
-    def __init__(self, info: BatchInfo, data: bytes, header: BatchHeader) -> None:
+    def __init__(self, info: BatchInfo, data: memoryview, header: BatchHeader) -> None:
         self.info = info
         self.data = data
         self.header = header
@@ -35,9 +35,10 @@ class LogCache:
         i = bisect_right(self.batches, offset, key=lambda b: b.info.base_offset) - 1
         return 0 <= i < len(self.batches) and self.batches[i].info.last_offset >= offset
 
-    def add(self, data: PartitionData, isolation_level: int) -> None:
+    def add(self, data: PartitionData, isolation_level: int) -> bool:
+        """Take a fetch's batches in; True if any batch was new."""
         if data.error_code != 0:
-            return
+            return False
         self.high_watermark = data.high_watermark
         self.last_stable_offset = data.last_stable_offset
         if data.log_start_offset >= 0:
@@ -45,7 +46,7 @@ class LogCache:
         infos = scan_batches(data.records)
         aborted = _aborted_batches(infos, data.aborted) if isolation_level == 1 else set()
         known = {b.info.base_offset for b in self.batches}
-        raw = data.records
+        raw = memoryview(data.records)  # batches are views into the fetched bytes: no copies
         fresh = []
         for info in infos:
             if info.base_offset in known:
@@ -60,6 +61,7 @@ class LogCache:
         if fresh:
             self.batches.extend(fresh)
             self.batches.sort(key=lambda b: b.info.base_offset)
+        return bool(fresh)
 
     def from_offset(self, offset: int, max_bytes: int) -> list[CachedBatch]:
         """Contiguous cached batches from the one holding ``offset``, within ``max_bytes``

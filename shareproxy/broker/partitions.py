@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 UNKNOWN_TOPIC_ID = 100
 # read ahead in large chunks: consumers sharing a partition are then served from the cache
 UPSTREAM_PARTITION_BYTES = 8 * 1024 * 1024
+# how long one upstream long poll for idle partitions may wait
+TAIL_POLL_MS = 250
 
 
 class _UpstreamOffsets:
@@ -84,7 +86,7 @@ class SharePartitionLeader:
             self._changed = asyncio.get_running_loop().create_future()
         return self._changed
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
         if self._changed is not None and not self._changed.done():
             self._changed.set_result(None)
 
@@ -217,12 +219,44 @@ class SharePartitions:
                 if d.error_code == 1:  # OFFSET_OUT_OF_RANGE: the log start moved
                     await self.update_log_start(leader)
                     continue
-                leader.cache.add(d, leader.settings.isolation_level)
+                if leader.cache.add(d, leader.settings.isolation_level):
+                    leader.notify()  # requests waiting on this partition can acquire now
                 if d.log_start_offset > leader.sp.log_start_offset:
                     async with leader.lock:
                         await self._write(
                             leader, leader.sp.update_log_start_offset(d.log_start_offset)
                         )
+
+    def watch(self, leaders: Sequence[SharePartitionLeader]) -> None:
+        """Ask the tail poller to long-poll upstream for these partitions' next records; a
+        leader is notified (``changed``) when data arrives or the poll ends."""
+        added = False
+        for leader in leaders:
+            if leader.wanted_offset() is not None and leader.key not in self._watched:
+                self._watched[leader.key] = leader
+                added = True
+        if added:
+            self._watch_wakeup.set()
+
+    async def _tail_forever(self) -> None:
+        """One long poll at a time for every partition some request is waiting on, on its own
+        upstream connection, so waiting never delays the reads of busy partitions."""
+        while True:
+            await self._watch_wakeup.wait()
+            self._watch_wakeup.clear()
+            watched = list(self._watched.values())
+            self._watched.clear()
+            if not watched:
+                continue
+            try:
+                await self.read_upstream(watched, max_wait_ms=TAIL_POLL_MS)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("upstream tail poll failed: %s", exc)
+                await asyncio.sleep(TAIL_POLL_MS / 1000)
+            for leader in watched:
+                leader.notify()
 
     async def update_log_start(self, leader: SharePartitionLeader) -> None:
         start = await self.upstream.list_offset(leader.topic, leader.key.partition, EARLIEST)
@@ -269,7 +303,7 @@ class SharePartitions:
             self.leaders.pop(leader.key, None)
         else:
             leader.cache.trim(leader.sp.spso)
-        leader._notify()
+        leader.notify()
         return code
 
     async def _expire_forever(self) -> None:

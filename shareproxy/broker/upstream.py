@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from aiokafka.client import AIOKafkaClient
+from aiokafka.client import AIOKafkaClient, ConnectionGroup
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
@@ -110,9 +110,13 @@ class Upstream:
             raise UpstreamError("upstream client is not started")
         return self._client
 
-    async def send(self, node_id: int, body: Any) -> Any:
+    async def send(self, node_id: int, body: Any, *, long_poll: bool = False) -> Any:
+        """Send on the node's default connection, or for a long poll on a second one: a broker
+        answers one connection's requests in order, so a held fetch there would hold up every
+        request behind it."""
+        group = ConnectionGroup.COORDINATION if long_poll else ConnectionGroup.DEFAULT
         try:
-            return await self.client.send(node_id, KioRequest(body))
+            return await self.client.send(node_id, KioRequest(body), group=group)
         except Exception as exc:
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
 
@@ -184,7 +188,8 @@ class Upstream:
         partition_max_bytes: int = 1024 * 1024,
         isolation_level: int = 0,
     ) -> dict[tuple[str, int], PartitionData]:
-        """Raw record batches from each (topic, partition) at the given offset."""
+        """Raw record batches from each (topic, partition) at the given offset; a fetch that may
+        wait (max_wait_ms > 1) goes over the long-poll connection."""
         by_leader: dict[int, dict[str, list[fetch_req.FetchPartition]]] = defaultdict(
             lambda: defaultdict(list)
         )
@@ -212,6 +217,7 @@ class Upstream:
                     ),
                     forgotten_topics_data=(),
                 ),
+                long_poll=max_wait_ms > 1,
             )
             for node, topics in by_leader.items()
         ]

@@ -152,8 +152,10 @@ class SharePartition:
         """Lock records for ``member_id`` from the given log batches (ascending offsets).
 
         Available in-flight records (released or timed out) are taken where the batches cover
-        them, then records past SPEO, within the in-flight cap. In ``BATCH_OPTIMIZED`` mode
-        ``max_records`` is checked at batch boundaries; in ``RECORD_LIMIT`` mode it is exact.
+        them, then records past SPEO while the in-flight count is below the cap. In
+        ``BATCH_OPTIMIZED`` mode ``max_records`` and the cap are checked at batch boundaries, so
+        a batch is never cut (cutting it would still send the whole batch to the client); in
+        ``RECORD_LIMIT`` mode both are exact.
         A record on a late delivery narrows the acquisition (poison throttling).
         """
         if max_records <= 0:
@@ -210,9 +212,11 @@ class SharePartition:
                 if batch.base_offset > self.speo:
                     self._archive_unreadable(self.speo, batch.base_offset - 1)
                 room = self.limits.max_record_locks - self.in_flight_count
-                take = min(batch.last_offset - self.speo + 1, room)
+                take = batch.last_offset - self.speo + 1
                 if strict:
-                    take = min(take, limit - count)
+                    take = min(take, room, limit - count)
+                elif room <= 0:
+                    take = 0  # the cap gates new batches; a batch is not cut (as Kafka does)
                 if take <= 0:
                     return acquired
                 first = self.speo

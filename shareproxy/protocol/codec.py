@@ -83,18 +83,37 @@ def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Reque
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 
 
-def encode_response(correlation_id: int, body: Any) -> bytes:
-    """A whole response frame (size prefix included) for ``body``, a kio response entity."""
+class _Chunks:
+    """A write target that keeps references instead of copying (kio writes through it)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes | bytearray | memoryview] = [b""]
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        self.parts.append(data)
+        n = len(data)
+        self.size += n
+        return n
+
+
+def encode_response_chunks(correlation_id: int, body: Any) -> list[bytes | bytearray | memoryview]:
+    """A response frame as chunks (size prefix first), for ``writelines``: large record data
+    is referenced, not copied."""
     cls = type(body)
     header_cls = cls.__header_schema__
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    writer_for(header_cls)(buf, header_cls(correlation_id=correlation_id))
-    writer_for(cls)(buf, body)
-    view = buf.getbuffer()
-    struct.pack_into(">i", view, 0, len(view) - 4)
-    del view
-    return buf.getvalue()
+    out = _Chunks()
+    writer_for(header_cls)(out, header_cls(correlation_id=correlation_id))
+    writer_for(cls)(out, body)
+    out.parts[0] = struct.pack(">i", out.size)
+    return out.parts
+
+
+def encode_response(correlation_id: int, body: Any) -> bytes:
+    """A whole response frame (size prefix included) for ``body``, a kio response entity."""
+    return b"".join(encode_response_chunks(correlation_id, body))
 
 
 def write_request_header(

@@ -35,14 +35,24 @@ def test_record_limit_takes_exactly_max_records():
     assert inflight(sp) == [(0, 11, ACQ, 1, "m"), (12, 23, ACQ, 1, "n")]
 
 
-def test_in_flight_cap_limits_new_records_until_spso_moves():
+def test_in_flight_cap_gates_whole_batches_until_spso_moves():
     sp = fresh(max_record_locks=15)
-    assert sp.acquire("m", LOG, 0, 500) == [AcquiredRange(0, 14, 1)]
+    # batch-optimized: below the cap a whole batch is taken (0-9, then 10-19), then no more
+    assert sp.acquire("m", LOG, 0, 500) == [AcquiredRange(0, 19, 1)]
     assert sp.acquire("n", LOG, 0, 500) == []
     assert not sp.has_acquirable()
-    sp.acknowledge("m", [AckBatch(0, 4, ACCEPT)], 1)
+    sp.acknowledge("m", [AckBatch(0, 9, ACCEPT)], 1)
     assert sp.has_acquirable()
-    assert sp.acquire("n", LOG, 2, 500) == [AcquiredRange(15, 19, 1)]
+    assert sp.acquire("n", LOG, 2, 500) == [AcquiredRange(20, 29, 1)]
+    assert sp.in_flight_count == 20
+
+
+def test_in_flight_cap_is_exact_in_record_limit_mode():
+    sp = fresh(max_record_locks=15)
+    assert sp.acquire("m", LOG, 0, 500, AcquireMode.RECORD_LIMIT) == [AcquiredRange(0, 14, 1)]
+    assert sp.acquire("n", LOG, 0, 500, AcquireMode.RECORD_LIMIT) == []
+    sp.acknowledge("m", [AckBatch(0, 4, ACCEPT)], 1)
+    assert sp.acquire("n", LOG, 2, 500, AcquireMode.RECORD_LIMIT) == [AcquiredRange(15, 19, 1)]
     assert sp.in_flight_count == 15
 
 

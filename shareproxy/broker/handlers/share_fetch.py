@@ -92,6 +92,8 @@ async def _acquire(
         await asyncio.sleep(max_wait_ms / 1000)
         return got
     while True:
+        # interest first, then look: a change between the two cannot be missed
+        changed = [leader.changed() for leader in leaders]
         # an unreachable upstream leaves the caches as they are: answered empty, retried
         with contextlib.suppress(UpstreamError):
             await ctx.partitions.read_upstream(leaders, max_wait_ms=1)
@@ -110,15 +112,10 @@ async def _acquire(
         remaining = deadline - ctx.clock_ms()
         if got or remaining <= 0:
             return got
-        waiters = [asyncio.ensure_future(leader.changed()) for leader in leaders]
-        reader = asyncio.ensure_future(ctx.partitions.read_upstream(leaders, remaining))
-        done, pending = await asyncio.wait(
-            [reader, *waiters], timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED
-        )
-        for f in pending:
-            f.cancel()
-        if reader in done and reader.exception() is not None:
-            await asyncio.sleep(min(remaining, 100) / 1000)
+        # Wait for a release, timeout or acknowledgement on these partitions, or for new
+        # upstream data (the shared tail poller fetches it); never spin.
+        ctx.partitions.watch(leaders)
+        await asyncio.wait(changed, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED)
 
 
 def _response(
