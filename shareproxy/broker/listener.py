@@ -40,6 +40,8 @@ class KafkaListener:
         self.max_frame_bytes = max_frame_bytes
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._idle: set[asyncio.StreamWriter] = set()
+        self._closing = False
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
@@ -47,13 +49,21 @@ class KafkaListener:
         self.port = sock[1]
         log.info("Kafka listener on %s:%d", sock[0], sock[1])
 
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._connections):
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting; answer the requests being handled; close every connection."""
+        if self._server is None:
+            return
+        self._server.close()
+        self._closing = True
+        for writer in list(self._idle):  # waiting for a request: nothing to finish
+            writer.close()
+        if self._connections:
+            _, pending = await asyncio.wait(set(self._connections), timeout=grace_s)
+            for task in pending:
                 task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
-            await self._server.wait_closed()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -62,11 +72,14 @@ class KafkaListener:
         peer = writer.get_extra_info("peername") or ("?", 0)
         conn = Connection(str(peer[0]), int(peer[1]))
         try:
-            while True:
+            while not self._closing:
+                self._idle.add(writer)
                 try:
                     size_bytes = await reader.readexactly(4)
                 except asyncio.IncompleteReadError:
                     return
+                finally:
+                    self._idle.discard(writer)
                 (size,) = struct.unpack(">i", size_bytes)
                 if size < 0 or size > self.max_frame_bytes:
                     log.warning("closing %s: frame of %d bytes", peer, size)
@@ -82,7 +95,7 @@ class KafkaListener:
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.CancelledError:
-            raise
+            return  # only at shutdown, after the grace period: the connection just closes
         except Exception:
             log.exception("connection %s failed", peer)
         finally:

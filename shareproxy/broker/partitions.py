@@ -142,15 +142,20 @@ class SharePartitions:
         self.leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
         self._expiry: asyncio.Task[None] | None = None
+        self._tail: asyncio.Task[None] | None = None
+        self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
+        self._watch_wakeup = asyncio.Event()
 
     def start(self) -> None:
         self._expiry = asyncio.create_task(self._expire_forever(), name="lock-expiry")
+        self._tail = asyncio.create_task(self._tail_forever(), name="tail-poll")
 
     async def stop(self) -> None:
-        if self._expiry is not None:
-            self._expiry.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._expiry
+        for task in (self._expiry, self._tail):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     # ------------------------------------------------------------------ loading
     async def leader(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader:
@@ -248,8 +253,14 @@ class SharePartitions:
             self._watched.clear()
             if not watched:
                 continue
+            started = self.clock_ms()
             try:
                 await self.read_upstream(watched, max_wait_ms=TAIL_POLL_MS)
+                log.debug(
+                    "tail poll of %s took %d ms",
+                    [(w.topic, w.key.partition, w.wanted_offset()) for w in watched],
+                    self.clock_ms() - started,
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

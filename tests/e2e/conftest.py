@@ -72,3 +72,10 @@ def proxy(
     yield start
     for p in started:
         p.stop()
+    for p in started:  # a proxy that logged an error failed the test, whatever clients saw
+        problems = [
+            line
+            for line in p.log().splitlines()
+            if " ERROR " in line or line.startswith("Traceback")
+        ]
+        assert not problems, f"the proxy logged errors ({p.log_path}):\n" + "\n".join(problems)
