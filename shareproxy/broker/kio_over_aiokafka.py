@@ -31,8 +31,9 @@ class _ResponseType:
         self.cls = cls
 
     def decode(self, data: io.BytesIO) -> Any:
-        # a read-only view, not getvalue(): a fetch response can be megabytes of records
-        body, _ = reader_for(self.cls)(data.getbuffer().toreadonly(), data.tell())
+        # getvalue() of an unmodified BytesIO is the bytes it was made from (no copy), whereas
+        # getbuffer() would copy them first; a fetch response can be megabytes of records
+        body, _ = reader_for(self.cls)(data.getvalue(), data.tell())
         return body
 
 
@@ -58,7 +59,7 @@ class _PreparedKio:
 
     def parse_response_header(self, data: io.BytesIO) -> Any:
         cls = self.RESPONSE_TYPE.cls.__header_schema__
-        header, offset = reader_for(cls)(data.getbuffer().toreadonly(), data.tell())
+        header, offset = reader_for(cls)(data.getvalue(), data.tell())
         data.seek(offset)
         return header
 
