@@ -95,6 +95,10 @@ def serve(
     auto_offset_reset: Annotated[
         str | None, typer.Option(help="default share.auto.offset.reset")
     ] = None,
+    isolation_level: Annotated[
+        str | None,
+        typer.Option(help="default share.isolation.level: read_uncommitted | read_committed"),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
 ) -> None:
     """Serve share groups to Kafka share consumers, reading topics from the upstream cluster."""
@@ -119,6 +123,7 @@ def serve(
             "record_lock_duration_ms": record_lock_duration_ms,
             "delivery_count_limit": delivery_count_limit,
             "auto_offset_reset": auto_offset_reset,
+            "isolation_level": isolation_level,
         }.items()
         if v is not None
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -40,7 +42,9 @@ class Settings(BaseSettings):
     delivery_count_limit: int = Field(default=5, ge=2, le=10)  # share.delivery.count.limit
     partition_max_record_locks: int = Field(default=2000, ge=1)
     auto_offset_reset: str = Field(default="latest")  # share.auto.offset.reset
-    isolation_level: str = Field(default="read_uncommitted")  # share.isolation.level
+    isolation_level: Literal["read_uncommitted", "read_committed"] = Field(
+        default="read_uncommitted"
+    )  # share.isolation.level
     session_timeout_ms: int = Field(default=45_000, ge=1000)  # share.session.timeout.ms
     heartbeat_interval_ms: int = Field(default=5_000, ge=100)  # share.heartbeat.interval.ms
     group_max_size: int = Field(default=200, ge=1)

@@ -3,28 +3,43 @@ consumers sharing a partition do not read the same bytes from the cluster again.
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_right
 
 from shareproxy.broker.upstream import PartitionData
 from shareproxy.core.share_partition import BatchHeader
-from shareproxy.protocol.record_batch import BatchInfo, scan_batches
+from shareproxy.protocol.record_batch import (
+    ABORT_MARKER,
+    BatchInfo,
+    control_marker,
+    scan_batches,
+)
 
 
 class CachedBatch:
-    __slots__ = ("data", "header", "info")
+    __slots__ = ("data", "decided", "header", "info")
 
     def __init__(self, info: BatchInfo, data: memoryview, header: BatchHeader) -> None:
         self.info = info
         self.data = data
         self.header = header
+        self.decided = True  # False: transactional, its producer's marker not read yet
 
 
 class LogCache:
-    def __init__(self) -> None:
+    """Batches in offset order. Under read_committed a transactional batch is delivered only
+    once its producer's marker is in the log: COMMIT delivers it, ABORT archives it, and until
+    then it (and everything after it) waits, as the last stable offset would. The markers are
+    read from the log itself, so this holds on brokers that do not report aborted
+    transactions, and the broker's list is honoured where it does."""
+
+    def __init__(self, isolation_level: int = 0) -> None:
+        self.isolation_level = isolation_level
         self.batches: list[CachedBatch] = []
         self.high_watermark = 0
         self.last_stable_offset = -1
         self.log_start_offset = 0
+        self._open: dict[int, list[CachedBatch]] = {}  # producer id -> undecided batches
 
     @property
     def end_offset(self) -> int:
@@ -32,52 +47,81 @@ class LogCache:
         return self.batches[-1].info.last_offset + 1 if self.batches else 0
 
     def covers(self, offset: int) -> bool:
-        i = bisect_right(self.batches, offset, key=lambda b: b.info.base_offset) - 1
+        i = bisect_right(self.batches, offset, key=_base) - 1
         return 0 <= i < len(self.batches) and self.batches[i].info.last_offset >= offset
 
-    def add(self, data: PartitionData, isolation_level: int) -> bool:
+    def add(self, data: PartitionData, isolation_level: int | None = None) -> bool:
         """Take a fetch's batches in; True if any batch was new."""
+        if isolation_level is not None:
+            self.isolation_level = isolation_level
         if data.error_code != 0:
             return False
         self.high_watermark = data.high_watermark
         self.last_stable_offset = data.last_stable_offset
         if data.log_start_offset >= 0:
             self.log_start_offset = data.log_start_offset
-        infos = scan_batches(data.records)
-        aborted = _aborted_batches(infos, data.aborted) if isolation_level == 1 else set()
-        known = {b.info.base_offset for b in self.batches}
         raw = memoryview(data.records)  # batches are views into the fetched bytes: no copies
+        infos = scan_batches(raw)
+        reported = _aborted_batches(infos, data.aborted) if self.isolation_level == 1 else set()
+        if infos and self.batches and infos[0].base_offset < self.batches[0].info.base_offset:
+            # records below the cached range are wanted again (a release): start over from here,
+            # keeping the log order that transaction tracking relies on
+            self.batches.clear()
+            self._open.clear()
+        end = self.end_offset
         fresh = []
         for info in infos:
-            if info.base_offset in known:
-                continue
+            if info.last_offset < end:
+                continue  # already cached (fetches overlap at the batch holding their offset)
             header = BatchHeader(
                 info.base_offset,
                 info.last_offset,
                 is_control=info.is_control,
-                is_aborted=info.base_offset in aborted,
+                is_aborted=info.base_offset in reported,
             )
-            fresh.append(CachedBatch(info, raw[info.start : info.end], header))
-        if fresh:
-            self.batches.extend(fresh)
-            self.batches.sort(key=lambda b: b.info.base_offset)
+            batch = CachedBatch(info, raw[info.start : info.end], header)
+            if self.isolation_level == 1 and info.is_transactional:
+                self._track_transaction(batch, raw)
+            fresh.append(batch)
+            end = info.last_offset + 1
+        self.batches.extend(fresh)
         return bool(fresh)
+
+    def _track_transaction(self, batch: CachedBatch, raw: memoryview) -> None:
+        pid = batch.info.producer_id
+        if not batch.info.is_control:
+            batch.decided = False
+            self._open.setdefault(pid, []).append(batch)
+            return
+        aborted = control_marker(raw, batch.info) == ABORT_MARKER
+        for b in self._open.pop(pid, []):
+            b.decided = True
+            if aborted:
+                b.header = dataclasses.replace(b.header, is_aborted=True)
 
     def from_offset(self, offset: int, max_bytes: int) -> list[CachedBatch]:
         """Contiguous cached batches from the one holding ``offset``, within ``max_bytes``
-        (at least one batch, so a large batch is never stuck)."""
-        i = bisect_right(self.batches, offset, key=lambda b: b.info.base_offset) - 1
-        i = max(i, 0)
+        (at least one batch, so a large batch is never stuck), stopping before a transaction
+        whose outcome is not in the log yet."""
+        i = max(bisect_right(self.batches, offset, key=_base) - 1, 0)
         while i < len(self.batches) and self.batches[i].info.last_offset < offset:
             i += 1
         out: list[CachedBatch] = []
         size = 0
         for b in self.batches[i:]:
-            if out and (size + len(b.data) > max_bytes):
+            if not b.decided or (out and size + len(b.data) > max_bytes):
                 break
             out.append(b)
             size += len(b.data)
         return out
+
+    def waiting_on_transaction(self, offset: int) -> bool:
+        """True when the next batch to deliver belongs to a transaction still open."""
+        batches = self.from_offset(offset, 1)
+        if batches:
+            return False
+        i = max(bisect_right(self.batches, offset, key=_base) - 1, 0)
+        return any(not b.decided for b in self.batches[i : i + 1])
 
     def trim(self, below: int) -> None:
         k = 0
@@ -87,9 +131,13 @@ class LogCache:
             del self.batches[:k]
 
 
+def _base(b: CachedBatch) -> int:
+    return b.info.base_offset
+
+
 def _aborted_batches(infos: list[BatchInfo], aborted: list[tuple[int, int]]) -> set[int]:
-    """Base offsets of transactional batches belonging to aborted transactions (the consumer's
-    rule: from the transaction's first offset up to that producer's next control batch)."""
+    """Base offsets of transactional batches the broker reports aborted (the consumer's rule:
+    from the transaction's first offset up to that producer's next control batch)."""
     if not aborted:
         return set()
     starts = sorted(aborted, key=lambda a: a[1])

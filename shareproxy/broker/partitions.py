@@ -75,7 +75,7 @@ class SharePartitionLeader:
         self.state_epoch = state_epoch
         self.settings = settings
         self.lock = asyncio.Lock()
-        self.cache = LogCache()
+        self.cache = LogCache(settings.isolation_level)
         self.valid = True  # False once a write was refused: reload before further use
         self._changed: asyncio.Future[None] | None = None
 
@@ -97,6 +97,8 @@ class SharePartitionLeader:
             return None
         offset = self.sp.next_fetch_offset()
         if self.cache.covers(offset):
+            if self.cache.waiting_on_transaction(offset):
+                return self.cache.end_offset  # read on until the transaction's marker
             return None
         return max(offset, self.cache.log_start_offset)
 
@@ -224,7 +226,7 @@ class SharePartitions:
                 if d.error_code == 1:  # OFFSET_OUT_OF_RANGE: the log start moved
                     await self.update_log_start(leader)
                     continue
-                if leader.cache.add(d, leader.settings.isolation_level):
+                if leader.cache.add(d):
                     leader.notify()  # requests waiting on this partition can acquire now
                 if d.log_start_offset > leader.sp.log_start_offset:
                     async with leader.lock:

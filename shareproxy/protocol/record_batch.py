@@ -70,3 +70,35 @@ def scan_batches(data: bytes | memoryview) -> list[BatchInfo]:
         )
         pos = end
     return out
+
+
+ABORT_MARKER = 0
+COMMIT_MARKER = 1
+
+
+def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (the record format's) and the position after it."""
+    shift = result = 0
+    while True:
+        if pos >= len(data):
+            raise RecordBatchError("truncated varint in a control record")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def control_marker(data: bytes | memoryview, info: BatchInfo) -> int:
+    """ABORT_MARKER or COMMIT_MARKER of a control batch (its first record's key holds
+    version int16 and type int16; control batches are never compressed)."""
+    pos = info.start + HEADER_BYTES
+    _, pos = _varint(data, pos)  # record length
+    pos += 1  # attributes
+    _, pos = _varint(data, pos)  # timestamp delta
+    _, pos = _varint(data, pos)  # offset delta
+    key_length, pos = _varint(data, pos)
+    if key_length < 4 or pos + 4 > info.end:
+        raise RecordBatchError(f"control batch at offset {info.base_offset} has no marker key")
+    return int.from_bytes(data[pos + 2 : pos + 4], "big", signed=True)

@@ -204,3 +204,50 @@ def test_delivery_count_limit_archives_a_poison_record(proxy, topic, produce):
     assert counts == [1, 2]
     assert poll_until(c, 1, 3) == []  # released at the limit: Archived, never again
     c.close()
+
+
+def test_read_committed_skips_aborted_and_waits_for_open_transactions(proxy, topic, broker):
+    from confluent_kafka import Producer
+
+    t = topic(1)
+    p = proxy(isolation_level="read_committed")
+    tx = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{t}"})
+    tx.init_transactions(15)
+    for outcome, values in (("commit", [b"c1", b"c2"]), ("abort", [b"a1", b"a2", b"a3"])):
+        tx.begin_transaction()
+        for v in values:
+            tx.produce(t, value=v, partition=0)
+        tx.flush(10)
+        tx.commit_transaction(15) if outcome == "commit" else tx.abort_transaction(15)
+    tx.begin_transaction()
+    tx.produce(t, value=b"late", partition=0)
+    tx.flush(10)  # open: must not be delivered yet
+    c = share_consumer(p, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([t])
+    first = [m.value() for m in poll_until(c, 3, 8)]
+    assert first == [b"c1", b"c2"]
+    tx.commit_transaction(15)
+    assert [m.value() for m in poll_until(c, 1, 20)] == [b"late"]
+    c.commit_sync()
+    c.close()
+
+
+def test_producers_and_plain_consumers_pass_through(proxy, topic):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    t = topic(2)
+    p = proxy()
+    producer = Producer({"bootstrap.servers": p.bootstrap})
+    for i in range(50):
+        producer.produce(t, value=str(i).encode(), partition=i % 2)
+    assert producer.flush(15) == 0
+    reader = Consumer(
+        {"bootstrap.servers": p.bootstrap, "group.id": "plain", "enable.auto.commit": False}
+    )
+    reader.assign([TopicPartition(t, 0, 0), TopicPartition(t, 1, 0)])
+    got: list = []
+    deadline = time.monotonic() + 20
+    while len(got) < 50 and time.monotonic() < deadline:
+        got += [m for m in reader.consume(50, 0.5) if m.error() is None]
+    reader.close()
+    assert sorted(int(m.value()) for m in got) == list(range(50))

@@ -1,0 +1,108 @@
+"""Record-batch header peeks and read_committed from the log's own transaction markers."""
+
+from __future__ import annotations
+
+import struct
+
+from shareproxy.broker.log_cache import LogCache
+from shareproxy.broker.upstream import PartitionData
+from shareproxy.protocol.record_batch import (
+    ABORT_MARKER,
+    COMMIT_MARKER,
+    control_marker,
+    scan_batches,
+)
+
+
+def _varint(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def batch(
+    base: int, count: int, *, pid: int = -1, txn: bool = False, marker: int | None = None
+) -> bytes:
+    """A v2 record batch as a broker stores it (CRC left 0: the proxy never checks it)."""
+    attrs = (0x10 if txn else 0) | (0x20 if marker is not None else 0)
+    records = b""
+    for i in range(count):
+        key = struct.pack(">hh", 0, marker) if marker is not None else b"k"
+        value = b"" if marker is not None else b"v%d" % i
+        body = (
+            b"\0"
+            + _varint(0)
+            + _varint(i)
+            + _varint(len(key))
+            + key
+            + _varint(len(value))
+            + value
+            + _varint(0)
+        )
+        records += _varint(len(body)) + body
+    after_length = (
+        struct.pack(">ibIhiqqqhii", 0, 2, 0, attrs, count - 1, 0, 0, pid, 0, 0, count) + records
+    )
+    return struct.pack(">qi", base, len(after_length)) + after_length
+
+
+def data(*batches: bytes) -> PartitionData:
+    raw = b"".join(batches)
+    return PartitionData(0, 100, -1, 0, raw)
+
+
+def test_headers_and_markers_are_read_without_decoding_records():
+    raw = batch(0, 3) + batch(3, 2, pid=7, txn=True) + batch(5, 1, pid=7, txn=True, marker=1)
+    infos = scan_batches(raw + raw[:20])  # a partial trailing batch is left out
+    assert [(i.base_offset, i.last_offset) for i in infos] == [(0, 2), (3, 4), (5, 5)]
+    assert [i.is_transactional for i in infos] == [False, True, True]
+    assert infos[2].is_control and infos[2].producer_id == 7
+    assert control_marker(raw, infos[2]) == COMMIT_MARKER
+
+
+def test_read_committed_from_markers_commit_abort_and_open():
+    cache = LogCache(isolation_level=1)
+    cache.add(
+        data(
+            batch(0, 2, pid=1, txn=True),
+            batch(2, 1, pid=1, txn=True, marker=COMMIT_MARKER),
+            batch(3, 3, pid=2, txn=True),
+            batch(6, 1, pid=2, txn=True, marker=ABORT_MARKER),
+            batch(7, 2),  # not transactional
+            batch(9, 2, pid=3, txn=True),  # still open
+            batch(11, 1),
+        )
+    )
+    got = cache.from_offset(0, 10**9)
+    assert [(b.header.base_offset, b.header.is_aborted, b.header.is_control) for b in got] == [
+        (0, False, False),
+        (2, False, True),
+        (3, True, False),
+        (6, False, True),
+        (7, False, False),
+    ]
+    assert cache.waiting_on_transaction(9)
+    # the marker arrives in a later fetch: the open transaction is decided, delivery goes on
+    cache.add(data(batch(12, 1, pid=3, txn=True, marker=COMMIT_MARKER)))
+    assert not cache.waiting_on_transaction(9)
+    assert [b.header.base_offset for b in cache.from_offset(9, 10**9)] == [9, 11, 12]
+
+
+def test_read_uncommitted_ignores_transactions():
+    cache = LogCache(isolation_level=0)
+    cache.add(data(batch(0, 2, pid=2, txn=True), batch(2, 1, pid=2, txn=True, marker=0)))
+    assert [b.header.is_aborted for b in cache.from_offset(0, 10**9)] == [False, False]
+
+
+def test_a_fetch_below_the_cached_range_rebuilds_it():
+    cache = LogCache()
+    cache.add(data(batch(10, 5)))
+    cache.add(data(batch(0, 5), batch(5, 5), batch(10, 5)))
+    assert [b.header.base_offset for b in cache.from_offset(0, 10**9)] == [0, 5, 10]
