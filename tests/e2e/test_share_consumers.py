@@ -251,3 +251,45 @@ def test_producers_and_plain_consumers_pass_through(proxy, topic):
         got += [m for m in reader.consume(50, 0.5) if m.error() is None]
     reader.close()
     assert sorted(int(m.value()) for m in got) == list(range(50))
+
+
+def test_ten_consumers_on_one_partition_all_receive_records(proxy, topic, broker):
+    from confluent_kafka import Producer
+
+    t = topic(1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(2000):  # small upstream batches, so small acquisitions stay whole batches
+        producer.produce(t, value=str(i).encode(), partition=0)
+        if i % 10 == 9:
+            producer.flush(10)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    received: dict[int, list[int]] = {i: [] for i in range(10)}
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def run(i: int) -> None:
+        c = ShareConsumer(
+            {"bootstrap.servers": p.bootstrap, "group.id": group, "max.poll.records": 20}
+        )
+        c.subscribe([t])
+        deadline = time.monotonic() + 60
+        while not done.is_set() and time.monotonic() < deadline:
+            for m in c.poll(0.5) or []:
+                assert m.error() is None, m.error()
+                with lock:
+                    received[i].append(m.offset())
+                    if sum(len(v) for v in received.values()) >= 2000:
+                        done.set()
+                time.sleep(0.001)  # a consumer doing some work per record
+        c.commit_sync()
+        c.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(10)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    everything = [o for offsets in received.values() for o in offsets]
+    assert sorted(everything) == list(range(2000))
+    assert all(received[i] for i in range(10)), {i: len(v) for i, v in received.items()}
