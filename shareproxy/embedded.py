@@ -50,8 +50,8 @@ def tansu_binary() -> str:
 class TansuBroker:
     """``with TansuBroker() as b: b.bootstrap`` — memory storage, gone when stopped."""
 
-    def __init__(self) -> None:
-        self.port = free_port()
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.log_path = Path(tempfile.mkdtemp(prefix="tansu-")) / "tansu.log"
         self.proc: subprocess.Popen[bytes] | None = None

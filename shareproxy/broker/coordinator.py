@@ -148,5 +148,7 @@ class Coordinator:
                                 group.update_topics(self._topics(group.subscribed_topic_names()))
             except asyncio.CancelledError:
                 raise
+            except UpstreamError as exc:
+                log.warning("upstream metadata refresh failed: %s", exc)
             except Exception:
                 log.exception("coordinator maintenance failed")

@@ -293,3 +293,52 @@ def test_ten_consumers_on_one_partition_all_receive_records(proxy, topic, broker
     everything = [o for offsets in received.values() for o in offsets]
     assert sorted(everything) == list(range(2000))
     assert all(received[i] for i in range(10)), {i: len(v) for i, v in received.items()}
+
+
+def test_the_proxy_survives_the_upstream_going_away(postgres):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.support.proxy import ProxyProcess
+    from tests.support.tansu import TansuBroker
+
+    def make_topic(bootstrap: str, count: int) -> None:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for f in admin.create_topics([NewTopic("outage", 1, 1)]).values():
+            f.result(30)
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for i in range(count):
+            producer.produce("outage", value=b"%d" % i, partition=0)
+        assert producer.flush(10) == 0
+
+    broker = TansuBroker().start()
+    p = ProxyProcess(
+        broker.bootstrap,
+        postgres.create_database(f"outage{uuid.uuid4().hex[:6]}", template="template_migrated"),
+        auto_offset_reset="earliest",
+    ).start()
+    try:
+        make_topic(broker.bootstrap, 10)
+        c = share_consumer(p, "outage-group")
+        c.subscribe(["outage"])
+        assert len(poll_until(c, 10, 30)) == 10
+        c.commit_sync()
+        broker.stop()
+        # the cluster is gone: the proxy keeps answering and keeps running
+        assert poll_until(c, 1, 3) == []
+        with socket.create_connection(("127.0.0.1", p.port), timeout=5):
+            pass
+        assert p.proc is not None and p.proc.poll() is None
+        # it comes back (an empty broker: the topic is recreated, with a new topic id)
+        broker = TansuBroker(port=broker.port).start()
+        make_topic(broker.bootstrap, 5)
+        again = poll_until(c, 5, 60)
+        assert sorted(int(m.value()) for m in again) == [0, 1, 2, 3, 4]
+        c.commit_sync()
+        c.close()
+    finally:
+        p.stop()
+        broker.stop()
+    # aiokafka logs refused connections as errors while the cluster is away; ours may not
+    errors = [line for line in p.log().splitlines() if " ERROR shareproxy" in line]
+    assert not errors, errors
