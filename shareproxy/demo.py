@@ -116,6 +116,7 @@ def run_demo(records: int, partitions: int, consumers: int, console: Console) ->
         settings = Settings(
             bootstrap_servers=broker.bootstrap,
             listen=f"127.0.0.1:{port}",
+            admin_listen=f"127.0.0.1:{free_port()}",
             state_url=f"sqlite:///{workdir / 'state.db'}",
             auto_offset_reset="earliest",
             record_lock_duration_ms=10_000,

@@ -8,6 +8,10 @@ import logging
 import signal
 import time
 
+from sqlalchemy import text
+
+from shareproxy.admin.app import AdminServer, create_app
+from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.context import BrokerContext
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_commit import GroupCommitter
@@ -54,6 +58,7 @@ class Proxy:
             max_size=settings.group_max_size,
         )
         self.listener: KafkaListener | None = None
+        self.admin: AdminServer | None = None
 
     def settings_for(self, group_id: str) -> GroupSettings:
         return self.defaults
@@ -102,6 +107,14 @@ class Proxy:
         await self.listener.start()
         if self.advertised[1] == 0:
             ctx.port = self.listener.port
+        admin_host, admin_port = split_host_port(s.admin_listen)
+        probes = ReadinessProbes(
+            store=self._probe_store,
+            upstream=self._probe_upstream,
+            listener=lambda: self.listener is not None and self.listener.accepting,
+        )
+        self.admin = AdminServer(create_app(probes), admin_host, admin_port)
+        await self.admin.start()
 
     async def _connect_upstream(self) -> None:
         delay = 0.5
@@ -114,7 +127,16 @@ class Proxy:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10)
 
+    async def _probe_store(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(text("select 1"))
+
+    async def _probe_upstream(self) -> None:
+        await self.upstream.refresh_metadata([])
+
     async def stop(self) -> None:
+        if self.admin is not None:
+            await self.admin.stop()
         if self.listener is not None:
             await self.listener.stop()
         await self.coordinator.stop()

@@ -43,6 +43,10 @@ class KafkaListener:
         self._idle: set[asyncio.StreamWriter] = set()
         self._closing = False
 
+    @property
+    def accepting(self) -> bool:
+        return self._server is not None and self._server.is_serving() and not self._closing
+
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         sock = self._server.sockets[0].getsockname()

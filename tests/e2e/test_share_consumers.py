@@ -21,6 +21,17 @@ def share_consumer(proxy, group: str, mode: str = "implicit") -> ShareConsumer:
     )
 
 
+def readiness(proxy) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{proxy.admin_url}/readyz", timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
 def poll_until(consumer: ShareConsumer, want: int, timeout: float) -> list:
     """Messages (errors excluded) until ``want`` arrived or ``timeout`` passed."""
     got: list = []
@@ -323,9 +334,11 @@ def test_the_proxy_survives_the_upstream_going_away(postgres):
         c.subscribe(["outage"])
         assert len(poll_until(c, 10, 30)) == 10
         c.commit_sync()
+        assert readiness(p) == 200
         broker.stop()
-        # the cluster is gone: the proxy keeps answering and keeps running
+        # the cluster is gone: the proxy keeps answering and keeps running, not ready
         assert poll_until(c, 1, 3) == []
+        assert readiness(p) == 503
         with socket.create_connection(("127.0.0.1", p.port), timeout=5):
             pass
         assert p.proc is not None and p.proc.poll() is None
@@ -334,6 +347,7 @@ def test_the_proxy_survives_the_upstream_going_away(postgres):
         make_topic(broker.bootstrap, 5)
         again = poll_until(c, 5, 60)
         assert sorted(int(m.value()) for m in again) == [0, 1, 2, 3, 4]
+        assert readiness(p) == 200
         c.commit_sync()
         c.close()
     finally:

@@ -19,6 +19,8 @@ class ProxyProcess:
         self.options = options
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self.admin_port = free_port()
+        self.admin_url = f"http://127.0.0.1:{self.admin_port}"
         self.log_path = Path(tempfile.mkdtemp(prefix="shareproxy-")) / "proxy.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -34,6 +36,8 @@ class ProxyProcess:
             f"127.0.0.1:{self.port}",
             "--state-url",
             self.state_url,
+            "--admin-listen",
+            f"127.0.0.1:{self.admin_port}",
         ]
         for name, value in self.options.items():
             args += [f"--{name.replace('_', '-')}", str(value)]

@@ -1,0 +1,46 @@
+"""The admin application and its server (uvicorn on the proxy's event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import uvicorn
+from fastapi import FastAPI
+
+from shareproxy import __version__
+from shareproxy.admin.health import ReadinessProbes, router
+
+
+def create_app(probes: ReadinessProbes) -> FastAPI:
+    app = FastAPI(title="shareproxy admin", version=__version__)
+    app.include_router(router(probes))
+    return app
+
+
+class AdminServer:
+    def __init__(self, app: FastAPI, host: str, port: int) -> None:
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._server.serve(), name="admin-http")
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()  # raises why it could not start (port in use, …)
+            await asyncio.sleep(0.01)
+
+    @property
+    def port(self) -> int:
+        servers = getattr(self._server, "servers", [])
+        for s in servers:
+            for sock in s.sockets:
+                return int(sock.getsockname()[1])
+        return self._server.config.port
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
