@@ -25,8 +25,8 @@ _TABLE: dict[int, tuple[int, int, Handler]] = {
     0: (3, 11, forward.handle),  # Produce (the share client requires >= 3 advertised)
     1: (4, 12, forward.handle),  # Fetch (>= 4 advertised; v13+ would need topic-id routing)
     2: (1, 7, forward.handle),  # ListOffsets
-    3: (4, 12, metadata.handle),
-    10: (0, 3, find_coordinator.handle),
+    3: (4, 13, metadata.handle),
+    10: (0, 6, find_coordinator.handle),
     18: (0, 4, api_versions.handle),
     76: (1, 1, share_group_heartbeat.handle),
     77: (1, 1, share_group_describe.handle),

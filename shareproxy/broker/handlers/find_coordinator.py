@@ -1,4 +1,5 @@
-"""FindCoordinator: the proxy coordinates every group it is asked about."""
+"""FindCoordinator v0-v6: the proxy coordinates every group it is asked about. Transaction
+(and other) coordinators are not served here: clients get COORDINATOR_NOT_AVAILABLE."""
 
 from __future__ import annotations
 
@@ -10,15 +11,39 @@ from kio.index import load_response_schema
 from shareproxy.broker.context import BrokerContext, Connection, build, error
 from shareproxy.protocol.codec import Request
 
+GROUP_KEY = 0
+COORDINATOR_NOT_AVAILABLE = 15
+
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cls = load_response_schema(10, request.api_version)
-    return build(
-        cls,
+    body = request.body
+    key_type = getattr(body, "key_type", GROUP_KEY)
+    served = key_type == GROUP_KEY
+    code = 0 if served else COORDINATOR_NOT_AVAILABLE
+    message = None if served else "shareproxy coordinates groups only"
+    if request.api_version < 4:
+        return build(
+            cls,
+            throttle_time=timedelta(0),
+            error_code=error(code),
+            error_message=message,
+            node_id=ctx.node_id if served else -1,
+            host=ctx.host if served else "",
+            port=ctx.port if served else -1,
+        )
+    m = __import__(cls.__module__, fromlist=["Coordinator"])
+    return cls(
         throttle_time=timedelta(0),
-        error_code=error(0),
-        error_message=None,
-        node_id=ctx.node_id,
-        host=ctx.host,
-        port=ctx.port,
+        coordinators=tuple(
+            m.Coordinator(
+                key=key,
+                node_id=ctx.node_id if served else -1,
+                host=ctx.host if served else "",
+                port=ctx.port if served else -1,
+                error_code=error(code),
+                error_message=message,
+            )
+            for key in body.coordinator_keys
+        ),
     )
