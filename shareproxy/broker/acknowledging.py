@@ -11,7 +11,7 @@ from uuid import UUID
 from shareproxy.broker.context import BrokerContext
 from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.acknowledgement import AckBatch
-from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.errors import ShareError
 
 TopicPartition = tuple[UUID, int]
 
@@ -55,6 +55,3 @@ async def _ack_one(
 async def release_session(ctx: BrokerContext, group_id: str, member_id: str) -> None:
     """Share session closed (epoch -1): the member's remaining locks end now."""
     await ctx.partitions.release_member(member_id, group_id)
-
-
-__all__ = ["ErrorCode", "apply_acks", "release_session"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -42,6 +43,11 @@ def build(cls: type[T], **fields: Any) -> T:
     """Construct a kio entity of any version from the fields that version has."""
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     return cls(**{k: v for k, v in fields.items() if k in names})
+
+
+def schema_module(cls: type) -> Any:
+    """The kio module holding ``cls`` and its nested entity types (same API version)."""
+    return sys.modules[cls.__module__]
 
 
 def error(code: int) -> KioErrorCode:

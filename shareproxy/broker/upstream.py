@@ -169,7 +169,8 @@ class Upstream:
     def _known_nodes(self) -> set[int]:
         return {b.nodeId for b in self.client.cluster.brokers()}
 
-    async def _leader(self, topic: str, partition: int) -> int:
+    async def leader_for(self, topic: str, partition: int) -> int:
+        """The upstream node leading ``topic``-``partition`` (metadata refreshed if unknown)."""
         info = self.topics.get(topic)
         if info is None or partition not in info.leaders:
             await self.refresh_metadata([topic])
@@ -194,7 +195,7 @@ class Upstream:
             lambda: defaultdict(list)
         )
         for (topic, partition), offset in wanted.items():
-            leader = await self._leader(topic, partition)
+            leader = await self.leader_for(topic, partition)
             by_leader[leader][topic].append(
                 fetch_req.FetchPartition(
                     partition=i32(partition),
@@ -246,7 +247,7 @@ class Upstream:
     ) -> int | None:
         """ListOffsets: EARLIEST (-2), LATEST (-1) or the first offset at/after a timestamp
         (None when there is none)."""
-        leader = await self._leader(topic, partition)
+        leader = await self.leader_for(topic, partition)
         response = await self.send(
             leader,
             lo_req.ListOffsetsRequest(

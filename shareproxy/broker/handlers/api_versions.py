@@ -7,7 +7,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
-from shareproxy.broker.context import BrokerContext, Connection, build, error
+from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.protocol.codec import Request
 
 UNSUPPORTED_VERSION = 35
@@ -15,7 +15,7 @@ UNSUPPORTED_VERSION = 35
 
 def response(served: dict[int, tuple[int, int]], api_version: int, error_code: int = 0) -> Any:
     cls = load_response_schema(18, api_version)
-    module = __import__(cls.__module__, fromlist=["ApiVersion"])
+    module = schema_module(cls)
     keys = tuple(
         module.ApiVersion(api_key=k, min_version=lo, max_version=hi)
         for k, (lo, hi) in sorted(served.items())

@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
-from shareproxy.broker.context import BrokerContext, Connection, build, error
+from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.protocol.codec import Request
 
 GROUP_KEY = 0
@@ -32,7 +32,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             host=ctx.host if served else "",
             port=ctx.port if served else -1,
         )
-    m = __import__(cls.__module__, fromlist=["Coordinator"])
+    m = schema_module(cls)
     return cls(
         throttle_time=timedelta(0),
         coordinators=tuple(

@@ -69,7 +69,7 @@ def _topic_name(ctx: BrokerContext, topic: Any, name_f: str) -> str:
 
 async def _leader(ctx: BrokerContext, topic: str, partition: int) -> int:
     try:
-        return await ctx.upstream._leader(topic, partition)
+        return await ctx.upstream.leader_for(topic, partition)
     except UpstreamError:
         node = ctx.upstream.client.get_random_node()
         return node if node is not None else -1

@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
-from shareproxy.broker.context import BrokerContext, Connection, build, error
+from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.broker.upstream import UpstreamError
 from shareproxy.protocol.codec import Request
 
@@ -18,7 +18,7 @@ UNKNOWN_TOPIC_ID = 100
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cls = load_response_schema(3, request.api_version)
-    m = __import__(cls.__module__, fromlist=["x"])
+    m = schema_module(cls)
     body = request.body
     wanted = body.topics
     try:

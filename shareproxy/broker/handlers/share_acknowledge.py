@@ -9,7 +9,7 @@ from typing import Any
 from kio.index import load_response_schema
 
 from shareproxy.broker.acknowledging import apply_acks, release_session
-from shareproxy.broker.context import BrokerContext, Connection, build, error
+from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.share_session import CLOSE_EPOCH
 from shareproxy.protocol.codec import Request
@@ -17,7 +17,7 @@ from shareproxy.protocol.codec import Request
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cls = load_response_schema(79, request.api_version)
-    m = __import__(cls.__module__, fromlist=["x"])
+    m = schema_module(cls)
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""
     lock_timeout = timedelta(milliseconds=ctx.settings_for(group_id).record_lock_duration_ms)

@@ -12,7 +12,7 @@ from uuid import UUID
 from kio.index import load_response_schema
 
 from shareproxy.broker.acknowledging import apply_acks, release_session
-from shareproxy.broker.context import BrokerContext, Connection, build, error
+from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.broker.partitions import Acquisition, SharePartitionLeader
 from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -25,7 +25,7 @@ TopicPartition = tuple[UUID, int]
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cls = load_response_schema(78, request.api_version)
-    m = __import__(cls.__module__, fromlist=["x"])
+    m = schema_module(cls)
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""
     settings = ctx.settings_for(group_id)
