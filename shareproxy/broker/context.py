@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from uuid import UUID
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
@@ -48,6 +49,16 @@ def build(cls: type[T], **fields: Any) -> T:
 def schema_module(cls: type) -> Any:
     """The kio module holding ``cls`` and its nested entity types (same API version)."""
     return sys.modules[cls.__module__]
+
+
+def by_topic(
+    partitions: Iterable[tuple[UUID, int]], make: Callable[[tuple[UUID, int]], T]
+) -> dict[UUID, list[T]]:
+    """Per-partition response entries grouped by topic id, in a stable order."""
+    grouped: dict[UUID, list[T]] = {}
+    for tp in sorted(set(partitions), key=lambda x: (str(x[0]), x[1])):
+        grouped.setdefault(tp[0], []).append(make(tp))
+    return grouped
 
 
 def error(code: int) -> KioErrorCode:

@@ -9,7 +9,14 @@ from typing import Any
 from kio.index import load_response_schema
 
 from shareproxy.broker.acknowledging import apply_acks, release_session
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.broker.context import (
+    BrokerContext,
+    Connection,
+    build,
+    by_topic,
+    error,
+    schema_module,
+)
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.share_session import CLOSE_EPOCH
 from shareproxy.protocol.codec import Request
@@ -23,16 +30,15 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     lock_timeout = timedelta(milliseconds=ctx.settings_for(group_id).record_lock_duration_ms)
 
     def reply(code: int, message: str | None, codes: dict) -> Any:
-        topics: dict = {}
-        for (tid, p), c in sorted(codes.items(), key=lambda x: (str(x[0][0]), x[0][1])):
-            topics.setdefault(tid, []).append(
-                m.PartitionData(
-                    partition_index=p,
-                    error_code=error(c),
-                    error_message=None,
-                    current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
-                )
-            )
+        topics = by_topic(
+            codes,
+            lambda tp: m.PartitionData(
+                partition_index=tp[1],
+                error_code=error(codes[tp]),
+                error_message=None,
+                current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
+            ),
+        )
         return build(
             cls,
             throttle_time=timedelta(0),

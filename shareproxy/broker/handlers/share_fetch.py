@@ -12,7 +12,14 @@ from uuid import UUID
 from kio.index import load_response_schema
 
 from shareproxy.broker.acknowledging import apply_acks, release_session
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.broker.context import (
+    BrokerContext,
+    Connection,
+    build,
+    by_topic,
+    error,
+    schema_module,
+)
 from shareproxy.broker.partitions import Acquisition, SharePartitionLeader
 from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -127,29 +134,28 @@ def _response(
     ack_codes: dict[TopicPartition, int],
     errors: dict[TopicPartition, int],
 ) -> Any:
-    by_topic: dict[UUID, list[Any]] = {}
-    for tp in sorted({*got, *ack_codes, *errors}, key=lambda x: (str(x[0]), x[1])):
+    def entry(tp: TopicPartition) -> Any:
         a = got.get(tp)
-        by_topic.setdefault(tp[0], []).append(
-            build(
-                m.PartitionData,
-                partition_index=tp[1],
-                error_code=error(errors.get(tp, 0)),
-                error_message=None,
-                acknowledge_error_code=ack_codes.get(tp, 0),
-                acknowledge_error_message=None,
-                current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
-                records=a.records if a else b"",
-                acquired_records=tuple(
-                    m.AcquiredRecords(
-                        first_offset=r.first_offset,
-                        last_offset=r.last_offset,
-                        delivery_count=r.delivery_count,
-                    )
-                    for r in (a.acquired if a else ())
-                ),
-            )
+        return build(
+            m.PartitionData,
+            partition_index=tp[1],
+            error_code=error(errors.get(tp, 0)),
+            error_message=None,
+            acknowledge_error_code=ack_codes.get(tp, 0),
+            acknowledge_error_message=None,
+            current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
+            records=a.records if a else b"",
+            acquired_records=tuple(
+                m.AcquiredRecords(
+                    first_offset=r.first_offset,
+                    last_offset=r.last_offset,
+                    delivery_count=r.delivery_count,
+                )
+                for r in (a.acquired if a else ())
+            ),
         )
+
+    topics = by_topic([*got, *ack_codes, *errors], entry)
     return build(
         cls,
         throttle_time=timedelta(0),
@@ -158,7 +164,7 @@ def _response(
         acquisition_lock_timeout=lock_timeout,
         responses=tuple(
             m.ShareFetchableTopicResponse(topic_id=t, partitions=tuple(ps))
-            for t, ps in by_topic.items()
+            for t, ps in topics.items()
         ),
         node_endpoints=(),
     )
