@@ -6,7 +6,19 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, tuple_, update
+from sqlalchemy import (
+    Integer,
+    String,
+    Uuid,
+    bindparam,
+    column,
+    delete,
+    insert,
+    select,
+    tuple_,
+    update,
+    values,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -193,8 +205,9 @@ class SqlShareStateStore:
 
     # ----------------------------------------------------------------- the write path
     async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
-        """All deltas in one transaction. Each share-partition is checked against its stored
-        state epoch under a row lock; a fenced or unknown one is skipped, the others commit."""
+        """All deltas in one transaction. One statement locks each share-partition's snapshot
+        row, checks its state epoch and counts the new updates; a fenced or unknown one is
+        skipped, the others commit."""
         if not writes:
             return {}
         by_key: dict[SharePartitionKey, list[PartitionWrite]] = defaultdict(list)
@@ -202,52 +215,108 @@ class SqlShareStateStore:
             by_key[w.key].append(w)
         results: dict[SharePartitionKey, ErrorCode] = {}
         async with self.engine.begin() as conn:
-            snapshots = await self._locked_snapshots(conn, list(by_key))
+            counted = await self._count_updates(conn, by_key)
+            missing = [k for k in by_key if k not in counted]
+            known = await self._state_epochs(conn, missing) if missing else {}
             update_rows: list[dict[str, Any]] = []
-            counts: list[dict[str, Any]] = []
             to_fold: dict[SharePartitionKey, list[StateDelta]] = {}
             for key, key_writes in by_key.items():
-                row = snapshots.get(key)
-                if row is None:
-                    results[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                if any(w.state_epoch != row.state_epoch for w in key_writes):
-                    results[key] = ErrorCode.FENCED_STATE_EPOCH
+                if key not in counted:
+                    results[key] = (
+                        ErrorCode.FENCED_STATE_EPOCH
+                        if key in known
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
                     continue
                 results[key] = ErrorCode.NONE
                 deltas = [w.delta for w in key_writes if not w.delta.is_empty]
                 if not deltas:
                     continue
-                if row.update_count + len(deltas) >= self.fold_every:
+                snapshot_epoch, update_count = counted[key]
+                if update_count >= self.fold_every:
                     to_fold[key] = deltas
                     continue
-                for d in deltas:
-                    update_rows.append(
-                        {
-                            "group_id": key.group_id,
-                            "topic_id": key.topic_id,
-                            "partition": key.partition,
-                            "state_epoch": row.state_epoch,
-                            "snapshot_epoch": row.snapshot_epoch,
-                            "start_offset": d.start_offset,
-                            "state_batches": _rows(d.state_batches),
-                        }
-                    )
-                counts.append(
+                update_rows.extend(
                     {
-                        "k_group": key.group_id,
-                        "k_topic": key.topic_id,
-                        "k_partition": key.partition,
-                        "new_count": row.update_count + len(deltas),
+                        "group_id": key.group_id,
+                        "topic_id": key.topic_id,
+                        "partition": key.partition,
+                        "state_epoch": key_writes[0].state_epoch,
+                        "snapshot_epoch": snapshot_epoch,
+                        "start_offset": d.start_offset,
+                        "state_batches": _rows(d.state_batches),
                     }
+                    for d in deltas
                 )
             if update_rows:
                 await conn.execute(insert(share_updates), update_rows)
-            if counts:
-                await conn.execute(_COUNT_UPDATE, counts)
             if to_fold:
+                snapshots = await self._locked_snapshots(conn, list(to_fold))
                 await self._fold(conn, snapshots, to_fold)
         return results
+
+    async def _count_updates(
+        self, conn: AsyncConnection, by_key: Mapping[SharePartitionKey, list[PartitionWrite]]
+    ) -> dict[SharePartitionKey, tuple[int, int]]:
+        """Lock, fence and count in one statement: key → (snapshot epoch, update count), for
+        the share-partitions whose stored state epoch matches every write's."""
+        data = []
+        for key, key_writes in by_key.items():
+            epochs = {w.state_epoch for w in key_writes}
+            if len(epochs) != 1:
+                continue  # writers disagree about the epoch: at most one can be current
+            n = sum(1 for w in key_writes if not w.delta.is_empty)
+            data.append((key.group_id, key.topic_id, key.partition, epochs.pop(), n))
+        if not data:
+            return {}
+        s = share_snapshots.c
+        if self._dialect == "sqlite":  # no aliased VALUES there; no round trips either
+            out = {}
+            for g, t, p, e, n in data:
+                row = (
+                    await conn.execute(
+                        update(share_snapshots)
+                        .where(
+                            s.group_id == g, s.topic_id == t, s.partition == p, s.state_epoch == e
+                        )
+                        .values(update_count=s.update_count + n)
+                        .returning(s.snapshot_epoch, s.update_count)
+                    )
+                ).first()
+                if row is not None:
+                    out[SharePartitionKey(g, t, p)] = (row.snapshot_epoch, row.update_count)
+            return out
+        w = values(
+            column("g", String(255)),
+            column("t", Uuid()),
+            column("p", Integer()),
+            column("e", Integer()),
+            column("n", Integer()),
+            name="w",
+        ).data(data)
+        rows = await conn.execute(
+            update(share_snapshots)
+            .where(
+                s.group_id == w.c.g,
+                s.topic_id == w.c.t,
+                s.partition == w.c.p,
+                s.state_epoch == w.c.e,
+            )
+            .values(update_count=s.update_count + w.c.n)
+            .returning(s.group_id, s.topic_id, s.partition, s.snapshot_epoch, s.update_count)
+        )
+        return {_key_of(r): (r.snapshot_epoch, r.update_count) for r in rows}
+
+    async def _state_epochs(
+        self, conn: AsyncConnection, keys: Sequence[SharePartitionKey]
+    ) -> dict[SharePartitionKey, int]:
+        tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
+        rows = await conn.execute(
+            select(*_KEY_COLUMNS, share_snapshots.c.state_epoch).where(
+                tuple_(*_KEY_COLUMNS).in_(tuples)
+            )
+        )
+        return {_key_of(r): r.state_epoch for r in rows}
 
     async def _fold(
         self,
@@ -322,9 +391,6 @@ _BOUND_KEY = (
     (share_snapshots.c.group_id == bindparam("k_group"))
     & (share_snapshots.c.topic_id == bindparam("k_topic"))
     & (share_snapshots.c.partition == bindparam("k_partition"))
-)
-_COUNT_UPDATE = (
-    update(share_snapshots).where(_BOUND_KEY).values(update_count=bindparam("new_count"))
 )
 _FOLD_UPDATE = (
     update(share_snapshots)
