@@ -89,6 +89,30 @@ async def reload(store: SqlShareStateStore, url: str, ranges: int, rounds: int) 
     return statistics.median(decoded), statistics.median(raw)
 
 
+async def small_writes(store: SqlShareStateStore, ranges: int, rounds: int) -> tuple:
+    """One small acknowledgement's write on a share-partition holding ``ranges`` stored ranges,
+    against the same write on one holding none (the baseline): the cost must not grow."""
+    out = []
+    for name, size in (("big", ranges), ("empty", 0)):
+        key = SharePartitionKey(f"bench-small-{name}", TOPIC, 0)
+        await store.initialize(key, 0)
+        states = (RecordState.ACKNOWLEDGED, RecordState.AVAILABLE)
+        if size:
+            batches = tuple(PersistedBatch(2 * i, 2 * i, states[i % 2], 1) for i in range(size))
+            await store.write([PartitionWrite(key, 0, StateDelta(-1, batches))])
+        for j in range(store.fold_every):  # fold it into the snapshot
+            tail = PersistedBatch(10 * size + j + 1, 10 * size + j + 1, RecordState.ARCHIVED, 1)
+            await store.write([PartitionWrite(key, 0, StateDelta(-1, (tail,)))])
+        times = []
+        for j in range(rounds * 4):
+            one = PersistedBatch(20 * size + j + 10, 20 * size + j + 10, states[0], 1)
+            t0 = time.perf_counter()
+            await store.write([PartitionWrite(key, 0, StateDelta(-1, (one,)))])
+            times.append(time.perf_counter() - t0)
+        out.append(statistics.median(times))
+    return tuple(out)
+
+
 async def run(args: argparse.Namespace) -> None:
     console = Console()
     with TemporaryPostgres(fsync=True) as pg:
@@ -103,6 +127,7 @@ async def run(args: argparse.Namespace) -> None:
             task = progress.add_task("group commit rounds", total=args.rounds)
             together, apart = await group_commit(store, keys, args.rounds, progress, task)
         decoded, raw = await reload(store, url, args.ranges, args.rounds)
+        small_big, small_empty = await small_writes(store, args.ranges // 2, args.rounds)
         await engine.dispose()
     table = Table(title="state store on Postgres 15 (fsync on), medians")
     for col in ("measure", "shareproxy", "baseline (same run)", "ratio"):
@@ -125,6 +150,12 @@ async def run(args: argparse.Namespace) -> None:
         f"{decoded * 1000:,.1f} ms",
         f"{raw * 1000:,.1f} ms (raw row, not decoded)",
         f"{decoded / raw:.1f}× the raw fetch",
+    )
+    table.add_row(
+        f"small write, {args.ranges // 2:,} ranges stored",
+        f"{small_big * 1000:,.1f} ms",
+        f"{small_empty * 1000:,.1f} ms with nothing stored",
+        f"{small_big / small_empty:.1f}×",
     )
     console.print(table)
 

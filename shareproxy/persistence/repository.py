@@ -15,11 +15,12 @@ from sqlalchemy import (
     delete,
     insert,
     select,
+    text,
     tuple_,
     update,
-    values,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.errors import ErrorCode
@@ -286,24 +287,10 @@ class SqlShareStateStore:
                 if row is not None:
                     out[SharePartitionKey(g, t, p)] = (row.snapshot_epoch, row.update_count)
             return out
-        w = values(
-            column("g", String(255)),
-            column("t", Uuid()),
-            column("p", Integer()),
-            column("e", Integer()),
-            column("n", Integer()),
-            name="w",
-        ).data(data)
+        groups, topics, partitions, epochs, counts = (list(c) for c in zip(*data, strict=True))
         rows = await conn.execute(
-            update(share_snapshots)
-            .where(
-                s.group_id == w.c.g,
-                s.topic_id == w.c.t,
-                s.partition == w.c.p,
-                s.state_epoch == w.c.e,
-            )
-            .values(update_count=s.update_count + w.c.n)
-            .returning(s.group_id, s.topic_id, s.partition, s.snapshot_epoch, s.update_count)
+            _COUNT_UPDATES_PG,
+            {"g": groups, "t": topics, "p": partitions, "e": epochs, "n": counts},
         )
         return {_key_of(r): (r.snapshot_epoch, r.update_count) for r in rows}
 
@@ -391,6 +378,31 @@ _BOUND_KEY = (
     (share_snapshots.c.group_id == bindparam("k_group"))
     & (share_snapshots.c.topic_id == bindparam("k_topic"))
     & (share_snapshots.c.partition == bindparam("k_partition"))
+)
+# One constant statement whatever the batch size (a VALUES list of N rows would be compiled
+# anew for every batch: 170 ms for 1,000 rows), prepared once by asyncpg.
+_COUNT_UPDATES_PG = (
+    text(
+        "UPDATE share_snapshots AS s SET update_count = s.update_count + w.n "
+        "FROM unnest(:g, :t, :p, :e, :n) AS w(g, t, p, e, n) "
+        "WHERE s.group_id = w.g AND s.topic_id = w.t AND s.partition = w.p "
+        "AND s.state_epoch = w.e "
+        "RETURNING s.group_id, s.topic_id, s.partition, s.snapshot_epoch, s.update_count"
+    )
+    .bindparams(
+        bindparam("g", type_=ARRAY(String())),
+        bindparam("t", type_=ARRAY(Uuid())),
+        bindparam("p", type_=ARRAY(Integer())),
+        bindparam("e", type_=ARRAY(Integer())),
+        bindparam("n", type_=ARRAY(Integer())),
+    )
+    .columns(
+        column("group_id", String()),
+        column("topic_id", Uuid()),
+        column("partition", Integer()),
+        column("snapshot_epoch", Integer()),
+        column("update_count", Integer()),
+    )
 )
 _FOLD_UPDATE = (
     update(share_snapshots)
