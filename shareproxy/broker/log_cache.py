@@ -46,6 +46,10 @@ class LogCache:
         """One past the last cached offset (0 when empty)."""
         return self.batches[-1].info.last_offset + 1 if self.batches else 0
 
+    def bytes_from(self, offset: int) -> int:
+        """Cached bytes at and after ``offset``: how much is read ahead."""
+        return sum(len(b.data) for b in self.batches if b.info.last_offset >= offset)
+
     def covers(self, offset: int) -> bool:
         i = bisect_right(self.batches, offset, key=_base) - 1
         return 0 <= i < len(self.batches) and self.batches[i].info.last_offset >= offset

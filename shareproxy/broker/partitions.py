@@ -15,7 +15,7 @@ from uuid import UUID
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.log_cache import LogCache
-from shareproxy.broker.upstream import EARLIEST, Upstream
+from shareproxy.broker.upstream import EARLIEST, Upstream, UpstreamError
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange
@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 UNKNOWN_TOPIC_ID = 100
 # read ahead in large chunks: consumers sharing a partition are then served from the cache
 UPSTREAM_PARTITION_BYTES = 8 * 1024 * 1024
+# refill a partition's cache in the background when less than this is read ahead of SPEO
+READ_AHEAD_LOW_BYTES = 4 * 1024 * 1024
 # how long one upstream long poll for idle partitions may wait
 TAIL_POLL_MS = 250
 
@@ -77,6 +79,7 @@ class SharePartitionLeader:
         self.lock = asyncio.Lock()
         self.cache = LogCache(settings.isolation_level)
         self.valid = True  # False once a write was refused: reload before further use
+        self.reading_ahead = False
         self._changed: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------ waking long polls
@@ -101,6 +104,19 @@ class SharePartitionLeader:
                 return self.cache.end_offset  # read on until the transaction's marker
             return None
         return max(offset, self.cache.log_start_offset)
+
+    def read_ahead_offset(self) -> int | None:
+        """Where to read on in the background, before a request finds the cache empty."""
+        cache = self.cache
+        if (
+            not self.valid
+            or self.reading_ahead
+            or not cache.batches
+            or cache.end_offset >= cache.high_watermark
+            or cache.bytes_from(self.sp.speo) >= READ_AHEAD_LOW_BYTES
+        ):
+            return None
+        return cache.end_offset
 
     def acquire(
         self, member_id: str, now_ms: int, max_records: int, mode: AcquireMode, max_bytes: int
@@ -147,6 +163,7 @@ class SharePartitions:
         self._tail: asyncio.Task[None] | None = None
         self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._watch_wakeup = asyncio.Event()
+        self._background: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._expiry = asyncio.create_task(self._expire_forever(), name="lock-expiry")
@@ -233,6 +250,33 @@ class SharePartitions:
                         await self._write(
                             leader, leader.sp.update_log_start_offset(d.log_start_offset)
                         )
+
+    def read_ahead(self, leader: SharePartitionLeader) -> None:
+        """Start a background upstream read for ``leader`` if its cache is running low."""
+        offset = leader.read_ahead_offset()
+        if offset is None:
+            return
+        leader.reading_ahead = True
+        task = asyncio.create_task(self._read_ahead(leader, offset))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _read_ahead(self, leader: SharePartitionLeader, offset: int) -> None:
+        tp = (leader.topic, leader.key.partition)
+        try:
+            data = await self.upstream.fetch(
+                {tp: offset},
+                max_wait_ms=1,
+                isolation_level=leader.settings.isolation_level,
+                partition_max_bytes=UPSTREAM_PARTITION_BYTES,
+            )
+            d = data.get(tp)
+            if d is not None and d.error_code == 0 and leader.cache.add(d):
+                leader.notify()
+        except UpstreamError as exc:
+            log.warning("read-ahead of %s-%d failed: %s", *tp, exc)
+        finally:
+            leader.reading_ahead = False
 
     def watch(self, leaders: Sequence[SharePartitionLeader]) -> None:
         """Ask the tail poller to long-poll upstream for these partitions' next records; a

@@ -113,6 +113,7 @@ async def _acquire(
                     continue
                 a = leader.acquire(member_id, ctx.clock_ms(), budget, mode, max_bytes)
             if a.acquired:
+                ctx.partitions.read_ahead(leader)
                 got[(leader.key.topic_id, leader.key.partition)] = a
                 budget -= sum(r.last_offset - r.first_offset + 1 for r in a.acquired)
                 max_bytes -= len(a.records)
