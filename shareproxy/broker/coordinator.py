@@ -46,9 +46,10 @@ class Coordinator:
         self._task = asyncio.create_task(self._maintain(), name="coordinator")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        tasks = [t for t in (self._task, *self._background) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def heartbeat(
         self,

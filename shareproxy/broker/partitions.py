@@ -170,7 +170,7 @@ class SharePartitions:
         self._tail = asyncio.create_task(self._tail_forever(), name="tail-poll")
 
     async def stop(self) -> None:
-        for task in (self._expiry, self._tail):
+        for task in (self._expiry, self._tail, *self._background):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
