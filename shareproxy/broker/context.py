@@ -6,6 +6,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -59,6 +60,26 @@ def by_topic(
     for tp in sorted(set(partitions), key=lambda x: (str(x[0]), x[1])):
         grouped.setdefault(tp[0], []).append(make(tp))
     return grouped
+
+
+def share_response(
+    cls: type[T],
+    topic_cls: type,
+    topics: dict[UUID, list[Any]],
+    lock_timeout: timedelta,
+    code: int = 0,
+    message: str | None = None,
+) -> T:
+    """The envelope ShareFetch and ShareAcknowledge responses share."""
+    return build(
+        cls,
+        throttle_time=timedelta(0),
+        error_code=error(code),
+        error_message=message,
+        acquisition_lock_timeout=lock_timeout,
+        responses=tuple(topic_cls(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
+        node_endpoints=(),
+    )
 
 
 def error(code: int) -> KioErrorCode:

@@ -12,10 +12,10 @@ from shareproxy.broker.acknowledging import apply_acks, release_session
 from shareproxy.broker.context import (
     BrokerContext,
     Connection,
-    build,
     by_topic,
     error,
     schema_module,
+    share_response,
 )
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.share_session import CLOSE_EPOCH
@@ -39,17 +39,8 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
                 current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
             ),
         )
-        return build(
-            cls,
-            throttle_time=timedelta(0),
-            error_code=error(code),
-            error_message=message,
-            acquisition_lock_timeout=lock_timeout,
-            responses=tuple(
-                m.ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps))
-                for t, ps in topics.items()
-            ),
-            node_endpoints=(),
+        return share_response(
+            cls, m.ShareAcknowledgeTopicResponse, topics, lock_timeout, code, message
         )
 
     if not group_id or not member_id:

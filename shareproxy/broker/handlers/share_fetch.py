@@ -19,6 +19,7 @@ from shareproxy.broker.context import (
     by_topic,
     error,
     schema_module,
+    share_response,
 )
 from shareproxy.broker.partitions import Acquisition, SharePartitionLeader
 from shareproxy.broker.upstream import UpstreamError
@@ -39,15 +40,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     lock_timeout = timedelta(milliseconds=settings.record_lock_duration_ms)
 
     def top_level(code: int, message: str) -> Any:
-        return build(
-            cls,
-            throttle_time=timedelta(0),
-            error_code=error(code),
-            error_message=message,
-            acquisition_lock_timeout=lock_timeout,
-            responses=(),
-            node_endpoints=(),
-        )
+        return share_response(cls, m.ShareFetchableTopicResponse, {}, lock_timeout, code, message)
 
     if not group_id or not member_id:
         return top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set")
@@ -157,15 +150,4 @@ def _response(
         )
 
     topics = by_topic([*got, *ack_codes, *errors], entry)
-    return build(
-        cls,
-        throttle_time=timedelta(0),
-        error_code=error(0),
-        error_message=None,
-        acquisition_lock_timeout=lock_timeout,
-        responses=tuple(
-            m.ShareFetchableTopicResponse(topic_id=t, partitions=tuple(ps))
-            for t, ps in topics.items()
-        ),
-        node_endpoints=(),
-    )
+    return share_response(cls, m.ShareFetchableTopicResponse, topics, lock_timeout)
