@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -67,10 +67,22 @@ UPSTREAM_FETCH_BYTES = Counter(
     "Record-batch bytes read from the upstream cluster",
     registry=REGISTRY,
 )
+ARCHIVED = Counter(
+    "share_archived_records",
+    "Records archived: rejected by a consumer, or at the delivery count limit (poison records)",
+    ["reason"],
+    registry=REGISTRY,
+)
 CONNECTIONS = Counter(
     "shareproxy_connections",
-    "Kafka client connections accepted, by listener",
-    ["listener"],
+    "Kafka client connections accepted, by listener and authenticated principal",
+    ["listener", "principal"],
+    registry=REGISTRY,
+)
+AUTHORIZATION_DENIALS = Counter(
+    "shareproxy_authorization_denials",
+    "Operations refused by the ACLs, by operation and resource type",
+    ["operation", "resource_type"],
     registry=REGISTRY,
 )
 
@@ -81,7 +93,7 @@ class LiveState(Collector):
     def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
         self.read = read
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
         state = self.read()
         groups = GaugeMetricFamily("share_groups", "Share groups by state", labels=["state"])
         for name, count in sorted(state["groups_by_state"].items()):
@@ -99,6 +111,44 @@ class LiveState(Collector):
         for (group, record_state), count in sorted(state["in_flight"].items()):
             in_flight.add_metric([group, record_state], count)
         yield in_flight
+        rebalances = CounterMetricFamily(
+            "share_group_rebalances",
+            "Target assignments computed for a share group (members or topics changed)",
+            labels=["group"],
+        )
+        for group, count in sorted(state["rebalances"].items()):
+            rebalances.add_metric([group], count)
+        yield rebalances
+        labels = ["group", "topic", "partition"]
+        families = {
+            "lag": GaugeMetricFamily(
+                "share_group_lag",
+                "Records from SPSO to the high watermark not yet acknowledged or archived",
+                labels=labels,
+            ),
+            "records": GaugeMetricFamily(
+                "share_partition_in_flight_records",
+                "Records between SPSO and SPEO of a share-partition",
+                labels=labels,
+            ),
+            "batches": GaugeMetricFamily(
+                "share_partition_in_flight_batches",
+                "In-flight batches (ranges of one state) of a share-partition",
+                labels=labels,
+            ),
+        }
+        for (group, topic, partition), values in sorted(state["partitions_detail"].items()):
+            for name, family in families.items():
+                family.add_metric([group, topic, str(partition)], values[name])
+        yield from families.values()
+        open_connections = GaugeMetricFamily(
+            "shareproxy_open_connections",
+            "Kafka client connections open now, by listener and principal",
+            labels=["listener", "principal"],
+        )
+        for (listener, principal), count in sorted(state["connections"].items()):
+            open_connections.add_metric([listener, principal], count)
+        yield open_connections
 
 
 _live: LiveState | None = None

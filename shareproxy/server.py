@@ -25,6 +25,7 @@ from shareproxy.broker.listener import KafkaListener
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream import Upstream, UpstreamError, UpstreamSettings
 from shareproxy.config import Settings, split_host_port
+from shareproxy.core.lag import partition_lag
 from shareproxy.core.offset_reset import parse_auto_offset_reset
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
@@ -137,15 +138,31 @@ class Proxy:
         for group in self.coordinator.groups.values():
             by_state[group.state.value] += 1
         in_flight: dict[tuple[str, str], int] = {}
+        detail: dict[tuple[str, str, int], dict[str, int]] = {}
         for key, leader in list(self.partitions.leaders.items()):
-            for r in leader.sp.ranges:
+            sp = leader.sp
+            for r in sp.ranges:
                 slot = (key.group_id, r.state.name.lower())
                 in_flight[slot] = in_flight.get(slot, 0) + r.last - r.first + 1
+            lag = partition_lag(
+                sp.spso,
+                sp.speo,
+                ((r.first, r.last, r.state) for r in sp.ranges),
+                max(leader.cache.high_watermark, sp.speo),
+            )
+            detail[(key.group_id, leader.topic, key.partition)] = {
+                "lag": lag.lag,
+                "records": sum(lag.in_flight.values()),
+                "batches": len(sp.ranges),
+            }
         return {
             "groups_by_state": by_state,
             "partitions": len(self.partitions.leaders),
             "sessions": len(self.sessions),
             "in_flight": in_flight,
+            "rebalances": {g: group.rebalances for g, group in self.coordinator.groups.items()},
+            "partitions_detail": detail,
+            "connections": self.listener.open_connections() if self.listener else {},
         }
 
     async def _connect_upstream(self) -> None:

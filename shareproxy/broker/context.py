@@ -41,6 +41,7 @@ class Connection:
     client_host: str
     client_port: int
     listener: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"
 
 
 def build(cls: type[T], **fields: Any) -> T:

@@ -43,9 +43,17 @@ class KafkaListener:
         self.port = port
         self.max_frame_bytes = max_frame_bytes
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[asyncio.Task[None], Connection] = {}
         self._idle: set[asyncio.StreamWriter] = set()
         self._closing = False
+
+    def open_connections(self) -> dict[tuple[str, str], int]:
+        """Open client connections by (listener, principal)."""
+        counts: dict[tuple[str, str], int] = {}
+        for conn in self._connections.values():
+            key = (conn.listener, conn.principal)
+            counts[key] = counts.get(key, 0) + 1
+        return counts
 
     @property
     def accepting(self) -> bool:
@@ -76,13 +84,13 @@ class KafkaListener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
         sock = writer.get_extra_info("socket")
         if sock is not None:  # a ~1 MiB ShareFetch response then leaves in one send
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
         conn = Connection(str(peer[0]), int(peer[1]))
-        metrics.CONNECTIONS.labels(conn.listener).inc()
+        self._connections[task] = conn
+        metrics.CONNECTIONS.labels(conn.listener, conn.principal).inc()
         try:
             while not self._closing:
                 self._idle.add(writer)
@@ -111,7 +119,7 @@ class KafkaListener:
         except Exception:
             log.exception("connection %s failed", peer)
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.close()
 
     async def _answer(self, conn: Connection, frame: bytes) -> bytes | bool | None:

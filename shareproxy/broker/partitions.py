@@ -81,7 +81,15 @@ class SharePartitionLeader:
         self.cache = LogCache(settings.isolation_level)
         self.valid = True  # False once a write was refused: reload before further use
         self.reading_ahead = False
+        self._reported = (sp.lock_timeouts, sp.archived_at_limit)
         self._changed: asyncio.Future[None] | None = None
+
+    def report_counters(self) -> None:
+        """Move the metrics by what the pure share-partition counted since the last report."""
+        timeouts, archived = self.sp.lock_timeouts, self.sp.archived_at_limit
+        metrics.LOCK_TIMEOUTS.inc(timeouts - self._reported[0])
+        metrics.ARCHIVED.labels("delivery_limit").inc(archived - self._reported[1])
+        self._reported = (timeouts, archived)
 
     # ------------------------------------------------------------------ waking long polls
     def changed(self) -> asyncio.Future[None]:
@@ -427,13 +435,12 @@ class SharePartitions:
             deadline = leader.sp.next_lock_deadline()
             if deadline is not None and deadline <= now and leader.valid:
                 async with leader.lock:
-                    before = leader.sp.lock_timeouts
                     await self._write(leader, leader.sp.expire_locks(self.clock_ms()))
-                    metrics.LOCK_TIMEOUTS.inc(leader.sp.lock_timeouts - before)
 
     async def _write(self, leader: SharePartitionLeader, delta: StateDelta) -> ErrorCode:
         if delta.is_empty:
             return ErrorCode.NONE
+        leader.report_counters()
         code = await self.committer.commit(PartitionWrite(leader.key, leader.state_epoch, delta))
         if code != ErrorCode.NONE:
             log.warning("write for %s refused (%s): reloading it", leader.key, code.name)
@@ -469,3 +476,5 @@ def _count_acknowledgements(batches: Sequence[AckBatch]) -> None:
                 counts[t] = counts.get(t, 0) + 1
     for t, n in counts.items():
         metrics.ACKNOWLEDGEMENTS.labels(_ACK_NAMES[AcknowledgeType(t)]).inc(n)
+        if t == AcknowledgeType.REJECT:
+            metrics.ARCHIVED.labels("rejected").inc(n)

@@ -63,6 +63,7 @@ class ShareGroup:
         self.max_size = max_size
         self.group_epoch = 0
         self.assignment_epoch = 0
+        self.rebalances = 0  # target assignments computed, ever (for metrics)
         self.members: dict[str, Member] = {}
         self.topics: dict[str, tuple[UUID, int]] = {}  # upstream: name -> (id, partitions)
         self.dead = False
@@ -192,6 +193,7 @@ class ShareGroup:
             {m.member_id: m.target for m in self.members.values()},
         )
         self.assignment_epoch = self.group_epoch
+        self.rebalances += 1
         for m in self.members.values():
             new = targets.get(m.member_id, {})
             if new != m.target or m.target_epoch == 0:

@@ -78,7 +78,10 @@ class SharePartition:
         self._persisted_spso = start_offset
         self._persisted_end = start_offset - 1
         self._dirty: list[tuple[int, int]] = []
-        self.lock_timeouts = 0  # records whose acquisition lock expired, ever (for metrics)
+        # Ever, for metrics: records whose acquisition lock expired; records archived on
+        # reaching the delivery count limit (poison records).
+        self.lock_timeouts = 0
+        self.archived_at_limit = 0
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -318,6 +321,8 @@ class SharePartition:
             r.state = RecordState.ARCHIVED
         else:
             r.state = released_state(r.delivery_count, self.limits.delivery_count_limit)
+            if r.state == RecordState.ARCHIVED:
+                self.archived_at_limit += r.last - r.first + 1
         r.member_id = None
         r.deadline_ms = None
 

@@ -84,3 +84,57 @@ def test_metrics_count_acknowledgements_timeouts_and_requests(proxy, topic, prod
     )
     assert value(after, "shareproxy_upstream_fetch_bytes_total") > 0
     assert value(after, "share_partition_load_duration_seconds_count") >= 1
+
+
+def test_lag_falls_to_zero_and_poison_records_are_counted(proxy, topic, produce):
+    p = proxy()
+    t = topic(1)
+    produce(t, 20, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    httpx.put(
+        f"{p.admin_url}/v1/share-groups/{group}/config",
+        json={"configs": {"share.delivery.count.limit": 2, "share.auto.offset.reset": "earliest"}},
+        timeout=10,
+    ).raise_for_status()
+    before = scrape(p)
+    where = {"group": group, "topic": t, "partition": "0"}
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([t])
+    try:
+        got = poll_until(c, 1, 30)
+        held = scrape(p)  # acquired, nothing acknowledged yet
+        assert value(held, "share_group_lag", **where) == 20
+        assert value(held, "share_partition_in_flight_records", **where) == len(got)
+        assert value(held, "share_partition_in_flight_batches", **where) >= 1
+        assert value(held, "share_group_rebalances_total", group=group) >= 1
+        assert sum(v for (n, _), v in held.items() if n == "shareproxy_open_connections") >= 1
+        seen: set[int] = set()
+        again = []
+        while len(seen) < 20 or len(again) < 5:
+            for m in got:  # 0-4 released (to come back), 5-7 rejected, the rest accepted
+                o = m.offset()
+                if o in seen:
+                    again.append(o)  # second delivery: releasing it again hits the limit of 2
+                seen.add(o)
+                kind = "release" if o < 5 else "reject" if o < 8 else "accept"
+                c.acknowledge(m, TYPES[kind])
+            c.commit_sync()
+            if len(seen) == 20 and len(again) == 5:
+                break
+            got = poll_until(c, 1, 30)
+            assert got, (seen, again)
+        assert sorted(again) == [0, 1, 2, 3, 4]
+
+        def settled():
+            s = scrape(p)
+            return s if value(s, "share_group_lag", **where) == 0 else None
+
+        after = wait_for(settled, 20, "lag falls to 0")
+    finally:
+        c.close()
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("share_archived_records_total", reason="delivery_limit") == 5
+    assert moved("share_archived_records_total", reason="rejected") == 3
