@@ -31,13 +31,20 @@ REQUEST_SECONDS = Histogram(
 )
 ACKNOWLEDGEMENTS = Counter(
     "share_acknowledgements",
-    "Records acknowledged, by acknowledgement type (gap, accept, release, reject, renew)",
-    ["type"],
+    "Records acknowledged, by group and acknowledgement type (gap/accept/release/reject/renew)",
+    ["group", "type"],
+    registry=REGISTRY,
+)
+DELIVERIES = Counter(
+    "share_deliveries",
+    "Records handed to consumers, by group: first deliveries and redeliveries",
+    ["group", "delivery"],
     registry=REGISTRY,
 )
 LOCK_TIMEOUTS = Counter(
     "share_acquisition_lock_timeouts",
     "Records whose acquisition lock expired before they were acknowledged",
+    ["group"],
     registry=REGISTRY,
 )
 PARTITION_LOAD_SECONDS = Histogram(
@@ -70,7 +77,7 @@ UPSTREAM_FETCH_BYTES = Counter(
 ARCHIVED = Counter(
     "share_archived_records",
     "Records archived: rejected by a consumer, or at the delivery count limit (poison records)",
-    ["reason"],
+    ["group", "reason"],
     registry=REGISTRY,
 )
 CONNECTIONS = Counter(

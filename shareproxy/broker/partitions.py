@@ -87,8 +87,11 @@ class SharePartitionLeader:
     def report_counters(self) -> None:
         """Move the metrics by what the pure share-partition counted since the last report."""
         timeouts, archived = self.sp.lock_timeouts, self.sp.archived_at_limit
-        metrics.LOCK_TIMEOUTS.inc(timeouts - self._reported[0])
-        metrics.ARCHIVED.labels("delivery_limit").inc(archived - self._reported[1])
+        group = self.key.group_id
+        if timeouts != self._reported[0]:
+            metrics.LOCK_TIMEOUTS.labels(group).inc(timeouts - self._reported[0])
+        if archived != self._reported[1]:
+            metrics.ARCHIVED.labels(group, "delivery_limit").inc(archived - self._reported[1])
         self._reported = (timeouts, archived)
 
     # ------------------------------------------------------------------ waking long polls
@@ -138,6 +141,7 @@ class SharePartitionLeader:
         acquired = sp.acquire(member_id, [b.header for b in batches], now_ms, max_records, mode)
         if not acquired:
             return Acquisition([], b"")
+        _count_deliveries(self.key.group_id, acquired)
         # whole batches holding any acquired offset, each once, in log order
         parts = [
             b.data
@@ -419,7 +423,7 @@ class SharePartitions:
                 return e.code
             code = await self._write(leader, delta)
         if code == ErrorCode.NONE:
-            _count_acknowledgements(batches)
+            _count_acknowledgements(leader.key.group_id, batches)
         return code
 
     async def release_member(self, member_id: str, group_id: str) -> None:
@@ -463,7 +467,21 @@ class SharePartitions:
 _ACK_NAMES = {t: t.name.lower() for t in AcknowledgeType}
 
 
-def _count_acknowledgements(batches: Sequence[AckBatch]) -> None:
+def _count_deliveries(group_id: str, acquired: Sequence[AcquiredRange]) -> None:
+    first = redelivered = 0
+    for a in acquired:
+        n = a.last_offset - a.first_offset + 1
+        if a.delivery_count == 1:
+            first += n
+        else:
+            redelivered += n
+    if first:
+        metrics.DELIVERIES.labels(group_id, "first").inc(first)
+    if redelivered:
+        metrics.DELIVERIES.labels(group_id, "redelivery").inc(redelivered)
+
+
+def _count_acknowledgements(group_id: str, batches: Sequence[AckBatch]) -> None:
     """Records acknowledged, per type (one type for a whole batch, or one per offset): summed
     first, so the metric is touched once per type, not once per offset."""
     counts: dict[int, int] = {}
@@ -475,6 +493,6 @@ def _count_acknowledgements(batches: Sequence[AckBatch]) -> None:
             for t in types:
                 counts[t] = counts.get(t, 0) + 1
     for t, n in counts.items():
-        metrics.ACKNOWLEDGEMENTS.labels(_ACK_NAMES[AcknowledgeType(t)]).inc(n)
+        metrics.ACKNOWLEDGEMENTS.labels(group_id, _ACK_NAMES[AcknowledgeType(t)]).inc(n)
         if t == AcknowledgeType.REJECT:
-            metrics.ARCHIVED.labels("rejected").inc(n)
+            metrics.ARCHIVED.labels(group_id, "rejected").inc(n)

@@ -64,18 +64,19 @@ def test_metrics_count_acknowledgements_timeouts_and_requests(proxy, topic, prod
 
         def timed_out():
             s = scrape(p)
-            return (
-                s if value(s, "share_acquisition_lock_timeouts_total") >= len(redelivered) else None
-            )
+            timeouts = value(s, "share_acquisition_lock_timeouts_total", group=group)
+            return s if timeouts >= len(redelivered) else None
 
         after = wait_for(timed_out, 20, "lock timeouts counted")
     finally:
         c.close()
     for kind, n in kinds.items():
-        moved = value(after, "share_acknowledgements_total", type=kind) - value(
-            before, "share_acknowledgements_total", type=kind
-        )
+        moved = value(after, "share_acknowledgements_total", group=group, type=kind)
         assert moved == n, (kind, moved, n)
+    assert value(after, "share_deliveries_total", group=group, delivery="first") == 30
+    assert value(after, "share_deliveries_total", group=group, delivery="redelivery") == len(
+        redelivered
+    )
     assert value(after, "shareproxy_requests_total", api="ShareFetch", outcome="ok") > value(
         before, "shareproxy_requests_total", api="ShareFetch", outcome="ok"
     )
@@ -136,5 +137,5 @@ def test_lag_falls_to_zero_and_poison_records_are_counted(proxy, topic, produce)
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
 
-    assert moved("share_archived_records_total", reason="delivery_limit") == 5
-    assert moved("share_archived_records_total", reason="rejected") == 3
+    assert moved("share_archived_records_total", group=group, reason="delivery_limit") == 5
+    assert moved("share_archived_records_total", group=group, reason="rejected") == 3
