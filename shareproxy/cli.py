@@ -102,14 +102,27 @@ def serve(
         str | None,
         typer.Option(help="default share.isolation.level: read_uncommitted | read_committed"),
     ] = None,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    migrate: Annotated[
+        bool | None,
+        typer.Option(
+            "--migrate/--no-migrate",
+            help="upgrade the store schema at start (env SHAREPROXY_AUTO_MIGRATE; default on)",
+            show_default=False,
+        ),
+    ] = None,
+    log_level: Annotated[
+        str | None, typer.Option(help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    ] = None,
+    log_format: Annotated[
+        str | None, typer.Option(help="plain | json (env SHAREPROXY_LOG_FORMAT; default plain)")
+    ] = None,
 ) -> None:
     """Serve share groups to Kafka share consumers, reading topics from the upstream cluster."""
     import asyncio
-    import logging
 
     from pydantic import ValidationError
 
+    from shareproxy import logs
     from shareproxy.config import split_host_port
     from shareproxy.core.errors import ShareError
     from shareproxy.server import SchemaBehind
@@ -127,6 +140,9 @@ def serve(
             "delivery_count_limit": delivery_count_limit,
             "auto_offset_reset": auto_offset_reset,
             "isolation_level": isolation_level,
+            "auto_migrate": migrate,
+            "log_level": log_level.upper() if log_level else None,
+            "log_format": log_format,
         }.items()
         if v is not None
     }
@@ -139,9 +155,7 @@ def serve(
         err.print(f"[red]error:[/red] invalid setting: {exc}")
         raise typer.Exit(2) from exc
     _state_url(settings.state_url)
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logs.configure(settings.log_level, settings.log_format)
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run_server(settings))

@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     )
     admin_listen: str = Field(default="127.0.0.1:8080", description="REST admin HOST:PORT")
     node_id: int = Field(default=1, ge=0, description="the broker id the proxy presents")
+    auto_migrate: bool = Field(
+        default=True, description="upgrade the store schema at start (off: run `migrate` first)"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
+    log_format: Literal["plain", "json"] = Field(default="plain", description="plain | json")
     max_frame_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
     max_share_sessions: int = Field(default=1000, ge=1)
     # proxy-wide group config defaults (KIP-932 names in comments)

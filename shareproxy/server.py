@@ -30,7 +30,7 @@ from shareproxy.core.offset_reset import parse_auto_offset_reset
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.persistence import migrate
-from shareproxy.persistence.engine import create_engine
+from shareproxy.persistence.engine import async_url, create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
 from shareproxy.protocol.codec import warm
 
@@ -197,18 +197,21 @@ class Proxy:
 
 async def serve(settings: Settings) -> None:
     proxy = Proxy(settings)
-    await proxy.start()
+    await proxy.start(auto_migrate=settings.auto_migrate)
     log.info(
-        "shareproxy serving on %s:%d (advertised %s:%d), upstream %s",
+        "shareproxy serving on %s:%d (advertised %s:%d), upstream %s, state store %s",
         proxy.listen_host,
         proxy.listener.port if proxy.listener else 0,
         *proxy.advertised,
         settings.bootstrap_servers,
+        async_url(settings.state_url).render_as_string(hide_password=True),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    log.info("stopping")
+    started = time.monotonic()
+    log.info("stopping: no new connections; answering requests in flight")
     await proxy.stop()
+    log.info("stopped", extra={"seconds": round(time.monotonic() - started, 3)})

@@ -37,7 +37,9 @@ def create_app(probes: ReadinessProbes, admin: GroupAdmin | None = None) -> Fast
 
 class AdminServer:
     def __init__(self, app: FastAPI, host: str, port: int) -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", lifespan="off", log_config=None
+        )  # log_config None: uvicorn logs through the proxy's handler and format
         self._server = uvicorn.Server(config)
         self._task: asyncio.Task[None] | None = None
 

@@ -77,6 +77,7 @@ class Coordinator:
                         log.warning("metadata for %s failed: %s", missing, exc)
                 names = set(subscribed) | group.subscribed_topic_names()
                 group.update_topics(self._topics(names))
+            rebalances = group.rebalances
             result = group.heartbeat(
                 member_id,
                 member_epoch,
@@ -86,7 +87,20 @@ class Coordinator:
                 client_id=client_id,
                 client_host=client_host,
             )
+        event = {"group": group_id, "member": member_id}
+        if member_epoch == 0 and result.error is None:
+            log.info("member joined", extra={**event, "client_id": client_id, "host": client_host})
+        if group.rebalances != rebalances:
+            log.info(
+                "group rebalanced",
+                extra={
+                    "group": group_id,
+                    "epoch": group.group_epoch,
+                    "members": len(group.members),
+                },
+            )
         if member_epoch == -1:
+            log.info("member left", extra=event)
             self._leaving(group_id, member_id)
         return result
 

@@ -7,6 +7,7 @@ same codes to HTTP statuses. A refused call changes nothing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,8 @@ from shareproxy.core.lag import PartitionLag, partition_lag
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
+
+log = logging.getLogger(__name__)
 
 ResetTo = Literal["earliest", "latest", "datetime", "offset"]
 
@@ -236,6 +239,10 @@ class GroupAdmin:
             for key, step in zip(keys, plan, strict=True):
                 await self.store.reset(key, step.new_spso)
             self.partitions.evict(keys)
+            log.info(
+                "offsets reset",
+                extra={"group": group_id, "to": to, "partitions": len(keys)},
+            )
         return plan
 
     async def alter_offsets(
@@ -257,6 +264,8 @@ class GroupAdmin:
             keys.append(key)
             result[(topic, partition)] = ErrorCode.NONE
         self.partitions.evict(keys)
+        if keys:
+            log.info("offsets altered", extra={"group": group_id, "partitions": len(keys)})
         return result
 
     async def delete_offsets(
@@ -292,6 +301,7 @@ class GroupAdmin:
                 keys = [k for k in stored if k.topic_id == topic_id]
                 await self.store.delete(keys)
                 self.partitions.evict(keys)
+                log.info("offsets deleted", extra={"group": group_id, "topic": name})
         return verdicts
 
     async def delete_group(self, group_id: str) -> None:
@@ -302,6 +312,7 @@ class GroupAdmin:
         self.partitions.evict(keys)
         self.coordinator.groups.pop(group_id, None)
         self.configs.forget(group_id)
+        log.info("group deleted", extra={"group": group_id})
 
     # ------------------------------------------------------------------ helpers
     async def topic(self, name: str) -> TopicInfo:

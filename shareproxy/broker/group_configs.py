@@ -6,11 +6,14 @@ store first and then applied to the live share-partitions of the group, without 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 
 from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.core import group_config
 from shareproxy.core.store import ShareStateStore
+
+log = logging.getLogger(__name__)
 
 Listener = Callable[[str, GroupSettings], None]
 
@@ -58,6 +61,7 @@ class GroupConfigs:
         settings = self.settings_for(group_id)
         for listener in self._listeners:
             listener(group_id, settings)
+        log.info("group configs altered", extra={"group": group_id, "configs": dict(changes)})
         return merged
 
     def forget(self, group_id: str) -> None:

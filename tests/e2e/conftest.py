@@ -76,6 +76,6 @@ def proxy(
         problems = [
             line
             for line in p.log().splitlines()
-            if " ERROR " in line or line.startswith("Traceback")
+            if " ERROR " in line or '"level": "ERROR"' in line or line.startswith("Traceback")
         ]
         assert not problems, f"the proxy logged errors ({p.log_path}):\n" + "\n".join(problems)
