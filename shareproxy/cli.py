@@ -102,6 +102,44 @@ def serve(
         str | None,
         typer.Option(help="default share.isolation.level: read_uncommitted | read_committed"),
     ] = None,
+    listeners: Annotated[
+        str | None,
+        typer.Option(help="PROTOCOL://HOST:PORT,… (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"),
+    ] = None,
+    advertised_listeners: Annotated[
+        str | None, typer.Option(help="PROTOCOL://HOST:PORT,… told to clients per listener")
+    ] = None,
+    ssl_certfile: Annotated[str | None, typer.Option(help="listener certificate (PEM)")] = None,
+    ssl_keyfile: Annotated[str | None, typer.Option(help="listener private key (PEM)")] = None,
+    ssl_cafile: Annotated[
+        str | None, typer.Option(help="CA certificates for client certificates (PEM)")
+    ] = None,
+    ssl_client_auth: Annotated[str | None, typer.Option(help="none | requested | required")] = None,
+    sasl_enabled_mechanisms: Annotated[
+        str | None, typer.Option(help="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 (the default)")
+    ] = None,
+    super_users: Annotated[
+        str | None, typer.Option(help="User:a;User:b, allowed everything")
+    ] = None,
+    authorization: Annotated[
+        str | None,
+        typer.Option(help="auto (ACLs on when a listener authenticates) | on | off"),
+    ] = None,
+    upstream_security_protocol: Annotated[
+        str | None, typer.Option(help="PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL")
+    ] = None,
+    upstream_sasl_mechanism: Annotated[
+        str | None, typer.Option(help="PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512")
+    ] = None,
+    upstream_sasl_username: Annotated[
+        str | None,
+        typer.Option(
+            help="the proxy's user upstream (password: SHAREPROXY_UPSTREAM_SASL_PASSWORD)"
+        ),
+    ] = None,
+    upstream_ssl_cafile: Annotated[
+        str | None, typer.Option(help="CAs to verify the upstream brokers")
+    ] = None,
     migrate: Annotated[
         bool | None,
         typer.Option(
@@ -125,7 +163,7 @@ def serve(
     from shareproxy import logs
     from shareproxy.config import split_host_port
     from shareproxy.core.errors import ShareError
-    from shareproxy.server import SchemaBehind
+    from shareproxy.server import Proxy, SchemaBehind
     from shareproxy.server import serve as run_server
 
     overrides = {
@@ -141,6 +179,19 @@ def serve(
             "auto_offset_reset": auto_offset_reset,
             "isolation_level": isolation_level,
             "auto_migrate": migrate,
+            "listeners": listeners,
+            "advertised_listeners": advertised_listeners,
+            "ssl_certfile": ssl_certfile,
+            "ssl_keyfile": ssl_keyfile,
+            "ssl_cafile": ssl_cafile,
+            "ssl_client_auth": ssl_client_auth,
+            "sasl_enabled_mechanisms": sasl_enabled_mechanisms,
+            "super_users": super_users,
+            "authorization": authorization,
+            "upstream_security_protocol": upstream_security_protocol,
+            "upstream_sasl_mechanism": upstream_sasl_mechanism,
+            "upstream_sasl_username": upstream_sasl_username,
+            "upstream_ssl_cafile": upstream_ssl_cafile,
             "log_level": log_level.upper() if log_level else None,
             "log_format": log_format,
         }.items()
@@ -151,6 +202,7 @@ def serve(
         split_host_port(settings.listen)
         if settings.advertised_listener:
             split_host_port(settings.advertised_listener)
+        Proxy(settings)  # listeners, TLS and SASL settings checked before anything starts
     except (ValidationError, ValueError) as exc:
         err.print(f"[red]error:[/red] invalid setting: {exc}")
         raise typer.Exit(2) from exc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"
@@ -33,6 +33,32 @@ class Settings(BaseSettings):
     advertised_listener: str | None = Field(
         default=None, description="HOST:PORT clients are told to connect to"
     )
+    listeners: str | None = Field(
+        default=None,
+        description="PROTOCOL://HOST:PORT,… (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); "
+        "default PLAINTEXT on --listen",
+    )
+    advertised_listeners: str | None = Field(
+        default=None, description="PROTOCOL://HOST:PORT,… clients are told, per listener"
+    )
+    ssl_certfile: str | None = Field(default=None, description="listener TLS certificate (PEM)")
+    ssl_keyfile: str | None = Field(default=None, description="its private key (PEM)")
+    ssl_cafile: str | None = Field(default=None, description="CAs for client certificates")
+    ssl_client_auth: Literal["none", "requested", "required"] = Field(default="none")
+    sasl_enabled_mechanisms: str = Field(default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")
+    super_users: str = Field(default="", description="User:a;User:b — always allowed")
+    authorization: Literal["auto", "on", "off"] = Field(
+        default="auto", description="ACLs enforced; auto: when a listener authenticates"
+    )
+    upstream_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = (
+        "PLAINTEXT"
+    )
+    upstream_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    upstream_sasl_username: str | None = None
+    upstream_sasl_password: SecretStr | None = None
+    upstream_ssl_cafile: str | None = None
+    upstream_ssl_certfile: str | None = None
+    upstream_ssl_keyfile: str | None = None
     admin_listen: str = Field(default="127.0.0.1:8080", description="REST admin HOST:PORT")
     node_id: int = Field(default=1, ge=0, description="the broker id the proxy presents")
     auto_migrate: bool = Field(

@@ -86,6 +86,12 @@ CONNECTIONS = Counter(
     ["listener", "principal"],
     registry=REGISTRY,
 )
+AUTHENTICATION_FAILURES = Counter(
+    "shareproxy_authentication_failures",
+    "Failed SASL authentications, by listener and mechanism",
+    ["listener", "mechanism"],
+    registry=REGISTRY,
+)
 AUTHORIZATION_DENIALS = Counter(
     "shareproxy_authorization_denials",
     "Operations refused by the ACLs, by operation and resource type",

@@ -32,7 +32,10 @@ from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import async_url, create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
+from shareproxy.persistence.security_store import SecurityStore
 from shareproxy.protocol.codec import warm
+from shareproxy.security import listeners, scram
+from shareproxy.security.guard import Security
 
 log = logging.getLogger("shareproxy")
 
@@ -48,13 +51,26 @@ class SchemaBehind(RuntimeError):
 class Proxy:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.listen_host, self.listen_port = split_host_port(settings.listen)
-        adv = settings.advertised_listener
-        if adv:
-            self.advertised = split_host_port(adv, "localhost")
+        self.plan = listeners.plan(
+            settings.listeners,
+            settings.listen,
+            settings.advertised_listeners,
+            settings.advertised_listener,
+        )
+        first, self.advertised = self.plan[0]
+        self.listen_host, self.listen_port = first.host, first.port
+        if settings.authorization == "auto":
+            self.authorization = any(spec.protocol != "PLAINTEXT" for spec, _ in self.plan)
         else:
-            host = self.listen_host if self.listen_host not in ("0.0.0.0", "::") else "localhost"
-            self.advertised = (host, self.listen_port)
+            self.authorization = settings.authorization == "on"
+        self.mechanisms = tuple(
+            m.strip().upper() for m in settings.sasl_enabled_mechanisms.split(",") if m.strip()
+        )
+        wrong = [m for m in self.mechanisms if m not in ("PLAIN", *scram.MECHANISMS)]
+        if wrong:
+            raise ValueError(f"unknown SASL mechanisms {wrong}")
+        if any(spec.uses_tls for spec, _ in self.plan) and not settings.ssl_certfile:
+            raise ValueError("an SSL or SASL_SSL listener needs --ssl-certfile (and its key)")
         self.defaults = GroupSettings(
             record_lock_duration_ms=settings.record_lock_duration_ms,
             delivery_count_limit=settings.delivery_count_limit,
@@ -65,8 +81,13 @@ class Proxy:
             heartbeat_interval_ms=settings.heartbeat_interval_ms,
             max_size=settings.group_max_size,
         )
-        self.listener: KafkaListener | None = None
+        self.listener: KafkaListener | None = None  # the first; all of them in self.listeners
+        self.listeners: list[KafkaListener] = []
         self.admin: AdminServer | None = None
+
+    def listener_address(self, protocol: str) -> str:
+        host, port = self.ctx.advertised[protocol]
+        return f"{host}:{port}"
 
     def settings_for(self, group_id: str) -> GroupSettings:
         return self.configs.settings_for(group_id)
@@ -83,7 +104,14 @@ class Proxy:
         self.store = SqlShareStateStore(self.engine, s.state_fold_every)
         self.configs = GroupConfigs(self.store, self.defaults)
         await self.configs.load()
-        self.upstream = Upstream(UpstreamSettings(s.bootstrap_servers))
+        self.security = Security(
+            SecurityStore(self.engine),
+            enabled=self.authorization,
+            super_users=frozenset(u.strip() for u in s.super_users.split(";") if u.strip()),
+        )
+        await self.security.load()
+        self.security.start()
+        self.upstream = Upstream(_upstream_settings(s))
         await self._connect_upstream()
         await self.upstream.refresh_metadata()
         self.committer = GroupCommitter(self.store)
@@ -108,8 +136,9 @@ class Proxy:
         )
         ctx = BrokerContext(
             node_id=s.node_id,
-            host=self.advertised[0],
-            port=self.advertised[1],
+            advertised={spec.protocol: address for spec, address in self.plan},
+            security=self.security,
+            sasl_mechanisms=self.mechanisms,
             upstream=self.upstream,
             partitions=self.partitions,
             coordinator=self.coordinator,
@@ -118,16 +147,32 @@ class Proxy:
             clock_ms=clock_ms,
             admin=self.group_admin,
         )
+        self.ctx = ctx
         warm(SERVED)
-        self.listener = KafkaListener(ctx, self.listen_host, self.listen_port, s.max_frame_bytes)
-        await self.listener.start()
-        if self.advertised[1] == 0:
-            ctx.port = self.listener.port
+        tls = None
+        if s.ssl_certfile:
+            tls = listeners.server_ssl_context(
+                s.ssl_certfile, s.ssl_keyfile, s.ssl_cafile, s.ssl_client_auth
+            )
+        for spec, address in self.plan:
+            listener = KafkaListener(
+                ctx,
+                spec.host,
+                spec.port,
+                s.max_frame_bytes,
+                protocol=spec.protocol,
+                ssl_context=tls if spec.uses_tls else None,
+            )
+            await listener.start()
+            self.listeners.append(listener)
+            if address[1] == 0:  # an ephemeral port: tell clients the one bound
+                ctx.advertised[spec.protocol] = (address[0], listener.port)
+        self.listener = self.listeners[0]
         admin_host, admin_port = split_host_port(s.admin_listen)
         probes = ReadinessProbes(
             store=self._probe_store,
             upstream=self._probe_upstream,
-            listener=lambda: self.listener is not None and self.listener.accepting,
+            listener=lambda: bool(self.listeners) and all(x.accepting for x in self.listeners),
         )
         metrics.install_live_state(self._live_state)
         self.admin = AdminServer(create_app(probes, self.group_admin), admin_host, admin_port)
@@ -162,7 +207,7 @@ class Proxy:
             "in_flight": in_flight,
             "rebalances": {g: group.rebalances for g, group in self.coordinator.groups.items()},
             "partitions_detail": detail,
-            "connections": self.listener.open_connections() if self.listener else {},
+            "connections": {k: v for x in self.listeners for k, v in x.open_connections().items()},
         }
 
     async def _connect_upstream(self) -> None:
@@ -186,8 +231,8 @@ class Proxy:
     async def stop(self) -> None:
         if self.admin is not None:
             await self.admin.stop()
-        if self.listener is not None:
-            await self.listener.stop()
+        await asyncio.gather(*(x.stop() for x in self.listeners))
+        await self.security.stop()
         await self.coordinator.stop()
         await self.partitions.stop()
         await self.committer.stop()
@@ -195,14 +240,37 @@ class Proxy:
         await self.engine.dispose()
 
 
+def _upstream_settings(s: Settings) -> UpstreamSettings:
+    """How the proxy itself authenticates to the upstream cluster."""
+    tls = None
+    if s.upstream_security_protocol in ("SSL", "SASL_SSL"):
+        tls = listeners.client_ssl_context(
+            s.upstream_ssl_cafile, s.upstream_ssl_certfile, s.upstream_ssl_keyfile
+        )
+    sasl = s.upstream_security_protocol.startswith("SASL_")
+    return UpstreamSettings(
+        s.bootstrap_servers,
+        security_protocol=s.upstream_security_protocol,
+        sasl_mechanism=s.upstream_sasl_mechanism if sasl else None,
+        sasl_plain_username=s.upstream_sasl_username if sasl else None,
+        sasl_plain_password=(
+            s.upstream_sasl_password.get_secret_value()
+            if sasl and s.upstream_sasl_password
+            else None
+        ),
+        ssl_context=tls,
+    )
+
+
 async def serve(settings: Settings) -> None:
     proxy = Proxy(settings)
     await proxy.start(auto_migrate=settings.auto_migrate)
     log.info(
-        "shareproxy serving on %s:%d (advertised %s:%d), upstream %s, state store %s",
-        proxy.listen_host,
-        proxy.listener.port if proxy.listener else 0,
-        *proxy.advertised,
+        "shareproxy serving %s, upstream %s, state store %s",
+        ", ".join(
+            f"{x.protocol} on {x.host}:{x.port} (advertised {proxy.listener_address(x.protocol)})"
+            for x in proxy.listeners
+        ),
         settings.bootstrap_servers,
         async_url(settings.state_url).render_as_string(hide_password=True),
     )

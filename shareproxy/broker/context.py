@@ -17,7 +17,10 @@ from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream import Upstream
+from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.security.guard import Security
+from shareproxy.security.sasl import SaslExchange
 
 T = TypeVar("T")
 
@@ -25,23 +28,47 @@ T = TypeVar("T")
 @dataclass
 class BrokerContext:
     node_id: int
-    host: str  # advertised
-    port: int
+    advertised: dict[str, tuple[str, int]]  # listener (security protocol) → host, port
     upstream: Upstream
     partitions: SharePartitions
     coordinator: Coordinator
     sessions: ShareSessionCache
     settings_for: Callable[[str], GroupSettings]
     clock_ms: Callable[[], int]
+    security: Security
     admin: GroupAdmin | None = None  # the admin RPCs' implementation (shared with REST)
+    sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+    def address(self, conn: Connection) -> tuple[str, int]:
+        """Where clients of the connection's listener reach this broker."""
+        return self.advertised[conn.listener]
+
+    def allowed(
+        self,
+        conn: Connection,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        audit: bool = True,
+    ) -> bool:
+        return self.security.allowed(
+            conn.principal, conn.client_host, operation, resource_type, name, audit=audit
+        )
 
 
-@dataclass(frozen=True, slots=True)
+ANONYMOUS = "User:ANONYMOUS"
+
+
+@dataclass(slots=True)
 class Connection:
     client_host: str
     client_port: int
     listener: str = "PLAINTEXT"
-    principal: str = "User:ANONYMOUS"
+    principal: str = ANONYMOUS
+    authenticated: bool = True  # False on a SASL listener until SaslAuthenticate succeeds
+    sasl: SaslExchange | None = None
+    close_after_response: bool = False  # a failed authentication ends the connection
 
 
 def build(cls: type[T], **fields: Any) -> T:

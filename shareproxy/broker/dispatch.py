@@ -7,12 +7,14 @@ from typing import Any
 
 from shareproxy.broker.context import BrokerContext, Connection
 from shareproxy.broker.handlers import (
+    acl_rpcs,
     api_versions,
     find_coordinator,
     forward,
     group_admin_rpcs,
     group_configs_rpcs,
     metadata,
+    sasl,
     share_acknowledge,
     share_fetch,
     share_group_describe,
@@ -22,6 +24,9 @@ from shareproxy.protocol.codec import Request
 
 Handler = Callable[[BrokerContext, Connection, Request], Awaitable[Any]]
 
+# Before a SASL listener's connection has authenticated, only these are answered.
+BEFORE_AUTHENTICATION = frozenset({17, 18, 36})
+
 # api key: (min version, max version, handler)
 _TABLE: dict[int, tuple[int, int, Handler]] = {
     0: (3, 11, forward.handle),  # Produce (the share client requires >= 3 advertised)
@@ -30,7 +35,12 @@ _TABLE: dict[int, tuple[int, int, Handler]] = {
     3: (4, 13, metadata.handle),
     10: (0, 6, find_coordinator.handle),
     16: (0, 5, group_admin_rpcs.list_groups),  # v4 states filter, v5 types filter
+    17: (1, 1, sasl.handshake),  # v1: tokens ride in SaslAuthenticate requests
     18: (0, 4, api_versions.handle),
+    29: (0, 3, acl_rpcs.describe_acls),
+    30: (0, 3, acl_rpcs.create_acls),
+    31: (0, 3, acl_rpcs.delete_acls),
+    36: (0, 2, sasl.authenticate),
     32: (1, 4, group_configs_rpcs.describe_configs),
     42: (0, 2, group_admin_rpcs.delete_groups),
     44: (0, 1, group_configs_rpcs.incremental_alter_configs),
@@ -62,7 +72,12 @@ _NAMES = {
     3: "Metadata",
     10: "FindCoordinator",
     16: "ListGroups",
+    17: "SaslHandshake",
     18: "ApiVersions",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
+    36: "SaslAuthenticate",
     32: "DescribeConfigs",
     42: "DeleteGroups",
     44: "IncrementalAlterConfigs",

@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import struct
 import time
 
 from shareproxy import metrics
-from shareproxy.broker.context import BrokerContext, Connection
-from shareproxy.broker.dispatch import SERVED, api_name, handler_for
+from shareproxy.broker.context import ANONYMOUS, BrokerContext, Connection
+from shareproxy.broker.dispatch import BEFORE_AUTHENTICATION, SERVED, api_name, handler_for
 from shareproxy.broker.handlers import api_versions
 from shareproxy.protocol.codec import (
     MalformedRequest,
@@ -25,6 +26,7 @@ from shareproxy.protocol.codec import (
     encode_response_chunks,
 )
 from shareproxy.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+from shareproxy.security.listeners import certificate_principal
 
 _SEND_BUFFER = 4 * 1024 * 1024
 log = logging.getLogger(__name__)
@@ -37,11 +39,16 @@ class KafkaListener:
         host: str,
         port: int,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        *,
+        protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.ctx = ctx
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
+        self.protocol = protocol  # the listener's name and security protocol
+        self.ssl_context = ssl_context
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], Connection] = {}
         self._idle: set[asyncio.StreamWriter] = set()
@@ -60,10 +67,12 @@ class KafkaListener:
         return self._server is not None and self._server.is_serving() and not self._closing
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, ssl=self.ssl_context
+        )
         sock = self._server.sockets[0].getsockname()
         self.port = sock[1]
-        log.info("Kafka listener on %s:%d", sock[0], sock[1])
+        log.info("Kafka listener %s on %s:%d", self.protocol, sock[0], sock[1])
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting; answer the requests being handled; close every connection."""
@@ -88,9 +97,14 @@ class KafkaListener:
         sock = writer.get_extra_info("socket")
         if sock is not None:  # a ~1 MiB ShareFetch response then leaves in one send
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
-        conn = Connection(str(peer[0]), int(peer[1]))
+        conn = Connection(str(peer[0]), int(peer[1]), self.protocol)
+        if self.protocol == "SSL":  # the principal is the client certificate's subject
+            conn.principal = certificate_principal(writer.get_extra_info("peercert")) or ANONYMOUS
+        if self.protocol.startswith("SASL_"):
+            conn.authenticated = False  # counted once SaslAuthenticate names the principal
+        else:
+            metrics.CONNECTIONS.labels(conn.listener, conn.principal).inc()
         self._connections[task] = conn
-        metrics.CONNECTIONS.labels(conn.listener, conn.principal).inc()
         try:
             while not self._closing:
                 self._idle.add(writer)
@@ -112,6 +126,8 @@ class KafkaListener:
                     return
                 writer.writelines(response)
                 await writer.drain()
+                if conn.close_after_response:
+                    return
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.CancelledError:
@@ -134,6 +150,13 @@ class KafkaListener:
             return False
         except MalformedRequest as e:
             log.warning("closing %s: malformed request: %s", conn.client_host, e)
+            return False
+        if not conn.authenticated and request.api_key not in BEFORE_AUTHENTICATION:
+            log.warning(
+                "closing %s: %s before SASL authentication",
+                conn.client_host,
+                api_name(request.api_key),
+            )
             return False
         started = time.perf_counter()
         body = await handler_for(request.api_key)(self.ctx, conn, request)

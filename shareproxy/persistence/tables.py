@@ -14,9 +14,12 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Table,
+    UniqueConstraint,
     Uuid,
     func,
 )
@@ -82,4 +85,52 @@ share_updates = Table(
         name="fk_share_updates_share_snapshots",
     ),
     Index("ix_share_updates_partition", "group_id", "topic_id", "partition", "id"),
+)
+
+# Security (issue 5): SCRAM credentials, ACL bindings and admin API bearer tokens. Passwords are
+# never stored: a credential is the salted, iterated SCRAM form (RFC 5802 StoredKey/ServerKey).
+scram_credentials = Table(
+    "scram_credentials",
+    metadata,
+    Column("username", String(255), primary_key=True),
+    Column("mechanism", String(32), primary_key=True),  # SCRAM-SHA-256 | SCRAM-SHA-512
+    Column("salt", LargeBinary, nullable=False),
+    Column("stored_key", LargeBinary, nullable=False),
+    Column("server_key", LargeBinary, nullable=False),
+    Column("iterations", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+acls = Table(
+    "acls",
+    metadata,
+    Column("id", AutoId, primary_key=True, autoincrement=True),
+    Column("principal", String(255), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("resource_type", SmallInteger, nullable=False),
+    Column("resource_name", String(255), nullable=False),
+    Column("pattern_type", SmallInteger, nullable=False),
+    Column("operation", SmallInteger, nullable=False),
+    Column("permission", SmallInteger, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    UniqueConstraint(
+        "principal",
+        "host",
+        "resource_type",
+        "resource_name",
+        "pattern_type",
+        "operation",
+        "permission",
+        name="uq_acls_binding",
+    ),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),  # SHA-256 of the token, hex
+    Column("username", String(255), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index("ix_api_tokens_username", "username"),
 )

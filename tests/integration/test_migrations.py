@@ -36,14 +36,16 @@ def test_cli_migrates_a_fresh_postgres_database_and_reports_it(postgres: Tempora
     assert "run `shareproxy migrate`" in behind.output
     done = runner.invoke(app, ["migrate", "--state-url", url])
     assert done.exit_code == 0, done.output
-    assert "to revision 0001" in done.output
+    assert "to revision 0002" in done.output
     assert runner.invoke(app, ["migrate", "--check", "--state-url", url]).exit_code == 0
     tables = postgres.psql(
         "select string_agg(tablename, ',' order by tablename) from pg_tables "
         "where schemaname='public'",
         "fresh_cli",
     ).strip()
-    assert tables == "alembic_version,share_groups,share_snapshots,share_updates"
+    assert tables == (
+        "acls,alembic_version,api_tokens,scram_credentials,share_groups,share_snapshots,share_updates"
+    )
 
 
 def test_cli_refuses_bad_state_urls_and_unreachable_stores(tmp_path):

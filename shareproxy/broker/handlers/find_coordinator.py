@@ -9,6 +9,8 @@ from typing import Any
 from kio.index import load_response_schema
 
 from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.codec import Request
 
 GROUP_KEY = 0
@@ -20,30 +22,38 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     body = request.body
     key_type = getattr(body, "key_type", GROUP_KEY)
     served = key_type == GROUP_KEY
+    host, port = ctx.address(conn)
     code = 0 if served else COORDINATOR_NOT_AVAILABLE
     message = None if served else "shareproxy coordinates groups only"
     if request.api_version < 4:
+        if served and not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, body.key):
+            code, message = ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized"
+            served = False
         return build(
             cls,
             throttle_time=timedelta(0),
             error_code=error(code),
             error_message=message,
             node_id=ctx.node_id if served else -1,
-            host=ctx.host if served else "",
-            port=ctx.port if served else -1,
+            host=host if served else "",
+            port=port if served else -1,
         )
     m = schema_module(cls)
+
+    def coordinator(key: str) -> Any:
+        ok, c, why = served, code, message
+        if ok and not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, key):
+            ok, c, why = False, ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized"
+        return m.Coordinator(
+            key=key,
+            node_id=ctx.node_id if ok else -1,
+            host=host if ok else "",
+            port=port if ok else -1,
+            error_code=error(c),
+            error_message=why,
+        )
+
     return cls(
         throttle_time=timedelta(0),
-        coordinators=tuple(
-            m.Coordinator(
-                key=key,
-                node_id=ctx.node_id if served else -1,
-                host=ctx.host if served else "",
-                port=ctx.port if served else -1,
-                error_code=error(code),
-                error_message=message,
-            )
-            for key in body.coordinator_keys
-        ),
+        coordinators=tuple(coordinator(key) for key in body.coordinator_keys),
     )

@@ -12,6 +12,7 @@ from kio.index import load_response_schema
 
 from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.protocol.codec import Request
 
@@ -35,6 +36,11 @@ async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) ->
     groups: list[tuple[str, str]] = []
     if not types or "share" in types:  # the proxy has share groups only
         groups = await _admin(ctx).list_groups(getattr(body, "states_filter", ()) or ())
+        groups = [  # only the groups the principal may Describe, silently
+            (g, st)
+            for g, st in groups
+            if ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g, audit=False)
+        ]
     return build(
         cls,
         throttle_time=NO_THROTTLE,
@@ -57,6 +63,8 @@ async def describe_share_group_offsets(
     for g in request.body.groups:
         wanted = None if g.topics is None else {t.topic_name: set(t.partitions) for t in g.topics}
         try:
+            if not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id):
+                raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
             rows = await admin.offsets(g.group_id, None if wanted is None else list(wanted))
         except ShareError as e:
             out.append(
@@ -74,13 +82,16 @@ async def describe_share_group_offsets(
             if wanted is not None and row.partition not in wanted.get(row.topic, set()):
                 continue
             o = row.offsets
+            code = row.error
+            if not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.TOPIC, row.topic):
+                o, code = None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
             entry = build(
                 m.DescribeShareGroupOffsetsResponsePartition,
                 partition_index=row.partition,
                 start_offset=o.spso if o else -1,
                 leader_epoch=0,
                 lag=o.lag if o else -1,
-                error_code=error(row.error),
+                error_code=error(code),
                 error_message=None,
             )
             topics.setdefault(row.topic, (row.topic_id, []))[1].append(entry)
@@ -117,6 +128,10 @@ def _offsets_envelope(
     )
 
 
+def _readable(ctx: BrokerContext, conn: Connection, names: set[str]) -> set[str]:
+    return {n for n in names if ctx.allowed(conn, Operation.READ, ResourceType.TOPIC, n)}
+
+
 def _topic_id(ctx: BrokerContext, name: str) -> UUID:
     info = ctx.upstream.topics.get(name)
     return info.topic_id if info is not None else UUID(int=0)
@@ -125,13 +140,23 @@ def _topic_id(ctx: BrokerContext, name: str) -> UUID:
 async def alter_share_group_offsets(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cls, m = _module(91, request)
     body = request.body
+    if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
+        return _offsets_envelope(cls, (), ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
+    readable = _readable(ctx, conn, {t.topic_name for t in body.topics})
     wanted = {
-        (t.topic_name, p.partition_index): p.start_offset for t in body.topics for p in t.partitions
+        (t.topic_name, p.partition_index): p.start_offset
+        for t in body.topics
+        for p in t.partitions
+        if t.topic_name in readable
     }
     try:
-        results = await _admin(ctx).alter_offsets(body.group_id, wanted)
+        results = await _admin(ctx).alter_offsets(body.group_id, wanted) if wanted else {}
     except ShareError as e:
         return _offsets_envelope(cls, (), e.code, e.message)
+    for t in body.topics:
+        if t.topic_name not in readable:
+            for p in t.partitions:
+                results[(t.topic_name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), code in results.items():
         by_topic.setdefault(topic, []).append(
@@ -159,12 +184,17 @@ async def alter_share_group_offsets(ctx: BrokerContext, conn: Connection, reques
 async def delete_share_group_offsets(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cls, m = _module(92, request)
     body = request.body
+    if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
+        return _offsets_envelope(cls, (), ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
+    names = [t.topic_name for t in body.topics]
+    readable = _readable(ctx, conn, set(names))
     try:
         results = await _admin(ctx).delete_offsets(
-            body.group_id, [t.topic_name for t in body.topics]
+            body.group_id, [n for n in names if n in readable]
         )
     except ShareError as e:
         return _offsets_envelope(cls, (), e.code, e.message)
+    results.update({n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in names if n not in readable})
     return _offsets_envelope(
         cls,
         tuple(
@@ -185,6 +215,8 @@ async def delete_groups(ctx: BrokerContext, conn: Connection, request: Request) 
     results = []
     for group_id in request.body.groups_names:
         try:
+            if not ctx.allowed(conn, Operation.DELETE, ResourceType.GROUP, group_id):
+                raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
             await _admin(ctx).delete_group(group_id)
             code = ErrorCode.NONE
         except ShareError as e:

@@ -10,6 +10,7 @@ from kio.index import load_response_schema
 
 from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.core import group_config
+from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.protocol.codec import Request
@@ -32,6 +33,13 @@ async def describe_configs(ctx: BrokerContext, conn: Connection, request: Reques
             results.append(_describe_result(m, resource, ErrorCode.INVALID_REQUEST, NOT_GROUP))
             continue
         group_id = resource.resource_name
+        if not ctx.allowed(conn, Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, group_id):
+            results.append(
+                _describe_result(
+                    m, resource, ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized"
+                )
+            )
+            continue
         overrides = ctx.admin.configs.overrides(group_id) if ctx.admin else {}
         effective = ctx.settings_for(group_id).as_configs()
         keys = resource.configuration_keys
@@ -84,6 +92,10 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
         code, message = ErrorCode.NONE, None
         if resource.resource_type != GROUP or ctx.admin is None:
             code, message = ErrorCode.INVALID_REQUEST, NOT_GROUP
+        elif not ctx.allowed(
+            conn, Operation.ALTER_CONFIGS, ResourceType.GROUP, resource.resource_name
+        ):
+            code, message = ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized"
         else:
             changes: dict[str, str | None] = {}
             for c in resource.configs:

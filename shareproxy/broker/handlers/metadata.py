@@ -10,6 +10,8 @@ from kio.index import load_response_schema
 
 from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.broker.upstream import UpstreamError
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.codec import Request
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -34,8 +36,12 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     except UpstreamError:
         pass  # answer from what is known; unknown topics get their error below
     topics = []
-    if wanted is None:
-        chosen = list(ctx.upstream.topics.values())
+    if wanted is None:  # all topics: those the principal may Describe, silently
+        chosen = [
+            info
+            for info in ctx.upstream.topics.values()
+            if ctx.allowed(conn, Operation.DESCRIBE, ResourceType.TOPIC, info.name, audit=False)
+        ]
     else:
         chosen = []
         for t in wanted:
@@ -44,10 +50,14 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
                 info = ctx.upstream.topics_by_id.get(tid)
             else:
                 info = ctx.upstream.topics.get(t.name)
-            if info is not None:
+            name = info.name if info is not None else t.name
+            if name and not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.TOPIC, name):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # whether or not it exists
+            elif info is not None:
                 chosen.append(info)
                 continue
-            code = UNKNOWN_TOPIC_ID if tid is not None else UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                code = UNKNOWN_TOPIC_ID if tid is not None else UNKNOWN_TOPIC_OR_PARTITION
             topics.append(
                 build(
                     m.MetadataResponseTopic,
@@ -85,7 +95,11 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             )
         )
     broker = build(
-        m.MetadataResponseBroker, node_id=ctx.node_id, host=ctx.host, port=ctx.port, rack=None
+        m.MetadataResponseBroker,
+        node_id=ctx.node_id,
+        host=ctx.address(conn)[0],
+        port=ctx.address(conn)[1],
+        rack=None,
     )
     return build(
         cls,

@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
-from shareproxy.broker.acknowledging import apply_acks, release_session
+from shareproxy.broker.acknowledging import apply_acks, denied_topics, release_session
 from shareproxy.broker.context import (
     BrokerContext,
     Connection,
@@ -17,6 +17,7 @@ from shareproxy.broker.context import (
     schema_module,
     share_response,
 )
+from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.share_session import CLOSE_EPOCH
 from shareproxy.protocol.codec import Request
@@ -45,12 +46,17 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
 
     if not group_id or not member_id:
         return reply(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set", {})
+    if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, group_id):
+        return reply(
+            ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}", {}
+        )
     key = (group_id, member_id, ctx.node_id)
     try:
         ctx.sessions.begin(key, body.share_session_epoch, acknowledging_only=True)
     except ShareError as e:
         return reply(e.code, e.message, {})
-    codes = await apply_acks(ctx, group_id, member_id, body.topics)
+    denied = denied_topics(ctx, conn, (t.topic_id for t in body.topics))
+    codes = await apply_acks(ctx, group_id, member_id, body.topics, denied)
     if body.share_session_epoch == CLOSE_EPOCH:
         ctx.sessions.close(key)
         await release_session(ctx, group_id, member_id)

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from kio.index import load_response_schema
 
-from shareproxy.broker.acknowledging import apply_acks, release_session
+from shareproxy.broker.acknowledging import apply_acks, denied_topics, release_session
 from shareproxy.broker.context import (
     BrokerContext,
     Connection,
@@ -21,6 +21,7 @@ from shareproxy.broker.context import (
 )
 from shareproxy.broker.partitions import Acquisition, SharePartitionLeader
 from shareproxy.broker.upstream import UpstreamError
+from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
 from shareproxy.core.states import AcquireMode
@@ -46,13 +47,20 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     epoch = body.share_session_epoch
     if epoch == OPEN_EPOCH and has_acks:
         return top_level(ErrorCode.INVALID_REQUEST, "acknowledgements cannot open a session")
+    if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, group_id):
+        return top_level(
+            ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}"
+        )
     key = (group_id, member_id, ctx.node_id)
     try:
         session = ctx.sessions.begin(key, epoch)
     except ShareError as e:
         return top_level(e.code, e.message)
 
-    ack_codes = await apply_acks(ctx, group_id, member_id, body.topics)
+    denied = denied_topics(
+        ctx, conn, [*(t.topic_id for t in body.topics), *(tid for tid, _ in session.partitions)]
+    )
+    ack_codes = await apply_acks(ctx, group_id, member_id, body.topics, denied)
     if epoch == CLOSE_EPOCH:
         ctx.sessions.close(key)
         await release_session(ctx, group_id, member_id)
@@ -63,6 +71,9 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     leaders: list[SharePartitionLeader] = []
     errors: dict[TopicPartition, int] = {}
     for tp in session.partitions:
+        if tp[0] in denied:
+            errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         try:
             leaders.append(await ctx.partitions.leader(group_id, *tp))
         except ShareError as e:

@@ -8,6 +8,8 @@ from typing import Any
 from kio.schema.share_group_describe.v1 import response as r
 
 from shareproxy.broker.context import BrokerContext, Connection, error
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.codec import Request
 
 GROUP_ID_NOT_FOUND = 69
@@ -18,11 +20,16 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     described = []
     for group_id in request.body.group_ids:
         group = ctx.coordinator.groups.get(group_id)
-        if group is None and not (ctx.admin is not None and await ctx.admin.exists(group_id)):
+        refused = not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        if refused or (
+            group is None and not (ctx.admin is not None and await ctx.admin.exists(group_id))
+        ):
             described.append(
                 r.DescribedGroup(
-                    error_code=error(GROUP_ID_NOT_FOUND),
-                    error_message="no such share group",
+                    error_code=error(
+                        ErrorCode.GROUP_AUTHORIZATION_FAILED if refused else GROUP_ID_NOT_FOUND
+                    ),
+                    error_message="not authorized" if refused else "no such share group",
                     group_id=group_id,
                     group_state="Dead",
                     group_epoch=-1,

@@ -8,6 +8,8 @@ from typing import Any
 from kio.schema.share_group_heartbeat.v1 import response as r
 
 from shareproxy.broker.context import BrokerContext, Connection, error
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.codec import Request
 
 INVALID_REQUEST = 42
@@ -22,6 +24,15 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             throttle_time=timedelta(0),
             error_code=error(INVALID_REQUEST),
             error_message="GroupId must be set",
+            member_id=body.member_id,
+            member_epoch=body.member_epoch,
+            heartbeat_interval=interval,
+        )
+    if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
+        return r.ShareGroupHeartbeatResponse(
+            throttle_time=timedelta(0),
+            error_code=error(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            error_message=f"not authorized to read group {body.group_id!r}",
             member_id=body.member_id,
             member_epoch=body.member_epoch,
             heartbeat_interval=interval,

@@ -1,0 +1,208 @@
+"""ACL decisions as Kafka makes them: no I/O, the rules are handed in.
+
+A rule (an ACL binding) allows or denies one principal, from one host, an operation on resources
+of one type whose name matches literally or by prefix. DENY beats ALLOW; super users are always
+allowed; with no matching ALLOW the answer is no. An ALLOW of Read, Write, Delete or Alter also
+allows Describe, and AlterConfigs allows DescribeConfigs (Kafka's implied operations); a DENY
+denies only what it names (or All).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TypeVar
+
+E = TypeVar("E", bound=IntEnum)
+
+WILDCARD = "*"
+WILDCARD_PRINCIPAL = "User:*"
+
+
+class ResourceType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class Operation(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class Permission(IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+CLUSTER_NAME = "kafka-cluster"  # the one Cluster resource's name
+
+# An ALLOW of any of these also allows the key.
+_IMPLIED_BY = {
+    Operation.DESCRIBE: {
+        Operation.DESCRIBE,
+        Operation.READ,
+        Operation.WRITE,
+        Operation.DELETE,
+        Operation.ALTER,
+    },
+    Operation.DESCRIBE_CONFIGS: {Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS},
+}
+
+
+class AclError(ValueError):
+    """A rule or filter that cannot be stored or used (the RPCs answer INVALID_REQUEST)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AclBinding:
+    principal: str  # "User:alice" or "User:*"
+    host: str  # an address, or "*"
+    resource_type: ResourceType
+    resource_name: str
+    pattern_type: PatternType  # LITERAL or PREFIXED
+    operation: Operation
+    permission: Permission  # ALLOW or DENY
+
+    def validate(self) -> AclBinding:
+        """The binding itself, or AclError saying what is wrong with it."""
+        if not self.principal.startswith("User:") or self.principal == "User:":
+            raise AclError(f"principal {self.principal!r} is not User:<name> or User:*")
+        if not self.host:
+            raise AclError("host must be an address or *")
+        if self.resource_type not in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER):
+            raise AclError(
+                f"resource type {self.resource_type.name} is not Topic, Group or Cluster"
+            )
+        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            raise AclError(f"pattern type {self.pattern_type.name} is not LITERAL or PREFIXED")
+        if not self.resource_name:
+            raise AclError("resource name must not be empty")
+        if self.resource_type == ResourceType.CLUSTER and (
+            self.resource_name != CLUSTER_NAME or self.pattern_type != PatternType.LITERAL
+        ):
+            raise AclError(f"the Cluster resource is LITERAL {CLUSTER_NAME!r}")
+        if self.operation in (Operation.UNKNOWN, Operation.ANY):
+            raise AclError(f"operation {self.operation.name} cannot be granted or denied")
+        if self.permission not in (Permission.ALLOW, Permission.DENY):
+            raise AclError(f"permission {self.permission.name} is not ALLOW or DENY")
+        return self
+
+    def covers(self, resource_type: ResourceType, name: str) -> bool:
+        if self.resource_type != resource_type:
+            return False
+        if self.pattern_type == PatternType.PREFIXED:
+            return name.startswith(self.resource_name)
+        return self.resource_name in (name, WILDCARD)
+
+
+@dataclass(frozen=True, slots=True)
+class AclFilter:
+    """DescribeAcls / DeleteAcls: None and the ANY values match everything."""
+
+    principal: str | None = None
+    host: str | None = None
+    resource_type: ResourceType = ResourceType.ANY
+    resource_name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    operation: Operation = Operation.ANY
+    permission: Permission = Permission.ANY
+
+    def matches(self, b: AclBinding) -> bool:
+        if self.principal is not None and self.principal != b.principal:
+            return False
+        if self.host is not None and self.host != b.host:
+            return False
+        if self.resource_type != ResourceType.ANY and self.resource_type != b.resource_type:
+            return False
+        if self.operation != Operation.ANY and self.operation != b.operation:
+            return False
+        if self.permission != Permission.ANY and self.permission != b.permission:
+            return False
+        if self.pattern_type == PatternType.MATCH:
+            # the bindings that would apply to the named resource
+            return self.resource_name is None or b.covers(b.resource_type, self.resource_name)
+        if self.pattern_type != PatternType.ANY and self.pattern_type != b.pattern_type:
+            return False
+        return self.resource_name is None or self.resource_name == b.resource_name
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str  # for the audit log: which rule, or why none applied
+
+
+def authorize(
+    bindings: Iterable[AclBinding],
+    principal: str,
+    host: str,
+    operation: Operation,
+    resource_type: ResourceType,
+    resource_name: str,
+    super_users: frozenset[str] = frozenset(),
+) -> Decision:
+    """May ``principal`` connecting from ``host`` perform ``operation`` on the resource?"""
+    if principal in super_users:
+        return Decision(True, "super user")
+    allow: AclBinding | None = None
+    allowing = _IMPLIED_BY.get(operation, {operation})
+    for b in bindings:
+        if b.principal not in (principal, WILDCARD_PRINCIPAL) or b.host not in (host, WILDCARD):
+            continue
+        if not b.covers(resource_type, resource_name):
+            continue
+        if b.permission == Permission.DENY and b.operation in (operation, Operation.ALL):
+            return Decision(False, f"denied by {describe(b)}")
+        granted = b.operation == Operation.ALL or b.operation in allowing
+        if b.permission == Permission.ALLOW and allow is None and granted:
+            allow = b
+    if allow is not None:
+        return Decision(True, f"allowed by {describe(allow)}")
+    return Decision(False, "no ACL allows it")
+
+
+def describe(b: AclBinding) -> str:
+    return (
+        f"{b.permission.name} {b.principal} from {b.host} {b.operation.name} on "
+        f"{b.resource_type.name} {b.pattern_type.name} {b.resource_name!r}"
+    )
+
+
+def parse_enum(kind: type[E], text: str) -> E:
+    """``"read"``, ``"Read"``, ``"READ"``, ``"describe_configs"``/``"DescribeConfigs"`` → enum."""
+    key = "".join(c for c in text if c.isalnum()).upper()
+    for member in kind:
+        if member.name.replace("_", "") == key:
+            return member
+    names = ", ".join(m.name for m in kind if m.name not in ("UNKNOWN",))
+    raise AclError(f"{text!r} is not one of {names}")

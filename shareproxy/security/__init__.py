@@ -1,0 +1,1 @@
+"""Authentication (SASL PLAIN / SCRAM, TLS client certificates) and ACL enforcement."""

@@ -1,0 +1,124 @@
+"""The proxy's security state: users and ACLs cached from the store (reloaded every couple of
+seconds, and at once after a change made here), and the one place decisions are taken, counted
+and audited."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from shareproxy import metrics
+from shareproxy.core import acl
+from shareproxy.core.acl import AclBinding, AclFilter, Operation, ResourceType
+from shareproxy.persistence.security_store import ScramCredential, SecurityStore
+
+log = logging.getLogger("shareproxy.audit")
+
+
+class Security:
+    def __init__(
+        self,
+        store: SecurityStore,
+        *,
+        enabled: bool,
+        super_users: frozenset[str] = frozenset(),
+        refresh_s: float = 2.0,
+    ) -> None:
+        self.store = store
+        self.enabled = enabled  # off: every operation is allowed (no authorizer, as in Kafka)
+        self.super_users = super_users
+        self.refresh_s = refresh_s
+        self.bindings: list[AclBinding] = []
+        self._creds: dict[tuple[str, str], ScramCredential] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def load(self) -> None:
+        creds = await self.store.credentials()
+        bindings = await self.store.acls()
+        self._creds = {(c.username, c.mechanism): c for c in creds}
+        self.bindings = bindings
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._refresh_forever(), name="security-refresh")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.refresh_s)
+            try:
+                await self.load()
+            except Exception as exc:  # keep the last known rules; say so
+                log.warning("reloading users and ACLs failed: %s", exc)
+
+    # ------------------------------------------------------------------ users
+    def credential(self, username: str, mechanism: str) -> ScramCredential | None:
+        return self._creds.get((username, mechanism))
+
+    def usernames(self) -> list[str]:
+        return sorted({u for u, _ in self._creds})
+
+    # ------------------------------------------------------------------ decisions
+    def allowed(
+        self,
+        principal: str,
+        host: str,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        audit: bool = True,
+    ) -> bool:
+        """``audit=False`` for filtering lists (Metadata, ListGroups): hiding what a principal
+        may not see is not a refusal."""
+        if not self.enabled:
+            return True
+        decision = acl.authorize(
+            self.bindings, principal, host, operation, resource_type, name, self.super_users
+        )
+        if not decision.allowed and audit:
+            metrics.AUTHORIZATION_DENIALS.labels(operation.name, resource_type.name).inc()
+            log.warning(
+                "authorization denied: %s from %s may not %s %s %r (%s)",
+                principal,
+                host,
+                operation.name,
+                resource_type.name,
+                name,
+                decision.reason,
+                extra={
+                    "principal": principal,
+                    "host": host,
+                    "operation": operation.name,
+                    "resource_type": resource_type.name,
+                    "resource": name,
+                },
+            )
+        return decision.allowed
+
+    def describe(self, f: AclFilter) -> list[AclBinding]:
+        return [b for b in self.bindings if f.matches(b)]
+
+    async def create_acls(self, bindings: list[AclBinding]) -> None:
+        await self.store.create_acls(bindings)
+        await self.load()
+
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        deleted = await self.store.delete_acls(filters)
+        await self.load()
+        return deleted
+
+    async def put_user(self, creds: list[ScramCredential]) -> bool:
+        created = await self.store.put_credentials(creds)
+        await self.load()
+        return created
+
+    async def delete_user(self, username: str) -> bool:
+        gone = await self.store.delete_user(username)
+        await self.load()
+        return gone
