@@ -175,7 +175,9 @@ class Proxy:
             listener=lambda: bool(self.listeners) and all(x.accepting for x in self.listeners),
         )
         metrics.install_live_state(self._live_state)
-        self.admin = AdminServer(create_app(probes, self.group_admin), admin_host, admin_port)
+        self.admin = AdminServer(
+            create_app(probes, self.group_admin, self.security), admin_host, admin_port
+        )
         await self.admin.start()
 
     def _live_state(self) -> dict[str, Any]:

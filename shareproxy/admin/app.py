@@ -10,12 +10,16 @@ from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from shareproxy import __version__, metrics
-from shareproxy.admin import errors, groups_api, records_api
+from shareproxy.admin import errors, groups_api, records_api, security_api
+from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
 from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.security.guard import Security
 
 
-def create_app(probes: ReadinessProbes, admin: GroupAdmin | None = None) -> FastAPI:
+def create_app(
+    probes: ReadinessProbes, admin: GroupAdmin | None = None, security: Security | None = None
+) -> FastAPI:
     app = FastAPI(
         title="shareproxy admin",
         version=__version__,
@@ -29,9 +33,11 @@ def create_app(probes: ReadinessProbes, admin: GroupAdmin | None = None) -> Fast
     async def metrics_endpoint() -> Response:
         return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
-    if admin is not None:
+    if admin is not None and security is not None:
+        app.state.auth = AdminAuth(security)
         app.include_router(groups_api.router(admin))
         app.include_router(records_api.router(admin))
+        app.include_router(security_api.router(security))
     return app
 
 

@@ -8,6 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from shareproxy.admin.auth import Unauthenticated
 from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
@@ -21,6 +22,9 @@ STATUS = {
     ErrorCode.INVALID_CONFIG: 422,
     ErrorCode.INVALID_REQUEST: 422,
     ErrorCode.INVALID_RECORD_STATE: 409,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: 403,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: 403,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: 403,
 }
 
 
@@ -32,6 +36,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ShareError)
     async def share_error(_: Request, exc: ShareError) -> JSONResponse:
         return JSONResponse(body(exc.code.name, exc.message), STATUS.get(exc.code, 500))
+
+    @app.exception_handler(Unauthenticated)
+    async def unauthenticated(_: Request, exc: Unauthenticated) -> JSONResponse:
+        return JSONResponse(
+            body("SASL_AUTHENTICATION_FAILED", str(exc)),
+            401,
+            headers={"WWW-Authenticate": 'Basic realm="shareproxy", charset="UTF-8"'},
+        )
 
     @app.exception_handler(GroupConfigError)
     async def config_error(_: Request, exc: GroupConfigError) -> JSONResponse:

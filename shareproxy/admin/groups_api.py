@@ -9,8 +9,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from shareproxy.admin.auth import Caller, CallerDep
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
+from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 
 GroupPath = Annotated[str, Field(min_length=1, max_length=255)]
@@ -111,18 +113,30 @@ class ConfigChange(Strict):
 def router(admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["share groups"])
 
+    def readable(caller: Caller, group_id: str, topics: list[str] | None) -> None:
+        """Read on the group and on each topic (default: every topic it has state for)."""
+        caller.require(Operation.READ, ResourceType.GROUP, group_id)
+        for name in topics or []:
+            caller.require(Operation.READ, ResourceType.TOPIC, name)
+
     @r.get("", response_model=list[GroupSummary])
     async def list_groups(
+        caller: CallerDep,
         state: Annotated[list[str] | None, Query(description="Empty, Stable or Dead")] = None,
     ) -> list[GroupSummary]:
         for s in state or []:
             if s.lower() not in ("empty", "stable", "dead"):
                 raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown state {s!r}")
         groups = await admin.list_groups(state or ())
-        return [GroupSummary(group_id=g, state=s) for g, s in groups]
+        return [
+            GroupSummary(group_id=g, state=s)
+            for g, s in groups
+            if caller.allowed(Operation.DESCRIBE, ResourceType.GROUP, g, audit=False)
+        ]
 
     @r.get("/{group_id}", response_model=GroupDetail)
-    async def describe(group_id: GroupPath) -> GroupDetail:
+    async def describe(group_id: GroupPath, caller: CallerDep) -> GroupDetail:
+        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
         g = await admin.describe(group_id)
         return GroupDetail(
             group_id=g.group_id,
@@ -145,10 +159,13 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.get("/{group_id}/offsets", response_model=GroupOffsets)
     async def offsets(
-        group_id: GroupPath, topic: Annotated[list[str] | None, Query()] = None
+        group_id: GroupPath, caller: CallerDep, topic: Annotated[list[str] | None, Query()] = None
     ) -> GroupOffsets:
+        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
         rows = []
         for p in await admin.offsets(group_id, topic):
+            if not caller.allowed(Operation.DESCRIBE, ResourceType.TOPIC, p.topic, audit=False):
+                continue  # topics the caller may not Describe are left out
             o = p.offsets
             rows.append(
                 PartitionState(
@@ -167,7 +184,11 @@ def router(admin: GroupAdmin) -> APIRouter:
         )
 
     @r.post("/{group_id}/offsets/reset", response_model=ResetResult)
-    async def reset(group_id: GroupPath, request: ResetRequest) -> ResetResult:
+    async def reset(group_id: GroupPath, request: ResetRequest, caller: CallerDep) -> ResetResult:
+        topics = request.topics
+        if topics is None:  # every topic the group has state for
+            topics = sorted({p.topic for p in await admin.offsets(group_id, None)})
+        readable(caller, group_id, topics)
         plan = await admin.reset_offsets(
             group_id,
             request.to,
@@ -193,25 +214,31 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.delete("/{group_id}/offsets", response_model=DeletedOffsets)
     async def delete_offsets(
-        group_id: GroupPath, topic: Annotated[list[str], Query(min_length=1)]
+        group_id: GroupPath, caller: CallerDep, topic: Annotated[list[str], Query(min_length=1)]
     ) -> DeletedOffsets:
+        readable(caller, group_id, topic)
         await admin.delete_offsets(group_id, topic, all_or_nothing=True)
         return DeletedOffsets(group_id=group_id, topics=topic)
 
     @r.delete("/{group_id}", status_code=204)
-    async def delete_group(group_id: GroupPath) -> Response:
+    async def delete_group(group_id: GroupPath, caller: CallerDep) -> Response:
+        caller.require(Operation.DELETE, ResourceType.GROUP, group_id)
         await admin.delete_group(group_id)
         return Response(status_code=204)
 
     @r.get("/{group_id}/config", response_model=GroupConfig)
-    async def get_config(group_id: GroupPath) -> GroupConfig:
+    async def get_config(group_id: GroupPath, caller: CallerDep) -> GroupConfig:
+        caller.require(Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, group_id)
         await admin.require(group_id)
         return _config(admin, group_id)
 
     @r.put("/{group_id}/config", response_model=GroupConfig)
-    async def put_config(group_id: GroupPath, change: ConfigChange) -> GroupConfig:
+    async def put_config(
+        group_id: GroupPath, change: ConfigChange, caller: CallerDep
+    ) -> GroupConfig:
         """Set (or with null, remove) group configs; in force for the next fetch, lock and
         heartbeat. All values are validated first: one bad value changes nothing."""
+        caller.require(Operation.ALTER_CONFIGS, ResourceType.GROUP, group_id)
         await admin.configs.alter(group_id, {k: _text(v) for k, v in change.configs.items()})
         return _config(admin, group_id)
 

@@ -1,0 +1,208 @@
+"""Users, ACLs and API tokens over REST. Listing needs Describe on the Cluster, changing needs
+Alter; a token is issued to whoever authenticates, for themselves."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from shareproxy.admin.auth import ANONYMOUS, CallerDep, token_hash
+from shareproxy.core.acl import (
+    AclBinding,
+    AclError,
+    AclFilter,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+    parse_enum,
+)
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.security.guard import Security
+from shareproxy.security.scram import ITERATIONS, InvalidUser, make_credentials
+
+Q = Annotated[str | None, Query()]  # an optional filter field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewUser(Strict):
+    name: str = Field(min_length=1, max_length=255)
+    password: str = Field(min_length=1, repr=False)
+    iterations: int = Field(default=ITERATIONS, ge=4096, le=1_000_000)
+
+
+class User(Strict):
+    name: str
+    mechanisms: list[str]
+
+
+class Acl(Strict):
+    principal: str = Field(examples=["User:alice"])
+    host: str = "*"
+    resource_type: str = Field(examples=["Group", "Topic", "Cluster"])
+    resource_name: str
+    pattern_type: str = "LITERAL"
+    operation: str = Field(examples=["Read", "Describe", "Alter"])
+    permission: str = "ALLOW"
+
+
+class Token(Strict):
+    token: str
+    principal: str
+    expires_at: datetime
+
+
+class TokenRequest(Strict):
+    lifetime_s: int = Field(default=3600, ge=60, le=30 * 86400)
+
+
+def _binding(a: Acl) -> AclBinding:
+    try:
+        return AclBinding(
+            a.principal,
+            a.host,
+            parse_enum(ResourceType, a.resource_type),
+            a.resource_name,
+            parse_enum(PatternType, a.pattern_type),
+            parse_enum(Operation, a.operation),
+            parse_enum(Permission, a.permission),
+        ).validate()
+    except AclError as exc:
+        raise ShareError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+
+
+def _acl(b: AclBinding) -> Acl:
+    return Acl(
+        principal=b.principal,
+        host=b.host,
+        resource_type=b.resource_type.name,
+        resource_name=b.resource_name,
+        pattern_type=b.pattern_type.name,
+        operation=b.operation.name,
+        permission=b.permission.name,
+    )
+
+
+def acl_filter(
+    principal: str | None,
+    host: str | None,
+    resource_type: str | None,
+    resource_name: str | None,
+    pattern_type: str | None,
+    operation: str | None,
+    permission: str | None,
+) -> AclFilter:
+    try:
+        return AclFilter(
+            principal=principal,
+            host=host,
+            resource_type=parse_enum(ResourceType, resource_type)
+            if resource_type
+            else ResourceType.ANY,
+            resource_name=resource_name,
+            pattern_type=parse_enum(PatternType, pattern_type) if pattern_type else PatternType.ANY,
+            operation=parse_enum(Operation, operation) if operation else Operation.ANY,
+            permission=parse_enum(Permission, permission) if permission else Permission.ANY,
+        )
+    except AclError as exc:
+        raise ShareError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+
+
+def router(security: Security) -> APIRouter:
+    r = APIRouter(prefix="/v1", tags=["security"])
+
+    @r.get("/users", response_model=list[User])
+    async def list_users(caller: CallerDep) -> list[User]:
+        caller.require(Operation.DESCRIBE, ResourceType.CLUSTER)
+        creds = await security.store.credentials()
+        by_user: dict[str, list[str]] = {}
+        for c in creds:
+            by_user.setdefault(c.username, []).append(c.mechanism)
+        return [User(name=u, mechanisms=sorted(m)) for u, m in sorted(by_user.items())]
+
+    @r.post("/users", response_model=User, status_code=201)
+    async def put_user(user: NewUser, caller: CallerDep, response: Response) -> User:
+        """Create a user, or set a new password for an existing one (200)."""
+        caller.require(Operation.ALTER, ResourceType.CLUSTER)
+        try:
+            creds = make_credentials(user.name, user.password, user.iterations)
+        except InvalidUser as exc:
+            raise ShareError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+        if not await security.put_user(creds):
+            response.status_code = 200
+        return User(name=user.name, mechanisms=[c.mechanism for c in creds])
+
+    @r.delete("/users/{name}", status_code=204)
+    async def delete_user(name: str, caller: CallerDep) -> Response:
+        caller.require(Operation.ALTER, ResourceType.CLUSTER)
+        if not await security.delete_user(name):
+            raise ShareError(ErrorCode.INVALID_REQUEST, f"no user {name!r}")
+        return Response(status_code=204)
+
+    @r.get("/acls", response_model=list[Acl])
+    async def list_acls(
+        caller: CallerDep,
+        principal: Q = None,
+        host: Q = None,
+        resource_type: Q = None,
+        resource_name: Q = None,
+        pattern_type: Q = None,
+        operation: Q = None,
+        permission: Q = None,
+    ) -> list[Acl]:
+        caller.require(Operation.DESCRIBE, ResourceType.CLUSTER)
+        f = acl_filter(
+            principal, host, resource_type, resource_name, pattern_type, operation, permission
+        )
+        await security.load()  # the store's rules as they are now
+        return [_acl(b) for b in security.describe(f)]
+
+    @r.post("/acls", response_model=list[Acl], status_code=201)
+    async def create_acls(acls: list[Acl], caller: CallerDep) -> list[Acl]:
+        """Create rules (all validated first; existing ones are kept once)."""
+        caller.require(Operation.ALTER, ResourceType.CLUSTER)
+        bindings = [_binding(a) for a in acls]
+        await security.create_acls(bindings)
+        return [_acl(b) for b in bindings]
+
+    @r.delete("/acls", response_model=list[Acl])
+    async def delete_acls(
+        caller: CallerDep,
+        principal: Q = None,
+        host: Q = None,
+        resource_type: Q = None,
+        resource_name: Q = None,
+        pattern_type: Q = None,
+        operation: Q = None,
+        permission: Q = None,
+        all: Annotated[bool, Query(description="required to delete with an empty filter")] = False,
+    ) -> list[Acl]:
+        """Delete the rules the filter matches; returns them."""
+        caller.require(Operation.ALTER, ResourceType.CLUSTER)
+        args = (principal, host, resource_type, resource_name, pattern_type, operation, permission)
+        if not all and not any(args):
+            raise ShareError(ErrorCode.INVALID_REQUEST, "an empty filter needs all=true")
+        (deleted,) = await security.delete_acls([acl_filter(*args)])
+        return [_acl(b) for b in deleted]
+
+    @r.post("/tokens", response_model=Token, status_code=201)
+    async def create_token(caller: CallerDep, request: TokenRequest | None = None) -> Token:
+        """A bearer token for the calling user (shown once; stored as a hash)."""
+        if caller.principal == ANONYMOUS:
+            raise ShareError(ErrorCode.SECURITY_DISABLED, "tokens need security enabled")
+        lifetime = (request or TokenRequest()).lifetime_s
+        token = secrets.token_urlsafe(32)
+        expires = datetime.now(UTC) + timedelta(seconds=lifetime)
+        await security.store.add_token(
+            token_hash(token), caller.principal.removeprefix("User:"), expires
+        )
+        return Token(token=token, principal=caller.principal, expires_at=expires)
+
+    return r
