@@ -10,6 +10,7 @@ from rich.console import Console
 
 from shareproxy import __version__
 from shareproxy.cli_groups import groups
+from shareproxy.cli_security import acls, users
 from shareproxy.config import Settings
 from shareproxy.persistence.engine import StateUrlError, async_url
 
@@ -22,6 +23,8 @@ app = typer.Typer(
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 app.add_typer(groups, name="groups")
+app.add_typer(users, name="users")
+app.add_typer(acls, name="acls")
 
 StateUrl = Annotated[
     str | None,

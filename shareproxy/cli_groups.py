@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -34,10 +35,24 @@ Topics = Annotated[list[str] | None, typer.Option("--topic", help="a topic (repe
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 
+def _credentials() -> dict[str, Any]:
+    """From the environment, never the command line: SHAREPROXY_ADMIN_TOKEN (bearer) or
+    SHAREPROXY_ADMIN_USER with SHAREPROXY_ADMIN_PASSWORD (HTTP Basic)."""
+    token = os.environ.get("SHAREPROXY_ADMIN_TOKEN")
+    if token:
+        return {"headers": {"Authorization": f"Bearer {token}"}}
+    user = os.environ.get("SHAREPROXY_ADMIN_USER")
+    if user:
+        return {"auth": (user, os.environ.get("SHAREPROXY_ADMIN_PASSWORD", ""))}
+    return {}
+
+
 def _call(method: str, url: str, path: str, **kwargs: Any) -> Any:
     """One API call; a refusal or an unreachable proxy is a message and exit code 1."""
     try:
-        response = httpx.request(method, url.rstrip("/") + path, timeout=60, **kwargs)
+        response = httpx.request(
+            method, url.rstrip("/") + path, timeout=60, **_credentials(), **kwargs
+        )
     except httpx.HTTPError as exc:
         err.print(f"[red]error:[/red] cannot reach the admin API at {url}: {exc}")
         raise typer.Exit(1) from exc

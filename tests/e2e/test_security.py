@@ -1,0 +1,370 @@
+"""Security with real librdkafka clients: SASL SCRAM and TLS (client certificates) against the
+proxy, the KIP-932 ACL table enforced on every RPC, the admin API's 401/403, and the audit log."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import pytest
+from confluent_kafka import KafkaException, ShareConsumer
+
+from tests.support.certs import CertificateAuthority
+from tests.support.kafka_client import KafkaConnection
+from tests.support.net import free_port
+from tests.support.proxy import ProxyProcess
+
+PASSWORDS = {"admin": "admin-Secret-1", "alice": "alice-Secret-2", "bob": "bob-Secret-3"}
+
+
+def add_user(state_url: str, name: str, password: str) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shareproxy.cli",
+            "users",
+            "add",
+            name,
+            "--password-stdin",
+            "--state-url",
+            state_url,
+        ],
+        input=password + "\n",
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+class Secure:
+    """A proxy with SASL_PLAINTEXT, SASL_SSL and SSL listeners and ACLs on."""
+
+    def __init__(
+        self, proxy: ProxyProcess, sasl_ssl: int, ssl: int, ca: CertificateAuthority
+    ) -> None:
+        self.proxy = proxy
+        self.sasl = proxy.port
+        self.sasl_ssl = sasl_ssl
+        self.ssl = ssl
+        self.ca = ca
+
+    def http(self, user: str | None = "admin", password: str | None = None) -> httpx.Client:
+        auth = None if user is None else (user, password or PASSWORDS[user])
+        return httpx.Client(base_url=self.proxy.admin_url, auth=auth, timeout=30)
+
+    def acl(
+        self,
+        principal: str,
+        rtype: str,
+        name: str,
+        *ops: str,
+        pattern: str = "LITERAL",
+        deny: bool = False,
+    ) -> None:
+        with self.http() as h:
+            r = h.post(
+                "/v1/acls",
+                json=[
+                    {
+                        "principal": principal,
+                        "resource_type": rtype,
+                        "resource_name": name,
+                        "pattern_type": pattern,
+                        "operation": op,
+                        "permission": "DENY" if deny else "ALLOW",
+                    }
+                    for op in ops
+                ],
+            )
+            assert r.status_code == 201, r.text
+
+    def consumer(
+        self, user: str, group: str, password: str | None = None, **extra
+    ) -> ShareConsumer:
+        return ShareConsumer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{self.sasl}",
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": user,
+                "sasl.password": password or PASSWORDS[user],
+                "group.id": group,
+                **extra,
+            }
+        )
+
+
+@pytest.fixture(scope="module")
+def secure(broker, postgres, tmp_path_factory):
+    ca = CertificateAuthority(tmp_path_factory.mktemp("tls"))
+    cert, key = ca.issue("server", "localhost", server=True)
+    url = postgres.create_database(f"sec{uuid.uuid4().hex[:6]}", template="template_migrated")
+    for name, password in PASSWORDS.items():
+        add_user(url, name, password)
+    sasl_ssl, ssl = free_port(), free_port()
+    p = ProxyProcess(
+        broker.bootstrap,
+        url,
+        auto_offset_reset="earliest",
+        log_format="json",
+        super_users="User:admin",
+        ssl_certfile=cert,
+        ssl_keyfile=key,
+        ssl_cafile=ca.ca_file,
+        ssl_client_auth="requested",
+    )
+    p.options["listeners"] = (
+        f"SASL_PLAINTEXT://127.0.0.1:{p.port},SASL_SSL://127.0.0.1:{sasl_ssl},SSL://127.0.0.1:{ssl}"
+    )
+    p.start()
+    yield Secure(p, sasl_ssl, ssl, ca)
+    p.stop()
+
+
+def poll_error(consumer: ShareConsumer, timeout: float = 20) -> str:
+    """The first error the consumer reports (as an error message or an exception)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            for m in consumer.poll(0.5) or []:
+                if m.error() is not None:
+                    return m.error().name()
+        except KafkaException as e:
+            return e.args[0].name()
+    return ""
+
+
+def audit(secure: Secure) -> list[dict]:
+    lines = [json.loads(x) for x in secure.proxy.log().splitlines() if x.startswith("{")]
+    return [e for e in lines if e["logger"] == "shareproxy.audit" and "principal" in e]
+
+
+def consume(consumer: ShareConsumer, want: int, timeout: float = 30) -> list:
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while len(got) < want and time.monotonic() < deadline:
+        try:
+            got += [m for m in consumer.poll(0.5) or [] if m.error() is None]
+        except KafkaException:
+            continue
+    return got
+
+
+def metadata_error(secure: Secure, user: str, topic: str) -> int:
+    from kio.schema.metadata.v12 import request as md
+
+    with KafkaConnection(secure.sasl) as k:
+        assert k.plain(user, PASSWORDS[user]).error_code == 0
+        r = k.call(
+            md.MetadataRequest(
+                topics=(md.MetadataRequestTopic(topic_id=None, name=topic),),
+                include_topic_authorized_operations=False,
+            )
+        )
+        return r.topics[0].error_code.value
+
+
+def test_group_then_topic_grants_take_effect_without_reconnecting(secure, topic, produce):
+    t = topic(1)
+    produce(t, 10, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = secure.consumer("bob", group)
+    c.subscribe([t])
+    try:
+        assert poll_error(c) == "GROUP_AUTHORIZATION_FAILED"
+        secure.acl("User:bob", "GROUP", group, "READ")
+        assert consume(c, 1, 8) == []  # the group now, but not the topic
+        assert metadata_error(secure, "bob", t) == 29  # TOPIC_AUTHORIZATION_FAILED
+        secure.acl("User:bob", "TOPIC", t, "READ")
+        assert len(consume(c, 10)) == 10  # the same consumer, never reconnected by the test
+    finally:
+        c.close()
+    denials = {
+        (e["principal"], e["operation"], e["resource_type"], e["resource"]) for e in audit(secure)
+    }
+    assert ("User:bob", "DESCRIBE", "GROUP", group) in denials
+    assert ("User:bob", "DESCRIBE", "TOPIC", t) in denials
+
+
+def test_deny_beats_allow_and_a_prefixed_rule_covers_matching_groups_only(secure, topic, produce):
+    t = topic(1)
+    produce(t, 5, partitions=1)
+    prefix = f"team-{uuid.uuid4().hex[:6]}."
+    secure.acl("User:alice", "GROUP", prefix, "READ", pattern="PREFIXED")
+    secure.acl("User:alice", "TOPIC", t, "READ")
+    inside, outside, denied = prefix + "orders", "other-" + prefix + "orders", prefix + "audit"
+    secure.acl("User:alice", "GROUP", denied, "READ", deny=True)
+    for group, works in ((inside, True), (outside, False), (denied, False)):
+        c = secure.consumer("alice", group)
+        c.subscribe([t])
+        try:
+            if works:
+                assert len(consume(c, 5)) == 5, group
+            else:
+                assert poll_error(c) == "GROUP_AUTHORIZATION_FAILED", group
+        finally:
+            c.close()
+    reasons = [e["message"] for e in audit(secure) if e["resource"] == denied]
+    assert reasons and "denied by DENY User:alice" in reasons[-1]
+
+
+def test_a_wrong_password_fails_is_counted_and_never_logged(secure, topic):
+    t = topic(1)
+    wrong = "not-" + PASSWORDS["alice"] + "-at-all"
+
+    def failures() -> float:
+        text = httpx.get(f"{secure.proxy.admin_url}/metrics", timeout=10).text
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("shareproxy_authentication_failures_total{")
+        )
+
+    before = failures()
+    seen: list[str] = []
+    c = secure.consumer(
+        "alice", "g-wrong", password=wrong, error_cb=lambda e: seen.append(e.name())
+    )
+    c.subscribe([t])
+    try:
+        deadline = time.monotonic() + 20
+        while "_AUTHENTICATION" not in seen and time.monotonic() < deadline:
+            poll_error(c, 1)
+        assert "_AUTHENTICATION" in seen, seen  # librdkafka's name for a failed SASL login
+    finally:
+        c.close()
+    assert failures() > before
+    log = secure.proxy.log()
+    assert "authentication failed" in log
+    for password in (wrong, *PASSWORDS.values()):
+        assert password not in log
+
+
+def test_tls_client_certificates_name_the_principal_and_sasl_ssl_works(secure, topic, produce):
+    t = topic(1)
+    produce(t, 5, partitions=1)
+    cert, key = secure.ca.issue("carol", "carol", org="acme")
+    principal = "User:CN=carol,O=acme"
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    tls = {
+        "bootstrap.servers": f"127.0.0.1:{secure.ssl}",
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(secure.ca.ca_file),
+        "ssl.certificate.location": str(cert),
+        "ssl.key.location": str(key),
+        "group.id": group,
+    }
+    c = ShareConsumer(tls)
+    c.subscribe([t])
+    try:
+        assert poll_error(c) == "GROUP_AUTHORIZATION_FAILED"
+        secure.acl(principal, "GROUP", group, "READ")
+        secure.acl(principal, "TOPIC", t, "READ")
+        assert len(consume(c, 5)) == 5
+    finally:
+        c.close()
+    assert any(e["principal"] == principal for e in audit(secure))
+    # SCRAM inside TLS
+    secure.acl("User:alice", "GROUP", group + "-s", "READ")
+    secure.acl("User:alice", "TOPIC", t, "READ")
+    s = ShareConsumer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{secure.sasl_ssl}",
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(secure.ca.ca_file),
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": PASSWORDS["alice"],
+            "group.id": group + "-s",
+        }
+    )
+    s.subscribe([t])
+    try:
+        assert len(consume(s, 5)) == 5
+    finally:
+        s.close()
+
+
+def test_the_admin_api_answers_401_and_403_and_changes_nothing(secure):
+    rule = {
+        "principal": "User:bob",
+        "resource_type": "CLUSTER",
+        "resource_name": "kafka-cluster",
+        "operation": "ALTER",
+    }
+    with secure.http() as admin:
+        acls_before = admin.get("/v1/acls").json()
+        users_before = admin.get("/v1/users").json()
+    with secure.http(user=None) as anonymous:
+        r = anonymous.post("/v1/acls", json=[rule])
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Basic")
+        assert anonymous.get("/v1/share-groups").status_code == 401
+        assert (
+            anonymous.get("/v1/acls", headers={"Authorization": "Bearer nope"}).status_code == 401
+        )
+    with secure.http("alice", "wrong-password") as wrong:
+        assert wrong.post("/v1/users", json={"name": "mallory", "password": "x"}).status_code == 401
+    with secure.http("bob") as bob:
+        r = bob.post("/v1/acls", json=[rule])
+        assert r.status_code == 403 and r.json()["error_code"] == "CLUSTER_AUTHORIZATION_FAILED"
+        assert bob.delete("/v1/users/alice").status_code == 403
+        assert bob.delete("/v1/share-groups/anything").status_code == 403
+        token = bob.post("/v1/tokens").json()["token"]
+    with secure.http(user=None) as by_token:
+        r = by_token.get("/v1/acls", headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 403  # authenticated as bob, who may not Describe the cluster
+    with secure.http() as admin:
+        assert admin.get("/v1/acls").json() == acls_before
+        assert admin.get("/v1/users").json() == users_before
+
+
+def test_users_and_acls_from_the_cli(secure):
+    env = {
+        **os.environ,
+        "SHAREPROXY_ADMIN_URL": secure.proxy.admin_url,
+        "SHAREPROXY_ADMIN_USER": "admin",
+        "SHAREPROXY_ADMIN_PASSWORD": PASSWORDS["admin"],
+    }
+
+    def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "shareproxy.cli", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+
+    name = f"dave{uuid.uuid4().hex[:4]}"
+    assert cli("users", "add", name, "--password-stdin", stdin="dave-pw\n").returncode == 0
+    listed = json.loads(cli("users", "list", "-o", "json").stdout)
+    assert {"name": name, "mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512"]} in listed
+    added = cli(
+        "acls",
+        "add",
+        "--principal",
+        f"User:{name}",
+        "--group",
+        "g-cli",
+        "--operation",
+        "Read",
+        "--operation",
+        "Describe",
+        "-o",
+        "json",
+    )
+    assert added.returncode == 0, added.stderr
+    shown = json.loads(cli("acls", "list", "--principal", f"User:{name}", "-o", "json").stdout)
+    assert {a["operation"] for a in shown} == {"READ", "DESCRIBE"}
+    bad = cli("acls", "add", "--principal", name, "--group", "g", "--operation", "Read")
+    assert bad.returncode == 1 and "INVALID_REQUEST" in bad.stderr
+    gone = cli("acls", "remove", "--principal", f"User:{name}", "-o", "json")
+    assert len(json.loads(gone.stdout)) == 2
+    assert cli("users", "remove", name).returncode == 0
+    assert cli("users", "remove", name).returncode == 1

@@ -1,0 +1,54 @@
+"""A minimal Kafka client for protocol tests: one connection, kio-encoded requests, SASL PLAIN."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+from shareproxy.protocol.codec import decode_response, encode_request
+
+
+class KafkaConnection:
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection((host, port), timeout=15)
+        self.correlation = 0
+
+    def call(self, body: Any) -> Any:
+        self.correlation += 1
+        self.sock.sendall(encode_request(self.correlation, "security-test", body))
+        size = struct.unpack(">i", self._read(4))[0]
+        cid, response = decode_response(
+            self._read(size), load_response_schema(body.__api_key__, body.__version__)
+        )
+        assert cid == self.correlation
+        return response
+
+    def plain(self, user: str, password: str) -> Any:
+        """SaslHandshake + SaslAuthenticate (PLAIN); the SaslAuthenticate response."""
+        shake = self.call(SaslHandshakeRequest(mechanism="PLAIN"))
+        assert shake.error_code == 0, shake
+        token = b"\x00" + user.encode() + b"\x00" + password.encode()
+        return self.call(SaslAuthenticateRequest(auth_bytes=token))
+
+    def _read(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed by the proxy")
+            out += chunk
+        return out
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> KafkaConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
