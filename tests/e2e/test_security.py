@@ -647,3 +647,69 @@ def test_every_row_of_the_acl_table_has_a_denied_and_an_allowed_case(secure, top
     assert produce_one() == "TOPIC_AUTHORIZATION_FAILED"
     grant("TOPIC", t, "WRITE")
     assert produce_one() == "ok"
+
+
+def test_create_describe_delete_acls_rpcs(secure):
+    from kio.schema.create_acls.v3 import request as create
+    from kio.schema.delete_acls.v3 import request as delete
+    from kio.schema.describe_acls.v3 import request as describe
+
+    name = f"rpc-{uuid.uuid4().hex[:6]}"
+    creation = create.AclCreation(
+        resource_type=3,
+        resource_name=name,
+        resource_pattern_type=4,
+        principal="User:erin",
+        host="*",
+        operation=3,
+        permission_type=3,
+    )  # ALLOW User:erin READ on GROUP PREFIXED name
+    bad = create.AclCreation(
+        resource_type=3,
+        resource_name=name,
+        resource_pattern_type=3,
+        principal="erin",
+        host="*",
+        operation=3,
+        permission_type=3,
+    )
+    wanted = describe.DescribeAclsRequest(
+        resource_type_filter=3,
+        resource_name_filter=name,
+        pattern_type_filter=1,
+        principal_filter=None,
+        host_filter=None,
+        operation=1,
+        permission_type=1,
+    )
+    with KafkaConnection(secure.sasl) as bob:
+        assert bob.plain("bob", PASSWORDS["bob"]).error_code == 0
+        refused = bob.call(create.CreateAclsRequest(creations=(creation,)))
+        assert refused.results[0].error_code.value == 31  # CLUSTER_AUTHORIZATION_FAILED
+        assert bob.call(wanted).error_code.value == 31
+    with KafkaConnection(secure.sasl) as admin:
+        assert admin.plain("admin", PASSWORDS["admin"]).error_code == 0
+        made = admin.call(create.CreateAclsRequest(creations=(creation, bad)))
+        assert [r.error_code.value for r in made.results] == [0, 42]  # the bad principal
+        found = admin.call(wanted)
+        assert [
+            (r.resource_name, r.pattern_type, [a.principal for a in r.acls])
+            for r in found.resources
+        ] == [(name, 4, ["User:erin"])]
+        gone = admin.call(
+            delete.DeleteAclsRequest(
+                filters=(
+                    delete.DeleteAclsFilter(
+                        resource_type_filter=3,
+                        resource_name_filter=name,
+                        pattern_type_filter=1,
+                        principal_filter="User:erin",
+                        host_filter=None,
+                        operation=1,
+                        permission_type=1,
+                    ),
+                )
+            )
+        )
+        assert [m.resource_name for m in gone.filter_results[0].matching_acls] == [name]
+        assert admin.call(wanted).resources == ()
