@@ -78,66 +78,60 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     return dataclasses.replace(first, **{resp_f: merged})
 
 
+# The response's (topic entry, partition entry) classes per API, and the values every field
+# of a refused partition gets; ``build`` keeps only the fields a version has.
+_ENTRIES = {
+    0: ("TopicProduceResponse", "partition_responses", "PartitionProduceResponse"),
+    1: ("FetchableTopicResponse", "partitions", "PartitionData"),
+    2: ("ListOffsetsTopicResponse", "partitions", "ListOffsetsPartitionResponse"),
+}
+_NOTHING = {
+    "base_offset": -1,
+    "log_append_time": None,
+    "log_start_offset": -1,
+    "record_errors": (),
+    "error_message": "not authorized for the topic",
+    "high_watermark": -1,
+    "last_stable_offset": -1,
+    "aborted_transactions": None,
+    "preferred_read_replica": -1,
+    "records": None,
+    "timestamp": -1,
+    "offset": -1,
+    "leader_epoch": -1,
+    "old_style_offsets": (),
+}
+
+
 def _refusal(request: Request, answered: Any, refused: list[Any], base: Any = None) -> Any:
     """The response with TOPIC_AUTHORIZATION_FAILED for every partition of ``refused``."""
-    resp_f = _SHAPES[request.api_key][4]
+    _, name_f, parts_f, index_f, resp_f = _SHAPES[request.api_key]
     cls = load_response_schema(request.api_key, request.api_version)
     m = schema_module(cls)
+    topic_cls, topic_parts_f, part_cls = _ENTRIES[request.api_key]
     code = error(TOPIC_AUTHORIZATION_FAILED)
     out = list(answered)
     for topic in refused:
-        if request.api_key == 0:
-            parts = tuple(
-                build(
-                    m.PartitionProduceResponse,
-                    index=p.index,
-                    error_code=code,
-                    base_offset=-1,
-                    log_append_time=None,
-                    log_start_offset=-1,
-                    record_errors=(),
-                    error_message="not authorized to write to the topic",
-                )
-                for p in topic.partition_data
+        parts = tuple(
+            build(
+                getattr(m, part_cls),
+                index=getattr(p, index_f),
+                partition_index=getattr(p, index_f),
+                error_code=code,
+                **_NOTHING,
             )
-            out.append(build(m.TopicProduceResponse, name=topic.name, partition_responses=parts))
-        elif request.api_key == 1:
-            parts = tuple(
-                build(
-                    m.PartitionData,
-                    partition_index=p.partition,
-                    error_code=code,
-                    high_watermark=-1,
-                    last_stable_offset=-1,
-                    log_start_offset=-1,
-                    aborted_transactions=None,
-                    preferred_read_replica=-1,
-                    records=None,
-                )
-                for p in topic.partitions
+            for p in getattr(topic, parts_f)
+        )
+        name = getattr(topic, name_f, None)
+        out.append(
+            build(
+                getattr(m, topic_cls),
+                name=name,
+                topic=name,
+                topic_id=getattr(topic, "topic_id", None),
+                **{topic_parts_f: parts},
             )
-            out.append(
-                build(
-                    m.FetchableTopicResponse,
-                    topic=getattr(topic, "topic", None),
-                    topic_id=getattr(topic, "topic_id", None),
-                    partitions=parts,
-                )
-            )
-        else:
-            parts = tuple(
-                build(
-                    m.ListOffsetsPartitionResponse,
-                    partition_index=p.partition_index,
-                    error_code=code,
-                    timestamp=-1,
-                    offset=-1,
-                    leader_epoch=-1,
-                    old_style_offsets=(),
-                )
-                for p in topic.partitions
-            )
-            out.append(build(m.ListOffsetsTopicResponse, name=topic.name, partitions=parts))
+        )
     if base is not None:
         return dataclasses.replace(base, **{resp_f: tuple(out)})
     return build(
