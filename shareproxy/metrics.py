@@ -100,68 +100,85 @@ AUTHORIZATION_DENIALS = Counter(
 )
 
 
+Family = GaugeMetricFamily | CounterMetricFamily
+
+
+def _labelled(
+    kind: type[Family], name: str, doc: str, labels: list[str], samples: dict[Any, float]
+) -> Family:
+    """A family with one sample per key of ``samples`` (a label value or a tuple of them)."""
+    family = kind(name, doc, labels=labels)
+    for key, value in sorted(samples.items()):
+        values = key if isinstance(key, tuple) else (key,)
+        family.add_metric([str(v) for v in values], value)
+    return family
+
+
 class LiveState(Collector):
     """Gauges read from the running proxy when Prometheus scrapes."""
 
     def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
         self.read = read
 
-    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+    def collect(self) -> Iterable[Family]:
         state = self.read()
-        groups = GaugeMetricFamily("share_groups", "Share groups by state", labels=["state"])
-        for name, count in sorted(state["groups_by_state"].items()):
-            groups.add_metric([name], count)
-        yield groups
+        yield _labelled(
+            GaugeMetricFamily,
+            "share_groups",
+            "Share groups by state",
+            ["state"],
+            state["groups_by_state"],
+        )
         yield GaugeMetricFamily(
             "share_partitions", "Share-partitions this proxy leads", value=state["partitions"]
         )
         yield GaugeMetricFamily("share_sessions", "Open share sessions", value=state["sessions"])
-        in_flight = GaugeMetricFamily(
+        yield _labelled(
+            GaugeMetricFamily,
             "share_in_flight_records",
             "Records between SPSO and SPEO by state, summed per group",
-            labels=["group", "state"],
+            ["group", "state"],
+            state["in_flight"],
         )
-        for (group, record_state), count in sorted(state["in_flight"].items()):
-            in_flight.add_metric([group, record_state], count)
-        yield in_flight
-        rebalances = CounterMetricFamily(
+        yield _labelled(
+            CounterMetricFamily,
             "share_group_rebalances",
             "Target assignments computed for a share group (members or topics changed)",
-            labels=["group"],
+            ["group"],
+            state["rebalances"],
         )
-        for group, count in sorted(state["rebalances"].items()):
-            rebalances.add_metric([group], count)
-        yield rebalances
-        labels = ["group", "topic", "partition"]
-        families = {
-            "lag": GaugeMetricFamily(
+        detail = state["partitions_detail"]
+        for field, name, doc in (
+            (
+                "lag",
                 "share_group_lag",
                 "Records from SPSO to the high watermark not yet acknowledged or archived",
-                labels=labels,
             ),
-            "records": GaugeMetricFamily(
+            (
+                "records",
                 "share_partition_in_flight_records",
                 "Records between SPSO and SPEO of a share-partition",
-                labels=labels,
             ),
-            "batches": GaugeMetricFamily(
+            (
+                "batches",
                 "share_partition_in_flight_batches",
                 "In-flight batches (ranges of one state) of a share-partition",
-                labels=labels,
             ),
-        }
-        for (group, topic, partition), values in sorted(state["partitions_detail"].items()):
-            for name, family in families.items():
-                family.add_metric([group, topic, str(partition)], values[name])
-        yield from families.values()
-        open_connections = GaugeMetricFamily(
+        ):
+            yield _labelled(
+                GaugeMetricFamily,
+                name,
+                doc,
+                ["group", "topic", "partition"],
+                {key: values[field] for key, values in detail.items()},
+            )
+        yield _labelled(
+            GaugeMetricFamily,
             "shareproxy_open_connections",
             "Kafka client connections open now, by listener and principal",
-            labels=["listener", "principal"],
+            ["listener", "principal"],
+            state["connections"],
         )
-        for (listener, principal), count in sorted(state["connections"].items()):
-            open_connections.add_metric([listener, principal], count)
-        yield open_connections
 
 
 _live: LiveState | None = None
