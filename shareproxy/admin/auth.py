@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated
@@ -46,6 +47,12 @@ class Caller:
         if not self.allowed(op, rtype, name):
             what = "the cluster" if rtype == ResourceType.CLUSTER else f"{rtype.name} {name!r}"
             raise ShareError(_REFUSAL[rtype], f"{self.principal} may not {op.name} {what}")
+
+    def require_read(self, group_id: str, topics: Iterable[str]) -> None:
+        """Read on the group and on each topic: what consuming or moving its offsets needs."""
+        self.require(Operation.READ, ResourceType.GROUP, group_id)
+        for name in dict.fromkeys(topics):
+            self.require(Operation.READ, ResourceType.TOPIC, name)
 
 
 class AdminAuth:

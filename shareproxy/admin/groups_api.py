@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from shareproxy.admin.auth import Caller, CallerDep
+from shareproxy.admin.auth import CallerDep
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
@@ -113,12 +113,6 @@ class ConfigChange(Strict):
 def router(admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["share groups"])
 
-    def readable(caller: Caller, group_id: str, topics: list[str] | None) -> None:
-        """Read on the group and on each topic (default: every topic it has state for)."""
-        caller.require(Operation.READ, ResourceType.GROUP, group_id)
-        for name in topics or []:
-            caller.require(Operation.READ, ResourceType.TOPIC, name)
-
     @r.get("", response_model=list[GroupSummary])
     async def list_groups(
         caller: CallerDep,
@@ -188,7 +182,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         topics = request.topics
         if topics is None:  # every topic the group has state for
             topics = sorted({p.topic for p in await admin.offsets(group_id, None)})
-        readable(caller, group_id, topics)
+        caller.require_read(group_id, topics)
         plan = await admin.reset_offsets(
             group_id,
             request.to,
@@ -216,7 +210,7 @@ def router(admin: GroupAdmin) -> APIRouter:
     async def delete_offsets(
         group_id: GroupPath, caller: CallerDep, topic: Annotated[list[str], Query(min_length=1)]
     ) -> DeletedOffsets:
-        readable(caller, group_id, topic)
+        caller.require_read(group_id, topic)
         await admin.delete_offsets(group_id, topic, all_or_nothing=True)
         return DeletedOffsets(group_id=group_id, topics=topic)
 

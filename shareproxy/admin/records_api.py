@@ -11,18 +11,16 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from collections.abc import Iterable
 from typing import Annotated, Literal
 
 from aiokafka.record.memory_records import MemoryRecords
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from shareproxy.admin.auth import Caller, CallerDep
+from shareproxy.admin.auth import CallerDep
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.partitions import Acquisition, SharePartitionLeader
 from shareproxy.core.acknowledgement import AckBatch
-from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 
@@ -150,11 +148,6 @@ def records_of(
 def router(admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["HTTP consumption"])
 
-    def readable(caller: Caller, group_id: str, topics: Iterable[str]) -> None:
-        caller.require(Operation.READ, ResourceType.GROUP, group_id)
-        for name in dict.fromkeys(topics):
-            caller.require(Operation.READ, ResourceType.TOPIC, name)
-
     partitions = admin.partitions
     upstream = admin.upstream
 
@@ -173,7 +166,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         caller: CallerDep,
     ) -> FetchResponse:
         """Acquire up to ``max_records`` records, waiting up to ``max_wait_ms`` for some."""
-        readable(caller, group_id, request.topics)
+        caller.require_read(group_id, request.topics)
         consumer_id = request.consumer_id or f"http-{uuid.uuid4()}"
         chosen = await leaders(group_id, request.topics)
         await admin.store.ensure_group(group_id)
@@ -201,7 +194,7 @@ def router(admin: GroupAdmin) -> APIRouter:
     ) -> AcknowledgeResponse:
         """Accept, release, reject or renew acquired offset ranges; each partition's result is
         durable before this answers."""
-        readable(caller, group_id, (a.topic for a in request.acknowledgements))
+        caller.require_read(group_id, (a.topic for a in request.acknowledgements))
         per_partition: dict[tuple[str, int], list[AckBatch]] = {}
         for a in request.acknowledgements:
             if a.last_offset < a.first_offset:

@@ -7,7 +7,7 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from shareproxy.admin.auth import ANONYMOUS, CallerDep, token_hash
@@ -91,14 +91,15 @@ def _acl(b: AclBinding) -> Acl:
 
 
 def acl_filter(
-    principal: str | None,
-    host: str | None,
-    resource_type: str | None,
-    resource_name: str | None,
-    pattern_type: str | None,
-    operation: str | None,
-    permission: str | None,
+    principal: Q = None,
+    host: Q = None,
+    resource_type: Q = None,
+    resource_name: Q = None,
+    pattern_type: Q = None,
+    operation: Q = None,
+    permission: Q = None,
 ) -> AclFilter:
+    """The query parameters of GET and DELETE /v1/acls; missing ones match anything."""
     try:
         return AclFilter(
             principal=principal,
@@ -113,6 +114,9 @@ def acl_filter(
         )
     except AclError as exc:
         raise ShareError(ErrorCode.INVALID_REQUEST, str(exc)) from exc
+
+
+FilterDep = Annotated[AclFilter, Depends(acl_filter)]
 
 
 def router(security: Security) -> APIRouter:
@@ -147,20 +151,8 @@ def router(security: Security) -> APIRouter:
         return Response(status_code=204)
 
     @r.get("/acls", response_model=list[Acl])
-    async def list_acls(
-        caller: CallerDep,
-        principal: Q = None,
-        host: Q = None,
-        resource_type: Q = None,
-        resource_name: Q = None,
-        pattern_type: Q = None,
-        operation: Q = None,
-        permission: Q = None,
-    ) -> list[Acl]:
+    async def list_acls(caller: CallerDep, f: FilterDep) -> list[Acl]:
         caller.require(Operation.DESCRIBE, ResourceType.CLUSTER)
-        f = acl_filter(
-            principal, host, resource_type, resource_name, pattern_type, operation, permission
-        )
         await security.load()  # the store's rules as they are now
         return [_acl(b) for b in security.describe(f)]
 
@@ -175,21 +167,14 @@ def router(security: Security) -> APIRouter:
     @r.delete("/acls", response_model=list[Acl])
     async def delete_acls(
         caller: CallerDep,
-        principal: Q = None,
-        host: Q = None,
-        resource_type: Q = None,
-        resource_name: Q = None,
-        pattern_type: Q = None,
-        operation: Q = None,
-        permission: Q = None,
+        f: FilterDep,
         all: Annotated[bool, Query(description="required to delete with an empty filter")] = False,
     ) -> list[Acl]:
         """Delete the rules the filter matches; returns them."""
         caller.require(Operation.ALTER, ResourceType.CLUSTER)
-        args = (principal, host, resource_type, resource_name, pattern_type, operation, permission)
-        if not all and not any(args):
+        if not all and f == AclFilter():
             raise ShareError(ErrorCode.INVALID_REQUEST, "an empty filter needs all=true")
-        (deleted,) = await security.delete_acls([acl_filter(*args)])
+        (deleted,) = await security.delete_acls([f])
         return [_acl(b) for b in deleted]
 
     @r.post("/tokens", response_model=Token, status_code=201)

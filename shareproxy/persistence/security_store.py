@@ -128,11 +128,11 @@ class SecurityStore:
     async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         """Delete the bindings each filter matches; per filter, what it deleted."""
         async with self.engine.begin() as conn:
-            rows = list(await conn.execute(select(acls).with_for_update()))
+            rows = [(r.id, _binding(r)) for r in await conn.execute(select(acls).with_for_update())]
             per_filter: list[list[AclBinding]] = []
             doomed: set[int] = set()
             for f in filters:
-                hit = [(r.id, _binding(r)) for r in rows if f.matches(_binding(r))]
+                hit = [(i, b) for i, b in rows if f.matches(b)]
                 per_filter.append([b for _, b in hit])
                 doomed.update(i for i, _ in hit)
             if doomed:
