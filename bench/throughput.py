@@ -6,16 +6,23 @@ shareproxy with its state in Postgres (fsync on). Then produce→deliver latency
 records produced at a steady rate while each reader runs.
 
     python -m bench.throughput [--records 200000] [--size 1024] [--consumers 3] [--runs 5]
+                               [--secure]
+
+--secure: the ShareConsumers log in with SCRAM-SHA-512 over a SASL_PLAINTEXT listener and the
+proxy enforces ACLs (one prefixed group rule, one topic rule), the cost of security on.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import uuid
 
+import httpx
 from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
@@ -84,7 +91,12 @@ def direct_read(
 
 
 def share_read(
-    bootstrap: str, topic: str, count: int, consumers: int, latencies: list | None = None
+    bootstrap: str,
+    topic: str,
+    count: int,
+    consumers: int,
+    latencies: list | None = None,
+    client: dict | None = None,
 ) -> float:
     group = f"bench-{uuid.uuid4().hex[:8]}"
     total = [0]
@@ -93,7 +105,7 @@ def share_read(
     done = threading.Event()
 
     def run() -> None:
-        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **(client or {})})
         c.subscribe([topic])
         deadline = time.monotonic() + 300
         while not done.is_set() and time.monotonic() < deadline:
@@ -123,6 +135,48 @@ def share_read(
     return total[0] / (end - t0), total[0] / (end - (first[0] if first else t0))
 
 
+USERS = {"admin": "bench-Admin-1", "bench": "bench-User-2"}
+
+
+def secure(proxy: ProxyProcess, state_url: str) -> dict:
+    """Users in the store, a SCRAM listener and authorization on; the consumers' settings."""
+    cli = [sys.executable, "-m", "shareproxy.cli"]
+    subprocess.run([*cli, "migrate", "--state-url", state_url], check=True, capture_output=True)
+    for name, password in USERS.items():
+        subprocess.run(
+            [*cli, "users", "add", name, "--password-stdin", "--state-url", state_url],
+            input=password + "\n",
+            text=True,
+            check=True,
+            capture_output=True,
+        )
+    proxy.options.update(
+        listeners=f"SASL_PLAINTEXT://127.0.0.1:{proxy.port}",
+        super_users="User:admin",
+        authorization="on",
+    )
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "bench",
+        "sasl.password": USERS["bench"],
+    }
+
+
+def grant(proxy: ProxyProcess) -> None:
+    rules = [("GROUP", "bench-", "PREFIXED"), ("TOPIC", "bench", "LITERAL")]
+    rules.append(("TOPIC", "lat-share", "LITERAL"))
+    body = [
+        {"principal": "User:bench", "resource_type": t, "resource_name": n, "pattern_type": p}
+        | {"operation": "READ", "permission": "ALLOW"}
+        for t, n, p in rules
+    ]
+    r = httpx.post(
+        f"{proxy.admin_url}/v1/acls", json=body, auth=("admin", USERS["admin"]), timeout=30
+    )
+    r.raise_for_status()
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else float("nan")
 
@@ -135,6 +189,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="throughput runs; the median is shown")
     ap.add_argument("--latency-records", type=int, default=5000)
     ap.add_argument("--latency-rate", type=float, default=1000.0)
+    ap.add_argument("--secure", action="store_true", help="SASL SCRAM listener and ACLs on")
     args = ap.parse_args()
     console = Console()
     with TansuBroker() as broker, TemporaryPostgres(fsync=True) as pg:
@@ -145,14 +200,22 @@ def main() -> None:
         with console.status(f"producing {args.records:,} records of {args.size} B"):
             produce(broker.bootstrap, topic, args.records, args.size)
         url = pg.create_database("bench")
-        proxy = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest").start()
+        proxy = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest")
+        client: dict = {}
+        if args.secure:
+            client = secure(proxy, url)
+        proxy.start()
+        if args.secure:
+            grant(proxy)
         try:
             runs: list[tuple[tuple[float, float], tuple[float, float]]] = []
             for i in range(args.runs):
                 with console.status(f"run {i + 1}/{args.runs}: plain consumer, directly"):
                     direct = direct_read(broker.bootstrap, topic, args.records)
                 with console.status(f"run {i + 1}/{args.runs}: {args.consumers} ShareConsumers"):
-                    shared = share_read(proxy.bootstrap, topic, args.records, args.consumers)
+                    shared = share_read(
+                        proxy.bootstrap, topic, args.records, args.consumers, client=client
+                    )
                 runs.append((direct, shared))
                 console.print(
                     f"run {i + 1}: direct {direct[0]:,.0f} rec/s, share {shared[0]:,.0f} rec/s, "
@@ -174,6 +237,7 @@ def main() -> None:
                     th = threading.Thread(
                         target=share_read,
                         args=(proxy.bootstrap, t2, args.latency_records, args.consumers, sink),
+                        kwargs={"client": client},
                     )
                 th.start()
                 time.sleep(3)  # let the reader join and settle
@@ -184,7 +248,7 @@ def main() -> None:
             proxy.stop()
     table = Table(
         title=f"{args.records:,} records × {args.size} B, {PARTITIONS} partitions, Tansu "
-        "(median run)"
+        + ("(SASL SCRAM + ACLs, median run)" if args.secure else "(median run)")
     )
     for col in ("reader", "records/s (wall)", "records/s (first→last)", "p50 ms", "p99 ms"):
         table.add_column(col, justify="right")

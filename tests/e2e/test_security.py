@@ -713,3 +713,68 @@ def test_create_describe_delete_acls_rpcs(secure):
         )
         assert [m.resource_name for m in gone.filter_results[0].matching_acls] == [name]
         assert admin.call(wanted).resources == ()
+
+
+def relay(secure: Secure, postgres, password: str) -> ProxyProcess:
+    """A second proxy whose upstream cluster is the first proxy's SASL_SSL listener: the
+    proxy's own SCRAM and TLS client settings, against a server that checks both."""
+    url = postgres.create_database(f"relay{uuid.uuid4().hex[:6]}", template="template_migrated")
+    return ProxyProcess(
+        f"127.0.0.1:{secure.sasl_ssl}",
+        url,
+        auto_offset_reset="earliest",
+        upstream_security_protocol="SASL_SSL",
+        upstream_sasl_mechanism="SCRAM-SHA-512",
+        upstream_sasl_username="relay",
+        upstream_ssl_cafile=secure.ca.ca_file,
+    )
+
+
+def test_the_proxy_authenticates_to_a_secured_upstream(secure, postgres, topic, produce):
+    password = "relay-Secret-4"
+    with secure.http() as h:
+        r = h.post("/v1/users", json={"name": "relay", "password": password})
+        assert r.status_code == 201, r.text
+    t = topic(2)
+    produce(t, 40, partitions=2)
+    secure.acl("User:relay", "TOPIC", t, "READ")
+    chained = relay(secure, postgres, password)
+    chained.start(env={"SHAREPROXY_UPSTREAM_SASL_PASSWORD": password})
+    try:
+        c = ShareConsumer({"bootstrap.servers": chained.bootstrap, "group.id": "g-relay"})
+        c.subscribe([t])
+        try:
+            got = consume(c, 40)
+        finally:
+            c.close()
+        assert sorted((m.partition(), m.offset()) for m in got) == [
+            (p, o) for p in range(2) for o in range(20)
+        ]
+    finally:
+        chained.stop()
+    # the first proxy saw the relay's connections as User:relay, over the SASL_SSL listener
+    text = httpx.get(f"{secure.proxy.admin_url}/metrics", timeout=10).text
+    assert any(
+        line.startswith("shareproxy_connections_total{")
+        and 'principal="User:relay"' in line
+        and 'listener="SASL_SSL"' in line
+        for line in text.splitlines()
+    ), text
+    assert password not in chained.log()
+
+
+def test_a_wrong_upstream_password_keeps_the_proxy_retrying_and_unlogged(secure, postgres):
+    wrong = "relay-Wrong-5"
+    chained = relay(secure, postgres, wrong)
+    chained.start(wait=False, env={"SHAREPROXY_UPSTREAM_SASL_PASSWORD": wrong})
+    try:
+        deadline = time.monotonic() + 30
+        while "retrying" not in chained.log() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert chained.proc is not None and chained.proc.poll() is None
+    finally:
+        chained.stop()
+    log = chained.log()
+    assert "upstream not reachable yet" in log, log
+    assert "SaslAuthenticationFailed" in log, log  # the operator sees why
+    assert wrong not in log

@@ -24,7 +24,7 @@ class ProxyProcess:
         self.log_path = Path(tempfile.mkdtemp(prefix="shareproxy-")) / "proxy.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> ProxyProcess:
+    def start(self, *, wait: bool = True, env: dict[str, str] | None = None) -> ProxyProcess:
         args = [
             sys.executable,
             "-m",
@@ -43,8 +43,13 @@ class ProxyProcess:
             args += [f"--{name.replace('_', '-')}", str(value)]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
+        if not wait:
+            return self
         for port in (self.port, self.admin_port):  # the admin API starts after the listener
             wait_for_port(
                 port, 60, f"shareproxy (log: {self.log_path})", lambda: self.proc.poll() is None
