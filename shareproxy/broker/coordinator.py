@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from uuid import UUID
 
 from shareproxy.broker.group_settings import GroupSettings
@@ -41,6 +42,7 @@ class Coordinator:
         self._lock = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.leave_grace_s = 5.0
+        self._recorded: dict[str, tuple[str, ...]] = {}  # membership last written to the store
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._maintain(), name="coordinator")
@@ -102,7 +104,22 @@ class Coordinator:
         if member_epoch == -1:
             log.info("member left", extra=event)
             self._leaving(group_id, member_id)
+        await self._record_membership(group)
         return result
+
+    async def _record_membership(self, group: ShareGroup) -> None:
+        """Keep the store's view of the group's subscriptions and emptiness current (the batch
+        jobs' expiry rules read it); written only when it changed."""
+        topics = tuple(sorted(group.subscribed_topic_names()))
+        if self._recorded.get(group.group_id) == topics:
+            return
+        self._recorded[group.group_id] = topics
+        now = datetime.fromtimestamp(self.clock_ms() / 1000, UTC)
+        try:
+            await self.store.record_membership(group.group_id, topics, now)
+        except Exception:
+            self._recorded.pop(group.group_id, None)  # try again on the next change
+            log.exception("recording the membership of %s failed", group.group_id)
 
     def target_of(self, group_id: str, member_id: str) -> set[tuple[UUID, int]] | None:
         """The partitions a member's target assignment holds; None if it is not a member."""
@@ -159,6 +176,9 @@ class Coordinator:
                 for group_id, member_id in gone:
                     log.info("member %s of %s timed out", member_id, group_id)
                     await self._member_gone(group_id, member_id)
+                for group_id in {g for g, _ in gone}:
+                    if group_id in self.groups:
+                        await self._record_membership(self.groups[group_id])
                 if now - last_refresh >= self.metadata_refresh_ms and self.groups:
                     last_refresh = now
                     names = sorted(

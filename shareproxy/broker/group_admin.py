@@ -237,7 +237,7 @@ class GroupAdmin:
         if not dry_run:
             self._require_empty(group_id)  # a member may have joined while we looked
             for key, step in zip(keys, plan, strict=True):
-                await self.store.reset(key, step.new_spso)
+                await self.store.reset(key, step.new_spso, step.topic)
             self.partitions.evict(keys)
             log.info(
                 "offsets reset",
@@ -260,7 +260,7 @@ class GroupAdmin:
                 result[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             key = SharePartitionKey(group_id, info.topic_id, partition)
-            await self.store.reset(key, start)
+            await self.store.reset(key, start, topic)
             keys.append(key)
             result[(topic, partition)] = ErrorCode.NONE
         self.partitions.evict(keys)

@@ -220,7 +220,7 @@ class SharePartitions:
         claimed = await self.store.claim(key)
         if claimed is None:
             start = await resolve_start_offset(settings.auto_offset_reset, offsets, self.clock_ms())
-            await self.store.initialize(key, start)
+            await self.store.initialize(key, start, info.name)
             claimed = await self.store.claim(key)
             assert claimed is not None
         sp = SharePartition.from_persisted(claimed.state, settings.limits)

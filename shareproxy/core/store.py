@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
@@ -64,9 +65,12 @@ class ShareStateStore(Protocol):
         """Set (or, with None, remove) dynamic group configs."""
         ...
 
-    async def initialize(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+    async def initialize(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState:
         """Create the share-partition's state at ``start_offset`` unless it already exists;
-        return what is stored either way."""
+        return what is stored either way. The topic's name is kept to tell a recreated topic
+        (same name, new id) from a deleted one."""
         ...
 
     async def read(self, key: SharePartitionKey) -> LoadedState | None: ...
@@ -79,7 +83,9 @@ class ShareStateStore(Protocol):
         """Commit many share-partitions' deltas in one transaction; per-partition outcome."""
         ...
 
-    async def reset(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+    async def reset(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState:
         """Replace the state with an empty one at ``start_offset`` under a new state epoch."""
         ...
 
@@ -90,3 +96,9 @@ class ShareStateStore(Protocol):
         ...
 
     async def list_partitions(self, group_id: str) -> list[SharePartitionKey]: ...
+
+    async def record_membership(
+        self, group_id: str, subscribed_topics: Sequence[str], now: datetime
+    ) -> None:
+        """The live group's subscribed topics (empty: no members), for the expiry rules."""
+        ...

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -16,6 +18,7 @@ from sqlalchemy import (
     bindparam,
     column,
     delete,
+    func,
     insert,
     select,
     text,
@@ -33,13 +36,19 @@ from shareproxy.core.persisted import (
     StateDelta,
     batches_from_rows,
 )
+from shareproxy.core.states import RecordState
 from shareproxy.core.store import (
     LoadedState,
     PartitionWrite,
     ShareGroupRecord,
     SharePartitionKey,
 )
-from shareproxy.persistence.tables import share_groups, share_snapshots, share_updates
+from shareproxy.persistence.tables import (
+    share_archived,
+    share_groups,
+    share_snapshots,
+    share_updates,
+)
 
 DEFAULT_FOLD_EVERY = 50
 _KEY_COLUMNS = (share_snapshots.c.group_id, share_snapshots.c.topic_id, share_snapshots.c.partition)
@@ -71,7 +80,9 @@ def _json(delta: StateDelta) -> str:
 _batches = batches_from_rows
 
 
-def _new_snapshot(key: SharePartitionKey, start_offset: int) -> dict[str, Any]:
+def _new_snapshot(
+    key: SharePartitionKey, start_offset: int, topic_name: str | None
+) -> dict[str, Any]:
     """A share-partition's first snapshot row: state epoch 0, nothing in flight."""
     return {
         "group_id": key.group_id,
@@ -82,7 +93,66 @@ def _new_snapshot(key: SharePartitionKey, start_offset: int) -> dict[str, Any]:
         "start_offset": start_offset,
         "state_batches": [],
         "update_count": 0,
+        "topic_name": topic_name,
     }
+
+
+def _archived_rows(
+    by_key: Mapping[SharePartitionKey, list[PartitionWrite]],
+    accepted: Iterable[SharePartitionKey] | None = None,
+) -> list[dict[str, Any]]:
+    """Archived batches that had been delivered, for the archive log (poison report)."""
+    keys = by_key if accepted is None else [k for k in accepted if k in by_key]
+    return [
+        {
+            "group_id": k.group_id,
+            "topic_id": k.topic_id,
+            "partition": k.partition,
+            "first_offset": b.first_offset,
+            "last_offset": b.last_offset,
+            "delivery_count": b.delivery_count,
+        }
+        for k in keys
+        for w in by_key[k]
+        for b in w.delta.state_batches
+        if b.delivery_state is RecordState.ARCHIVED and b.delivery_count > 0
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMembership:
+    """A share group as the expiry rules see it."""
+
+    group_id: str
+    configs: Mapping[str, str]
+    subscribed_topics: tuple[str, ...] | None  # None: no member ever joined
+    subscription_changed_at: datetime | None
+    empty_since: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPartition:
+    """A share-partition's state as the batch jobs read it."""
+
+    key: SharePartitionKey
+    topic_name: str | None
+    loaded: LoadedState
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedRange:
+    key: SharePartitionKey
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    archived_at: datetime
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes (stored as UTC)."""
+    if when is None or when.tzinfo is not None:
+        return when
+    return when.replace(tzinfo=UTC)
 
 
 def _key_of(row: Any) -> SharePartitionKey:
@@ -154,12 +224,14 @@ class SqlShareStateStore:
         return dialect.insert(table).on_conflict_do_nothing(index_elements=index)
 
     # ----------------------------------------------------------------- share-partitions
-    async def initialize(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+    async def initialize(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState:
         async with self.engine.begin() as conn:
             await self._insert_group(conn, key.group_id)
             await conn.execute(
                 self._insert_ignore(share_snapshots, ["group_id", "topic_id", "partition"]).values(
-                    **_new_snapshot(key, start_offset)
+                    **_new_snapshot(key, start_offset, topic_name)
                 )
             )
             loaded = await self._load(conn, key)
@@ -181,7 +253,9 @@ class SqlShareStateStore:
                 return None
             return await self._load(conn, key)
 
-    async def reset(self, key: SharePartitionKey, start_offset: int) -> LoadedState:
+    async def reset(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState:
         async with self.engine.begin() as conn:
             await self._insert_group(conn, key.group_id)
             existing = await self._locked_snapshots(conn, [key])
@@ -201,7 +275,7 @@ class SqlShareStateStore:
                 )
             else:
                 await conn.execute(
-                    insert(share_snapshots).values(**_new_snapshot(key, start_offset))
+                    insert(share_snapshots).values(**_new_snapshot(key, start_offset, topic_name))
                 )
             loaded = await self._load(conn, key)
             assert loaded is not None
@@ -211,8 +285,14 @@ class SqlShareStateStore:
         if not keys:
             return 0
         tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
+        archived = (
+            share_archived.c.group_id,
+            share_archived.c.topic_id,
+            share_archived.c.partition,
+        )
         async with self.engine.begin() as conn:
             await conn.execute(delete(share_updates).where(tuple_(*_UPDATE_KEY).in_(tuples)))
+            await conn.execute(delete(share_archived).where(tuple_(*archived).in_(tuples)))
             result = await conn.execute(
                 delete(share_snapshots).where(tuple_(*_KEY_COLUMNS).in_(tuples))
             )
@@ -222,6 +302,7 @@ class SqlShareStateStore:
         """The group's record, configs and all its share-partition state; False if unknown."""
         async with self.engine.begin() as conn:
             await conn.execute(delete(share_updates).where(share_updates.c.group_id == group_id))
+            await conn.execute(delete(share_archived).where(share_archived.c.group_id == group_id))
             await conn.execute(
                 delete(share_snapshots).where(share_snapshots.c.group_id == group_id)
             )
@@ -238,6 +319,95 @@ class SqlShareStateStore:
                 .order_by(share_snapshots.c.topic_id, share_snapshots.c.partition)
             )
             return [_key_of(r) for r in rows]
+
+    # ----------------------------------------------------------------- membership (expiry rules)
+    async def record_membership(
+        self, group_id: str, subscribed_topics: Sequence[str], now: datetime
+    ) -> None:
+        """The live group's subscribed topics (empty: it has no members). Only a change moves
+        ``subscription_changed_at``; ``empty_since`` is set when the group becomes empty."""
+        topics = sorted(set(subscribed_topics))
+        async with self.engine.begin() as conn:
+            await self._insert_group(conn, group_id)
+            row = (
+                await conn.execute(
+                    select(
+                        share_groups.c.subscribed_topics,
+                        share_groups.c.empty_since,
+                    )
+                    .where(share_groups.c.group_id == group_id)
+                    .with_for_update()
+                )
+            ).one()
+            values: dict[str, Any] = {}
+            if row.subscribed_topics is None or sorted(row.subscribed_topics) != topics:
+                values.update(subscribed_topics=topics, subscription_changed_at=now)
+            if not topics and row.empty_since is None:
+                values["empty_since"] = now
+            elif topics and row.empty_since is not None:
+                values["empty_since"] = None
+            if values:
+                await conn.execute(
+                    update(share_groups).where(share_groups.c.group_id == group_id).values(**values)
+                )
+
+    async def memberships(self) -> list[GroupMembership]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(share_groups).order_by(share_groups.c.group_id))
+            return [
+                GroupMembership(
+                    r.group_id,
+                    dict(r.configs),
+                    None if r.subscribed_topics is None else tuple(r.subscribed_topics),
+                    _aware(r.subscription_changed_at),
+                    _aware(r.empty_since),
+                )
+                for r in rows
+            ]
+
+    # ----------------------------------------------------------------- scans (batch jobs)
+    async def scan(self, group_ids: Sequence[str]) -> list[StoredPartition]:
+        """Every share-partition of these groups, state folded as a leader would load it."""
+        async with self.engine.connect() as conn:
+            snapshots = list(
+                await conn.execute(
+                    select(share_snapshots)
+                    .where(share_snapshots.c.group_id.in_(list(group_ids)))
+                    .order_by(*_KEY_COLUMNS)
+                )
+            )
+            updates = await self._updates(conn, [_key_of(r) for r in snapshots])
+        out = []
+        for row in snapshots:
+            key = _key_of(row)
+            state = PersistedState(row.start_offset, _batches(row.state_batches))
+            for d in updates.get(key, []):
+                state.apply(d)
+            out.append(
+                StoredPartition(
+                    key, row.topic_name, LoadedState(row.state_epoch, row.snapshot_epoch, state)
+                )
+            )
+        return out
+
+    async def archived(self, group_ids: Sequence[str]) -> list[ArchivedRange]:
+        a = share_archived.c
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(share_archived)
+                .where(a.group_id.in_(list(group_ids)))
+                .order_by(a.group_id, a.topic_id, a.partition, a.first_offset)
+            )
+            return [
+                ArchivedRange(
+                    SharePartitionKey(r.group_id, r.topic_id, r.partition),
+                    r.first_offset,
+                    r.last_offset,
+                    r.delivery_count,
+                    _aware(r.archived_at),  # type: ignore[arg-type]
+                )
+                for r in rows
+            ]
 
     # ----------------------------------------------------------------- the write path
     async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
@@ -283,6 +453,7 @@ class SqlShareStateStore:
                 )
             if update_rows:
                 await conn.execute(insert(share_updates), update_rows)
+            await self._log_archived(conn, _archived_rows(by_key, counted))
             if to_fold:
                 snapshots = await self._locked_snapshots(conn, list(to_fold))
                 await self._fold(conn, snapshots, to_fold)
@@ -302,10 +473,20 @@ class SqlShareStateStore:
             if not w.delta.is_empty
         ]
         params = _columns("gtpen", keys) | _columns(("ug", "ut", "up", "us", "ub"), updates)
-        async with self._autocommit.connect() as conn:
-            counted = {_key_of(r): r.update_count for r in await conn.execute(_WRITE_PG, params)}
-            missing = [k for k in by_key if k not in counted]
-            known = await self._state_epochs(conn, missing) if missing else {}
+        if _archived_rows(by_key):
+            # rare (a rejection or the delivery limit): the log row commits with the state
+            async with self.engine.begin() as conn:
+                result = await conn.execute(_WRITE_PG, params)
+                counted = {_key_of(r): r.update_count for r in result}
+                await self._log_archived(conn, _archived_rows(by_key, counted))
+                missing = [k for k in by_key if k not in counted]
+                known = await self._state_epochs(conn, missing) if missing else {}
+        else:
+            async with self._autocommit.connect() as conn:
+                result = await conn.execute(_WRITE_PG, params)
+                counted = {_key_of(r): r.update_count for r in result}
+                missing = [k for k in by_key if k not in counted]
+                known = await self._state_epochs(conn, missing) if missing else {}
         results = {key: _verdict(key, counted, known) for key in by_key}
         due = [k for k, n in counted.items() if n >= self.fold_every]
         if due:
@@ -314,6 +495,24 @@ class SqlShareStateStore:
                 still_due = {k: [] for k in due if k in snapshots}
                 await self._fold(conn, snapshots, still_due)
         return results
+
+    async def _log_archived(self, conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+        """Upsert: a later delta may carry the same archived range again, or a longer one."""
+        if not rows:
+            return
+        dialect = postgresql if self._dialect == "postgresql" else sqlite
+        greatest = func.greatest if self._dialect == "postgresql" else func.max
+        stmt = dialect.insert(share_archived)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["group_id", "topic_id", "partition", "first_offset"],
+            set_={
+                "last_offset": greatest(share_archived.c.last_offset, stmt.excluded.last_offset),
+                "delivery_count": greatest(
+                    share_archived.c.delivery_count, stmt.excluded.delivery_count
+                ),
+            },
+        )
+        await conn.execute(stmt, rows)
 
     @staticmethod
     def _fenced_counts(

@@ -45,6 +45,12 @@ share_groups = Table(
     Column("group_type", String(16), nullable=False, server_default="share"),
     Column("configs", Json, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # Membership as the expiry rules need it (migration 0003): the topics the live group
+    # subscribes to (NULL until a member joined), when that set last changed, and since when
+    # the group has had no members (NULL while it has some).
+    Column("subscribed_topics", Json, nullable=True),
+    Column("subscription_changed_at", DateTime(timezone=True), nullable=True),
+    Column("empty_since", DateTime(timezone=True), nullable=True),
 )
 
 share_snapshots = Table(
@@ -64,6 +70,9 @@ share_snapshots = Table(
     Column("state_batches", Json, nullable=False),
     Column("update_count", Integer, nullable=False, server_default="0"),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # The topic's name when the state was created (0003): a recreated topic keeps its name but
+    # not its id, and only the name tells "recreated" from "deleted".
+    Column("topic_name", String(255), nullable=True),
 )
 
 share_updates = Table(
@@ -85,6 +94,21 @@ share_updates = Table(
         name="fk_share_updates_share_snapshots",
     ),
     Index("ix_share_updates_partition", "group_id", "topic_id", "partition", "id"),
+)
+
+# Archived records that had been delivered (delivery count >= 1: rejected, or past the delivery
+# limit), written in the transaction that archived them: SPSO moves past them and the state
+# forgets them, but the poison report must still list them.
+share_archived = Table(
+    "share_archived",
+    metadata,
+    Column("group_id", String(255), primary_key=True),
+    Column("topic_id", Uuid(), primary_key=True),
+    Column("partition", Integer, primary_key=True),
+    Column("first_offset", BigInteger, primary_key=True),
+    Column("last_offset", BigInteger, nullable=False),
+    Column("delivery_count", SmallInteger, nullable=False),
+    Column("archived_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
 # Security (issue 5): SCRAM credentials, ACL bindings and admin API bearer tokens. Passwords are

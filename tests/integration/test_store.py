@@ -180,3 +180,49 @@ async def test_engine_state_survives_a_restart_through_the_store(store: SqlShare
     reloaded = SharePartition.from_persisted(stored)
     assert reloaded.spso == sp.spso == 10
     assert reloaded.persisted_view().canonical() == sp.persisted_view().canonical()
+
+
+async def test_archived_records_that_were_delivered_are_logged_with_the_state(
+    store: SqlShareStateStore,
+):
+    await store.initialize(key(), 0, "orders")
+    claimed = await store.claim(key())
+    epoch = claimed.state_epoch
+    writes = [
+        StateDelta(-1, (pb(0, 2, ACK, 1), pb(3, 3, ARC, 5), pb(4, 6, ARC, 0))),  # 4-6: a gap
+        StateDelta(-1, (pb(7, 7, ARC, 1),)),  # rejected on its first delivery
+        StateDelta(-1, (pb(3, 3, ARC, 5), pb(8, 9, ARC, 5))),  # 3 again (gap-filled delta)
+    ]
+    for d in writes:
+        assert await store.write([PartitionWrite(key(), epoch, d)]) == {key(): ErrorCode.NONE}
+    fenced = PartitionWrite(key(), epoch - 1, StateDelta(-1, (pb(10, 10, ARC, 5),)))
+    assert await store.write([fenced]) == {key(): ErrorCode.FENCED_STATE_EPOCH}
+    logged = [
+        (a.first_offset, a.last_offset, a.delivery_count) for a in await store.archived(["g1"])
+    ]
+    assert logged == [(3, 3, 5), (7, 7, 1), (8, 9, 5)]  # nothing of the fenced write, no gaps
+    [stored] = await store.scan(["g1"])
+    assert (stored.key, stored.topic_name) == (key(), "orders")
+    assert stored.loaded == await store.read(key())
+    await store.delete([key()])
+    assert await store.archived(["g1"]) == []
+
+
+async def test_membership_moves_only_on_change_and_marks_the_group_empty(
+    store: SqlShareStateStore,
+):
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    await store.record_membership("g1", ["b", "a"], t0)
+    await store.record_membership("g1", ["a", "b"], t0 + timedelta(hours=1))  # same set
+    [m] = await store.memberships()
+    assert (m.subscribed_topics, m.subscription_changed_at, m.empty_since) == (("a", "b"), t0, None)
+    await store.record_membership("g1", ["a"], t0 + timedelta(hours=2))
+    await store.record_membership("g1", [], t0 + timedelta(hours=3))
+    [m] = await store.memberships()
+    assert m.subscribed_topics == ()
+    assert m.empty_since == t0 + timedelta(hours=3)
+    await store.record_membership("g1", ["a"], t0 + timedelta(hours=4))  # a member is back
+    [m] = await store.memberships()
+    assert (m.subscribed_topics, m.empty_since) == (("a",), None)
