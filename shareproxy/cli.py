@@ -8,7 +8,7 @@ import typer
 import uvloop
 from rich.console import Console
 
-from shareproxy import __version__
+from shareproxy import __version__, cli_batch
 from shareproxy.cli_groups import groups
 from shareproxy.cli_security import acls, users
 from shareproxy.config import Settings
@@ -25,6 +25,7 @@ out = Console(soft_wrap=True)
 app.add_typer(groups, name="groups")
 app.add_typer(users, name="users")
 app.add_typer(acls, name="acls")
+cli_batch.register(app)
 
 StateUrl = Annotated[
     str | None,

@@ -445,7 +445,11 @@ class SharePartitions:
         if delta.is_empty:
             return ErrorCode.NONE
         leader.report_counters()
-        code = await self.committer.commit(PartitionWrite(leader.key, leader.state_epoch, delta))
+        archived = tuple(leader.sp.archived_log)
+        leader.sp.archived_log.clear()
+        code = await self.committer.commit(
+            PartitionWrite(leader.key, leader.state_epoch, delta, archived)
+        )
         if code != ErrorCode.NONE:
             log.warning("write for %s refused (%s): reloading it", leader.key, code.name)
             leader.valid = False

@@ -286,3 +286,23 @@ class Upstream:
         )
         fetched = data.high_watermark if data is not None and data.error_code == 0 else 0
         return max(listed, fetched, log_start)
+
+    async def partition_offsets(self, topic: str) -> list[tuple[int, int, int, int]]:
+        """(partition, log start, high watermark, last stable offset) for every partition of
+        the topic: the log start from ListOffsets, the others from one Fetch (see
+        ``log_end_offset``); a broker without transactions reports no LSO: the HWM is."""
+        info = self.topics.get(topic)
+        if info is None:
+            raise UpstreamError(f"{topic} does not exist upstream", error_code=3)
+        starts = {p: await self.list_offset(topic, p, EARLIEST) or 0 for p in info.leaders}
+        data = await self.fetch(
+            {(topic, p): start for p, start in starts.items()}, partition_max_bytes=1
+        )
+        out = []
+        for p, start in sorted(starts.items()):
+            d = data.get((topic, p))
+            ok = d is not None and d.error_code == 0
+            hwm = max(d.high_watermark if ok else start, start)  # type: ignore[union-attr]
+            lso = d.last_stable_offset if ok and d.last_stable_offset >= 0 else hwm  # type: ignore[union-attr]
+            out.append((p, start, hwm, lso))
+        return out

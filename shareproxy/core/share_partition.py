@@ -82,6 +82,10 @@ class SharePartition:
         # reaching the delivery count limit (poison records).
         self.lock_timeouts = 0
         self.archived_at_limit = 0
+        # Delivered records archived since the owner last drained it (rejected, or at the
+        # delivery limit) as (first, last, delivery count): SPSO soon moves past them and the
+        # state forgets them, so the store keeps a log for the poison report.
+        self.archived_log: list[tuple[int, int, int]] = []
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -312,6 +316,8 @@ class SharePartition:
                 r.state = target
                 r.member_id = None
                 r.deadline_ms = None
+                if run.ack_type == AcknowledgeType.REJECT:
+                    self.archived_log.append((r.first, r.last, r.delivery_count))
         self._dirty.append((run.first_offset, run.last_offset))
 
     def _end_lock(self, r: InFlightRange) -> None:
@@ -323,6 +329,7 @@ class SharePartition:
             r.state = released_state(r.delivery_count, self.limits.delivery_count_limit)
             if r.state == RecordState.ARCHIVED:
                 self.archived_at_limit += r.last - r.first + 1
+                self.archived_log.append((r.first, r.last, r.delivery_count))
         r.member_id = None
         r.deadline_ms = None
 

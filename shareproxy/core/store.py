@@ -33,6 +33,8 @@ class PartitionWrite:
     key: SharePartitionKey
     state_epoch: int
     delta: StateDelta
+    # delivered records this change archived, (first, last, delivery count): the archive log
+    archived: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,6 @@ from shareproxy.core.persisted import (
     StateDelta,
     batches_from_rows,
 )
-from shareproxy.core.states import RecordState
 from shareproxy.core.store import (
     LoadedState,
     PartitionWrite,
@@ -101,21 +100,20 @@ def _archived_rows(
     by_key: Mapping[SharePartitionKey, list[PartitionWrite]],
     accepted: Iterable[SharePartitionKey] | None = None,
 ) -> list[dict[str, Any]]:
-    """Archived batches that had been delivered, for the archive log (poison report)."""
+    """The archive log rows of the writes that passed the epoch check."""
     keys = by_key if accepted is None else [k for k in accepted if k in by_key]
     return [
         {
             "group_id": k.group_id,
             "topic_id": k.topic_id,
             "partition": k.partition,
-            "first_offset": b.first_offset,
-            "last_offset": b.last_offset,
-            "delivery_count": b.delivery_count,
+            "first_offset": first,
+            "last_offset": last,
+            "delivery_count": count,
         }
         for k in keys
         for w in by_key[k]
-        for b in w.delta.state_batches
-        if b.delivery_state is RecordState.ARCHIVED and b.delivery_count > 0
+        for first, last, count in w.archived
     ]
 
 
@@ -284,19 +282,31 @@ class SqlShareStateStore:
     async def delete(self, keys: Sequence[SharePartitionKey]) -> int:
         if not keys:
             return 0
+        async with self.engine.begin() as conn:
+            return await self._delete(conn, keys)
+
+    async def delete_at_epoch(self, key: SharePartitionKey, state_epoch: int) -> bool:
+        """Delete the state only if its epoch is still ``state_epoch``: a leader that claimed it
+        since (a proxy using it) wins, and nothing is deleted."""
+        async with self.engine.begin() as conn:
+            rows = await self._locked_snapshots(conn, [key])
+            if key not in rows or rows[key].state_epoch != state_epoch:
+                return False
+            return await self._delete(conn, [key]) == 1
+
+    async def _delete(self, conn: AsyncConnection, keys: Sequence[SharePartitionKey]) -> int:
         tuples = [(k.group_id, k.topic_id, k.partition) for k in keys]
         archived = (
             share_archived.c.group_id,
             share_archived.c.topic_id,
             share_archived.c.partition,
         )
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(share_updates).where(tuple_(*_UPDATE_KEY).in_(tuples)))
-            await conn.execute(delete(share_archived).where(tuple_(*archived).in_(tuples)))
-            result = await conn.execute(
-                delete(share_snapshots).where(tuple_(*_KEY_COLUMNS).in_(tuples))
-            )
-            return result.rowcount
+        await conn.execute(delete(share_updates).where(tuple_(*_UPDATE_KEY).in_(tuples)))
+        await conn.execute(delete(share_archived).where(tuple_(*archived).in_(tuples)))
+        result = await conn.execute(
+            delete(share_snapshots).where(tuple_(*_KEY_COLUMNS).in_(tuples))
+        )
+        return result.rowcount
 
     async def delete_group(self, group_id: str) -> bool:
         """The group's record, configs and all its share-partition state; False if unknown."""

@@ -1,0 +1,236 @@
+"""The Spark jobs on a real local Spark session against a real broker, Postgres and proxy:
+inject each kind of drift, find exactly it, repair it with --apply so that a share consumer
+afterwards neither stalls nor re-reads acknowledged records, and report clean on a second run;
+the poison report lists exactly the records driven past the delivery limit."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import httpx
+from confluent_kafka import AcknowledgeType, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from shareproxy.cli_batch import run_job
+from tests.e2e.test_share_consumers import poll_until, share_consumer
+
+
+def reconcile(proxy, broker, tmp_path, *extra: str) -> tuple[int, dict]:
+    out = tmp_path / f"reconcile-{uuid.uuid4().hex[:6]}.json"
+    code = run_job(
+        "reconcile",
+        [
+            "--state-url",
+            proxy.state_url,
+            "--bootstrap-servers",
+            broker.bootstrap,
+            "--master",
+            "local[2]",
+            "--output",
+            str(out),
+            *extra,
+        ],
+    )
+    return code, json.loads(out.read_text())
+
+
+def drifts(document: dict) -> list[tuple[str, str | None, int | None]]:
+    return sorted(
+        (f["drift"], f["topic"], f["partition"])
+        for f in document["findings"]
+        if f["drift"] != "healthy"
+    )
+
+
+def send(broker, topic: str, partition: int, count: int, start: int = 0) -> None:
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(start, start + count):
+        p.produce(
+            topic,
+            key=f"k{i}".encode(),
+            value=b"v",
+            partition=partition,
+            headers=[("n", str(i).encode())],
+        )
+    assert p.flush(30) == 0
+
+
+def consume_all(proxy, group: str, topics: list[str], want: int, timeout: float = 60) -> list:
+    c = share_consumer(proxy, group)
+    c.subscribe(topics)
+    try:
+        got = poll_until(c, want, timeout)
+        extra = poll_until(c, 1, 3)  # nothing more arrives
+        c.commit_sync()
+    finally:
+        c.close()
+    return got + extra
+
+
+def set_config(proxy, group: str, **configs) -> None:
+    httpx.put(
+        f"{proxy.admin_url}/v1/share-groups/{group}/config",
+        json={"configs": {k.replace("_", "."): v for k, v in configs.items()}},
+        timeout=10,
+    ).raise_for_status()
+
+
+def test_a_recreated_topic_and_an_added_partition_are_found_and_repaired(
+    proxy, broker, topic, tmp_path
+):
+    p = proxy()
+    a, b = topic(1), topic(1)
+    send(broker, a, 0, 10)
+    send(broker, b, 0, 6)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert len(consume_all(p, group, [a, b], 16)) == 16
+    code, clean = reconcile(p, broker, tmp_path)
+    assert (code, drifts(clean)) == (0, [])
+    assert clean["summary"] == {"healthy": 2}
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.delete_topics([b]).values():
+        f.result(30)
+    time.sleep(1)
+    for f in admin.create_topics([NewTopic(b, 1, 1)]).values():
+        f.result(30)
+    for f in admin.create_partitions([NewPartitions(a, 2)]).values():
+        f.result(30)
+    send(broker, b, 0, 4, start=100)
+    send(broker, a, 1, 3, start=200)
+    # from now on the group starts new state at the log end: without the repair, the records
+    # just produced to the new partition and the recreated topic would never be delivered
+    set_config(p, group, share_auto_offset_reset="latest")
+
+    code, found = reconcile(p, broker, tmp_path)
+    assert code == 1
+    assert drifts(found) == [
+        ("new_partition", a, 1),
+        ("new_partition", b, 0),
+        ("topic_recreated", b, 0),
+    ]
+    assert all(f["outcome"] == "dry run" for f in found["findings"] if f["drift"] != "healthy")
+    code, again = reconcile(p, broker, tmp_path)
+    assert drifts(again) == drifts(found)  # a dry run changed nothing
+
+    code, applied = reconcile(p, broker, tmp_path, "--apply")
+    assert code == 1 and applied["applied"] is True
+    outcomes = [f["outcome"] for f in applied["findings"] if f["drift"] != "healthy"]
+    assert all(o.startswith("repaired") for o in outcomes), outcomes
+    code, after = reconcile(p, broker, tmp_path)
+    assert (code, drifts(after)) == (0, [])
+
+    got = consume_all(p, group, [a, b], 7)
+    assert sorted((m.topic(), m.key().decode()) for m in got) == sorted(
+        [(b, f"k{i}") for i in range(100, 104)] + [(a, f"k{i}") for i in range(200, 203)]
+    )
+
+
+def test_an_expired_group_and_a_dropped_topic_are_found_and_repaired(
+    proxy, broker, topic, tmp_path
+):
+    p = proxy()
+    c_topic, d_topic = topic(1), topic(1)
+    send(broker, c_topic, 0, 5)
+    send(broker, d_topic, 0, 5)
+    live, gone = f"live-{uuid.uuid4().hex[:6]}", f"gone-{uuid.uuid4().hex[:6]}"
+    assert len(consume_all(p, gone, [c_topic], 5)) == 5  # then empty: its consumer closed
+    c = share_consumer(p, live)
+    c.subscribe([c_topic, d_topic])
+    try:
+        assert len(poll_until(c, 10, 60)) == 10
+        c.commit_sync()
+        c.unsubscribe()
+        c.subscribe([c_topic])  # the live group drops d_topic
+        poll_until(c, 1, 5)
+        time.sleep(2)
+        code, found = reconcile(p, broker, tmp_path, "--retention", "1s")
+        assert code == 1
+        assert sorted((f["group_id"], f["drift"], f["topic"]) for f in found["findings"]) == sorted(
+            [
+                (gone, "group_expired", c_topic),
+                (live, "healthy", c_topic),
+                (live, "unsubscribed_topic", d_topic),
+            ]
+        )
+        code, _ = reconcile(p, broker, tmp_path, "--retention", "1s")
+        assert code == 1  # the default retention (7 days) would find nothing
+        assert reconcile(p, broker, tmp_path)[0] == 0
+        code, applied = reconcile(p, broker, tmp_path, "--retention", "1s", "--apply")
+        assert all(
+            f["outcome"].startswith("repaired")
+            for f in applied["findings"]
+            if f["drift"] != "healthy"
+        )
+        code, after = reconcile(p, broker, tmp_path, "--retention", "1s")
+        assert (code, [(f["group_id"], f["topic"]) for f in after["findings"]]) == (
+            0,
+            [(live, c_topic)],
+        )
+        send(broker, c_topic, 0, 2, start=50)
+        got = poll_until(c, 2, 30)
+        assert sorted(m.key().decode() for m in got) == ["k50", "k51"]  # nothing acked again
+    finally:
+        c.close()
+    groups = httpx.get(f"{p.admin_url}/v1/share-groups", timeout=10).json()
+    assert gone not in json.dumps(groups)
+
+
+def test_the_poison_report_lists_exactly_the_records_past_the_delivery_limit(
+    proxy, broker, topic, tmp_path
+):
+    p = proxy()
+    t = topic(1)
+    send(broker, t, 0, 12)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    set_config(p, group, share_delivery_count_limit=2)
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([t])
+    poisoned = {2, 5, 9}
+    rejected = {7}
+    try:
+        seen: dict[int, int] = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for m in poll_until(c, 1, 5):
+                o = m.offset()
+                seen[o] = seen.get(o, 0) + 1
+                kind = (
+                    AcknowledgeType.RELEASE
+                    if o in poisoned
+                    else AcknowledgeType.REJECT
+                    if o in rejected
+                    else AcknowledgeType.ACCEPT
+                )
+                c.acknowledge(m, kind)
+            c.commit_sync()
+            if len(seen) == 12 and all(seen[o] == 2 for o in poisoned):
+                break
+        assert all(seen.get(o) == 2 for o in poisoned), seen
+    finally:
+        c.close()
+    out = tmp_path / "report.json"
+    code = run_job(
+        "report",
+        [
+            "--state-url",
+            p.state_url,
+            "--bootstrap-servers",
+            broker.bootstrap,
+            "--master",
+            "local[2]",
+            "--output",
+            str(out),
+        ],
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert [
+        (x["topic"], x["partition"], x["offset"], x["key"], x["headers"], x["delivery_count"])
+        for x in report["poison"]
+    ] == [(t, 0, o, f"k{o}", {"n": str(o)}, 2) for o in sorted(poisoned)]
+    [g] = report["groups"]
+    assert (g["group_id"], g["poison_records"], g["archived_records"], g["lag"]) == (group, 3, 4, 0)
+    assert [(x["topic"], x["lag"]) for x in report["partitions"]] == [(t, 0)]
