@@ -77,9 +77,7 @@ def set_config(proxy, group: str, **configs) -> None:
     ).raise_for_status()
 
 
-def test_a_recreated_topic_is_found_and_repaired(
-    proxy, broker, topic, tmp_path
-):
+def test_a_recreated_topic_is_found_and_repaired(proxy, broker, topic, tmp_path):
     p = proxy()
     a, b = topic(1), topic(1)
     send(broker, a, 0, 10)
@@ -125,8 +123,7 @@ def test_a_recreated_topic_is_found_and_repaired(
 
     got = consume_all(p, group, [a, b], 9)
     assert sorted((m.topic(), m.key().decode()) for m in got) == sorted(
-        [(b, f"k{i}") for i in (*range(100, 104), *range(200, 203))]
-        + [(a, "k300"), (a, "k301")]
+        [(b, f"k{i}") for i in (*range(100, 104), *range(200, 203))] + [(a, "k300"), (a, "k301")]
     )
 
 
@@ -234,3 +231,45 @@ def test_the_poison_report_lists_exactly_the_records_past_the_delivery_limit(
     [g] = report["groups"]
     assert (g["group_id"], g["poison_records"], g["archived_records"], g["lag"]) == (group, 3, 4, 0)
     assert [(x["topic"], x["lag"]) for x in report["partitions"]] == [(t, 0)]
+
+
+def test_the_same_job_file_runs_under_spark_submit(proxy, broker, topic, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pyspark
+
+    p = proxy()
+    t = topic(1)
+    send(broker, t, 0, 3)
+    assert len(consume_all(p, f"g-{uuid.uuid4().hex[:6]}", [t], 3)) == 3
+    out = tmp_path / "findings.json"
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    job = Path(__file__).resolve().parents[2] / "spark" / "reconcile.py"
+    run = subprocess.run(
+        [
+            str(submit),
+            "--master",
+            "local[1]",
+            str(job),
+            "--state-url",
+            p.state_url,
+            "--bootstrap-servers",
+            broker.bootstrap,
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **os.environ,
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+        },
+    )
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert json.loads(out.read_text())["summary"] == {"healthy": 1}
+    assert "share-partitions: 1 healthy, 0 drifted" in run.stdout
