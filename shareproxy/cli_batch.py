@@ -32,6 +32,13 @@ def run_job(name: str, args: list[str]) -> int:
         return int(job["main"](args))
     except SystemExit as exc:  # argparse: --help (0) or bad arguments (2)
         return int(exc.code or 0)
+    except Exception as exc:  # the store or the cluster could not be read: say so, briefly
+        first = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
+        typer.echo(f"{name} failed: {type(exc).__name__}: {first[:500]}", err=True)
+        return EXIT_FAILED
+
+
+EXIT_FAILED = 3
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}

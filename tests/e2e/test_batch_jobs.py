@@ -273,3 +273,11 @@ def test_the_same_job_file_runs_under_spark_submit(proxy, broker, topic, tmp_pat
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     assert json.loads(out.read_text())["summary"] == {"healthy": 1}
     assert "share-partitions: 1 healthy, 0 drifted" in run.stdout
+
+
+def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, capsys):
+    assert run_job("reconcile", ["--retention", "soon"]) == 2
+    assert "not a duration" in capsys.readouterr().err
+    missing = f"sqlite:///{tmp_path}/nothing-here/state.db"
+    assert run_job("reconcile", ["--state-url", missing, "--master", "local[1]"]) == 3
+    assert "reconcile failed:" in capsys.readouterr().err

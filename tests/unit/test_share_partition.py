@@ -266,3 +266,16 @@ def test_reload_turns_acquired_records_back_into_their_stored_state():
         AcquiredRange(4, 4, 1),
         AcquiredRange(6, 29, 1),
     ]
+
+
+def test_the_archive_log_keeps_rejected_and_delivery_limit_records_but_not_gaps():
+    sp = fresh(delivery_count_limit=2)
+    sp.acquire("m", LOG[:1], 0, 500)
+    batches = [AckBatch(0, 1, REJECT), AckBatch(2, 2, GAP), AckBatch(3, 3, RELEASE)]
+    sp.acknowledge("m", [*batches, AckBatch(4, 9, ACCEPT)], 1)
+    assert sp.archived_log == [(0, 1, 1)]
+    sp.archived_log.clear()
+    assert sp.acquire("m", LOG[:1], 2, 500) == [AcquiredRange(3, 3, 2)]  # its last delivery
+    sp.acknowledge("m", [AckBatch(3, 3, RELEASE)], 3)
+    assert sp.archived_log == [(3, 3, 2)]
+    assert sp.spso == 10  # the state forgets them; the log is how the store keeps them
