@@ -18,7 +18,8 @@ import asyncio
 import dataclasses
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from shareproxy.batch import repair
@@ -55,20 +56,20 @@ FINDINGS_SCHEMA = (
 COLUMNS = [c.split()[0] for c in FINDINGS_SCHEMA.split(", ")]
 
 
-def _ms(when: object) -> int | None:
-    return None if when is None else int(when.timestamp() * 1000)  # type: ignore[attr-defined]
+def _ms(when: datetime | None) -> int | None:
+    return None if when is None else int(when.timestamp() * 1000)
 
 
-def _stored(row: object) -> StoredFacts:
-    r = row
+def _stored(r: Any) -> StoredFacts:
+    """A state data-source row as the drift rules take it."""
     return StoredFacts(
-        r.group_id,  # type: ignore[attr-defined]
-        UUID(r.topic_id),  # type: ignore[attr-defined]
-        r.topic_name,  # type: ignore[attr-defined]
-        r.partition,  # type: ignore[attr-defined]
-        r.state_epoch,  # type: ignore[attr-defined]
-        r.start_offset,  # type: ignore[attr-defined]
-        tuple((b[0], b[1], RecordState(b[2]), b[3]) for b in r.batches),  # type: ignore[attr-defined]
+        r.group_id,
+        UUID(r.topic_id),
+        r.topic_name,
+        r.partition,
+        r.state_epoch,
+        r.start_offset,
+        tuple((b[0], b[1], RecordState(b[2]), b[3]) for b in r.batches),
     )
 
 

@@ -28,11 +28,10 @@ from shareproxy.batch.runtime import (
     write_output,
 )
 from shareproxy.batch.sources import store_call
+from shareproxy.config import Settings
 from shareproxy.core.group_config import DELIVERY_COUNT_LIMIT
 from shareproxy.core.lag import partition_lag
 from shareproxy.core.states import RecordState
-
-DEFAULT_DELIVERY_COUNT_LIMIT = 5
 
 
 def lag_rows(state_rows: list, hwm: dict[tuple[str, int], tuple[str, int]]) -> list[dict]:
@@ -72,9 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     state_url, options = settings(args)
     spark = spark_session("shareproxy-report", args.master)
     try:
+        default_limit = Settings().delivery_count_limit  # the proxy-wide default, as serve's
         with step("reading groups and their delivery limits"):
             limits = {
-                m.group_id: int(m.configs.get(DELIVERY_COUNT_LIMIT, DEFAULT_DELIVERY_COUNT_LIMIT))
+                m.group_id: int(m.configs.get(DELIVERY_COUNT_LIMIT, default_limit))
                 for m in store_call(state_url, "memberships")
                 if not args.group or m.group_id in args.group
             }
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             hwm = {
                 (r.topic_id, r.partition): (r.topic, r.high_watermark) for r in offsets.collect()
             }
-            names = {r.topic_id: r.topic for r in offsets.select("topic_id", "topic").collect()}
+            names = {topic_id: topic for (topic_id, _), (topic, _) in hwm.items()}
             partitions = lag_rows(state.collect(), hwm)
         with step("reading the archive log"):
             archived = (

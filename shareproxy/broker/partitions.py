@@ -445,8 +445,10 @@ class SharePartitions:
         if delta.is_empty:
             return ErrorCode.NONE
         leader.report_counters()
-        archived = tuple(leader.sp.archived_log)
-        leader.sp.archived_log.clear()
+        archived: tuple[tuple[int, int, int], ...] = ()
+        if leader.sp.archived_log:  # rare: a rejection or the delivery limit
+            archived = tuple(leader.sp.archived_log)
+            leader.sp.archived_log.clear()
         code = await self.committer.commit(
             PartitionWrite(leader.key, leader.state_epoch, delta, archived)
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import event
@@ -58,3 +59,10 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def aware_utc(when: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes (stored as UTC); Postgres aware ones."""
+    if when is None or when.tzinfo is not None:
+        return when
+    return when.replace(tzinfo=UTC)

@@ -6,7 +6,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -42,6 +42,7 @@ from shareproxy.core.store import (
     ShareGroupRecord,
     SharePartitionKey,
 )
+from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.tables import (
     share_archived,
     share_groups,
@@ -144,13 +145,6 @@ class ArchivedRange:
     last_offset: int
     delivery_count: int
     archived_at: datetime
-
-
-def _aware(when: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes (stored as UTC)."""
-    if when is None or when.tzinfo is not None:
-        return when
-    return when.replace(tzinfo=UTC)
 
 
 def _key_of(row: Any) -> SharePartitionKey:
@@ -369,8 +363,8 @@ class SqlShareStateStore:
                     r.group_id,
                     dict(r.configs),
                     None if r.subscribed_topics is None else tuple(r.subscribed_topics),
-                    _aware(r.subscription_changed_at),
-                    _aware(r.empty_since),
+                    aware_utc(r.subscription_changed_at),
+                    aware_utc(r.empty_since),
                 )
                 for r in rows
             ]
@@ -414,7 +408,7 @@ class SqlShareStateStore:
                     r.first_offset,
                     r.last_offset,
                     r.delivery_count,
-                    _aware(r.archived_at),  # type: ignore[arg-type]
+                    aware_utc(r.archived_at),  # type: ignore[arg-type]
                 )
                 for r in rows
             ]
@@ -483,7 +477,7 @@ class SqlShareStateStore:
             if not w.delta.is_empty
         ]
         params = _columns("gtpen", keys) | _columns(("ug", "ut", "up", "us", "ub"), updates)
-        if _archived_rows(by_key):
+        if any(w.archived for ws in by_key.values() for w in ws):
             # rare (a rejection or the delivery limit): the log row commits with the state
             async with self.engine.begin() as conn:
                 result = await conn.execute(_WRITE_PG, params)

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, PatternType, Permission
 from shareproxy.core.acl import ResourceType as RT
+from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.tables import acls, api_tokens, scram_credentials
 
 
@@ -159,7 +160,5 @@ class SecurityStore:
             ).first()
         if row is None:
             return None
-        expires = row.expires_at
-        if expires.tzinfo is None:  # SQLite hands back naive datetimes
-            expires = expires.replace(tzinfo=now.tzinfo)
-        return row.username if expires > now else None
+        expires = aware_utc(row.expires_at)
+        return row.username if expires is not None and expires > now else None
