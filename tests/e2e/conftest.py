@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
+from tests.support.s3 import S3Server, TansuObjects
 from tests.support.tansu import TansuBroker, TansuUnavailable
 
 _db = itertools.count()
@@ -26,8 +27,7 @@ def broker() -> Iterator[TansuBroker]:
     b.stop()
 
 
-@pytest.fixture
-def topic(broker: TansuBroker) -> Callable[..., str]:
+def _topics(broker: TansuBroker) -> Callable[..., str]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -39,6 +39,11 @@ def topic(broker: TansuBroker) -> Callable[..., str]:
         return name
 
     return make
+
+
+@pytest.fixture
+def topic(broker: TansuBroker) -> Callable[..., str]:
+    return _topics(broker)
 
 
 @pytest.fixture
@@ -56,8 +61,7 @@ def produce(broker: TansuBroker) -> Callable[..., list[tuple[int, int]]]:
     return send
 
 
-@pytest.fixture
-def proxy(
+def _proxies(
     broker: TansuBroker, postgres: TemporaryPostgres
 ) -> Iterator[Callable[..., ProxyProcess]]:
     started: list[ProxyProcess] = []
@@ -79,3 +83,48 @@ def proxy(
             if " ERROR " in line or '"level": "ERROR"' in line or line.startswith("Traceback")
         ]
         assert not problems, f"the proxy logged errors ({p.log_path}):\n" + "\n".join(problems)
+
+
+@pytest.fixture
+def proxy(
+    broker: TansuBroker, postgres: TemporaryPostgres
+) -> Iterator[Callable[..., ProxyProcess]]:
+    yield from _proxies(broker, postgres)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """An S3 server for a second broker whose log the tests can cut (see tests.support.s3)."""
+    try:
+        server = S3Server().start()
+    except (ImportError, RuntimeError) as exc:
+        pytest.fail(f"the S3 server for Tansu's S3 storage could not start: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_broker(s3: S3Server) -> Iterator[TansuBroker]:
+    try:
+        b = s3.broker().start()
+    except (TansuUnavailable, RuntimeError) as exc:
+        pytest.fail(f"the Tansu broker on S3 storage could not start: {exc}")
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def s3_objects(s3: S3Server, s3_broker: TansuBroker) -> TansuObjects:
+    return TansuObjects(s3, s3_broker)
+
+
+@pytest.fixture
+def s3_topic(s3_broker: TansuBroker) -> Callable[..., str]:
+    return _topics(s3_broker)
+
+
+@pytest.fixture
+def s3_proxy(
+    s3_broker: TansuBroker, postgres: TemporaryPostgres
+) -> Iterator[Callable[..., ProxyProcess]]:
+    yield from _proxies(s3_broker, postgres)

@@ -46,6 +46,7 @@ def drifts(document: dict) -> list[tuple[str, str | None, int | None]]:
 
 def send(broker, topic: str, partition: int, count: int, start: int = 0) -> None:
     p = Producer({"bootstrap.servers": broker.bootstrap})
+    failed: list[object] = []
     for i in range(start, start + count):
         p.produce(
             topic,
@@ -53,8 +54,10 @@ def send(broker, topic: str, partition: int, count: int, start: int = 0) -> None
             value=b"v",
             partition=partition,
             headers=[("n", str(i).encode())],
+            on_delivery=lambda err, _msg: failed.append(err) if err else None,
         )
     assert p.flush(30) == 0
+    assert not failed, failed
 
 
 def consume_all(proxy, group: str, topics: list[str], want: int, timeout: float = 60) -> list:
@@ -92,8 +95,7 @@ def test_a_recreated_topic_is_found_and_repaired(proxy, broker, topic, tmp_path)
     for f in admin.delete_topics([b]).values():
         f.result(30)
     time.sleep(1)
-    # recreated with a second partition; Tansu has no CreatePartitions, so partitions added to
-    # a live topic are covered by the drift rules' unit tests, and here by the recreated one
+    # recreated with a second partition
     for f in admin.create_topics([NewTopic(b, 2, 1)]).values():
         f.result(30)
     send(broker, b, 0, 4, start=100)
@@ -125,6 +127,74 @@ def test_a_recreated_topic_is_found_and_repaired(proxy, broker, topic, tmp_path)
     assert sorted((m.topic(), m.key().decode()) for m in got) == sorted(
         [(b, f"k{i}") for i in (*range(100, 104), *range(200, 203))] + [(a, "k300"), (a, "k301")]
     )
+
+
+def test_records_deleted_below_the_spso_are_counted_and_skipped(
+    s3_proxy, s3_broker, s3_objects, s3_topic, tmp_path
+):
+    p, t = s3_proxy(), s3_topic(1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    send(s3_broker, t, 0, 3)
+    assert len(consume_all(p, group, [t], 3)) == 3  # acknowledged: the SPSO is 3
+    send(s3_broker, t, 0, 4, start=3)  # never delivered
+    send(s3_broker, t, 0, 3, start=7)  # a batch of its own, from offset 7
+    s3_objects.delete_records_before(t, 0, 7)  # retention: the log now starts at 7
+
+    code, found = reconcile(p, s3_broker, tmp_path)
+    assert (code, drifts(found)) == (1, [("records_lost", t, 0)])
+    [lost] = [f for f in found["findings"] if f["drift"] == "records_lost"]
+    assert (lost["spso"], lost["log_start"], lost["records"]) == (3, 7, 4)
+    assert reconcile(p, s3_broker, tmp_path)[1]["findings"] == found["findings"]  # dry run
+
+    code, applied = reconcile(p, s3_broker, tmp_path, "--apply")
+    [repaired] = [f for f in applied["findings"] if f["drift"] == "records_lost"]
+    assert repaired["outcome"].startswith("repaired"), repaired
+    code, after = reconcile(p, s3_broker, tmp_path)
+    assert (code, drifts(after)) == (0, [])
+    [healthy] = after["findings"]
+    assert (healthy["spso"], healthy["log_start"]) == (7, 7)
+
+    # the running proxy held the old state: its next write is fenced, it reloads, and the
+    # group goes on from the new log start, acknowledged records not read again
+    send(s3_broker, t, 0, 2, start=10)
+    got = consume_all(p, group, [t], 5)
+    assert sorted(m.offset() for m in got) == [7, 8, 9, 10, 11]
+    assert [m.key().decode() for m in sorted(got, key=lambda m: m.offset())] == [
+        f"k{i}" for i in range(7, 12)
+    ]
+
+
+def test_an_added_partition_is_found_and_initialized(
+    s3_proxy, s3_broker, s3_objects, s3_topic, tmp_path
+):
+    p, t = s3_proxy(), s3_topic(1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    send(s3_broker, t, 0, 4)
+    assert len(consume_all(p, group, [t], 4)) == 4
+    # from now on the group starts new state at the log end: without the repair, the records
+    # produced to the new partition before a member comes back would never be delivered
+    set_config(p, group, share_auto_offset_reset="latest")
+    s3_objects.add_partitions(t, 2)
+    send(s3_broker, t, 1, 3, start=100)
+    send(s3_broker, t, 0, 2, start=200)
+
+    code, found = reconcile(p, s3_broker, tmp_path)
+    assert (code, drifts(found)) == (1, [("new_partition", t, 1)])
+    code, applied = reconcile(p, s3_broker, tmp_path, "--apply")
+    [repaired] = [f for f in applied["findings"] if f["drift"] == "new_partition"]
+    assert repaired["outcome"].startswith("repaired"), repaired
+    code, after = reconcile(p, s3_broker, tmp_path)
+    assert (code, drifts(after)) == (0, [])
+    assert sorted((f["partition"], f["spso"]) for f in after["findings"]) == [(0, 4), (1, 0)]
+
+    got = consume_all(p, group, [t], 5)
+    assert sorted((m.partition(), m.key().decode()) for m in got) == [
+        (0, "k200"),
+        (0, "k201"),
+        (1, "k100"),
+        (1, "k101"),
+        (1, "k102"),
+    ]
 
 
 def test_an_expired_group_and_a_dropped_topic_are_found_and_repaired(
