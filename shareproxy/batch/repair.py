@@ -1,10 +1,11 @@
 """Carry out the repairs that the drift rules name, through the store's own write path.
 
 Every repair is fenced so a running proxy is never corrupted: an advance claims the
-share-partition first (a new state epoch: the proxy's next write is refused and it reloads the
-repaired state), a reset bumps the epoch the same way, a delete happens only if the state epoch
-is still the one the job read (else a proxy is using it: skipped), an initialisation only if no
-state exists yet, and a group is deleted only if it is still empty since the same moment.
+share-partition first (a new state epoch: the proxy's next write is refused, and its periodic
+epoch check reloads the repaired state within seconds), a reset bumps the epoch the same way,
+a delete happens only if the state epoch is still the one the job read (else a proxy is using
+it: skipped), an initialisation only if no state exists yet, and a group is deleted only if it
+is still empty since the same moment.
 Each repair re-checks its drift on the state it holds, since the job read the store earlier.
 """
 

@@ -164,8 +164,10 @@ class SharePartitions:
         upstream: Upstream,
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
+        replaced_check_ms: int = 5_000,
     ) -> None:
         self.store = store
+        self.replaced_check_ms = replaced_check_ms
         self.committer = committer
         self.upstream = upstream
         self.settings_for = settings_for
@@ -174,6 +176,7 @@ class SharePartitions:
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
         self._expiry: asyncio.Task[None] | None = None
         self._tail: asyncio.Task[None] | None = None
+        self._replaced: asyncio.Task[None] | None = None
         self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._watch_wakeup = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
@@ -181,9 +184,10 @@ class SharePartitions:
     def start(self) -> None:
         self._expiry = asyncio.create_task(self._expire_forever(), name="lock-expiry")
         self._tail = asyncio.create_task(self._tail_forever(), name="tail-poll")
+        self._replaced = asyncio.create_task(self._check_replaced_forever(), name="replaced")
 
     async def stop(self) -> None:
-        for task in (self._expiry, self._tail, *self._background):
+        for task in (self._expiry, self._tail, self._replaced, *self._background):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -243,6 +247,30 @@ class SharePartitions:
             if leader is not None:
                 leader.valid = False
                 leader.notify()
+
+    async def evict_replaced(self) -> list[SharePartitionKey]:
+        """Forget leaders whose stored state another writer replaced (a batch repair: reset,
+        advance, delete). Fencing alone would tell only at the leader's next write, and a
+        leader with nothing to write, such as one waiting past a truncated log end, would wait
+        for ever."""
+        held = {key: leader for key, leader in self.leaders.items() if leader.valid}
+        if not held:
+            return []
+        stored = await self.store.state_epochs(list(held))
+        replaced = [
+            key
+            for key, leader in held.items()
+            if stored.get(key) != leader.state_epoch and self.leaders.get(key) is leader
+        ]
+        for key in replaced:
+            log.info(
+                "state of %s replaced elsewhere (state epoch %d -> %s): reloading it",
+                key,
+                held[key].state_epoch,
+                stored.get(key, "deleted"),
+            )
+        self.evict(replaced)
+        return replaced
 
     def apply_settings(self, group_id: str, settings: GroupSettings) -> None:
         """A group config changed: the next acquisition, lock and delivery use it."""
@@ -460,6 +488,14 @@ class SharePartitions:
             leader.cache.trim(leader.sp.spso)
         leader.notify()
         return code
+
+    async def _check_replaced_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.replaced_check_ms / 1000)
+            try:
+                await self.evict_replaced()
+            except Exception as exc:  # the store unreachable: writes fence meanwhile
+                log.warning("checking for replaced state failed: %s", exc)
 
     async def _expire_forever(self) -> None:
         while True:

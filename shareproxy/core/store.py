@@ -77,6 +77,11 @@ class ShareStateStore(Protocol):
 
     async def read(self, key: SharePartitionKey) -> LoadedState | None: ...
 
+    async def state_epochs(self, keys: Sequence[SharePartitionKey]) -> dict[SharePartitionKey, int]:
+        """The stored state epoch of each key that still has state: a leader holding another
+        epoch, or missing here, was replaced by another writer (a batch repair)."""
+        ...
+
     async def claim(self, key: SharePartitionKey) -> LoadedState | None:
         """Read the state for a new leader and bump the state epoch, fencing any older one."""
         ...

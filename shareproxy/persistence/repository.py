@@ -53,6 +53,7 @@ from shareproxy.persistence.tables import (
 DEFAULT_FOLD_EVERY = 50
 _KEY_COLUMNS = (share_snapshots.c.group_id, share_snapshots.c.topic_id, share_snapshots.c.partition)
 _UPDATE_KEY = (share_updates.c.group_id, share_updates.c.topic_id, share_updates.c.partition)
+_KEYS_PER_QUERY = 500  # bound parameters per IN list stay well inside every driver's limit
 
 
 def _rows(batches: Iterable[PersistedBatch]) -> list[list[int]]:
@@ -233,6 +234,13 @@ class SqlShareStateStore:
     async def read(self, key: SharePartitionKey) -> LoadedState | None:
         async with self.engine.connect() as conn:
             return await self._load(conn, key)
+
+    async def state_epochs(self, keys: Sequence[SharePartitionKey]) -> dict[SharePartitionKey, int]:
+        out: dict[SharePartitionKey, int] = {}
+        async with self.engine.connect() as conn:
+            for i in range(0, len(keys), _KEYS_PER_QUERY):
+                out.update(await self._state_epochs(conn, keys[i : i + _KEYS_PER_QUERY]))
+        return out
 
     async def claim(self, key: SharePartitionKey) -> LoadedState | None:
         async with self.engine.begin() as conn:

@@ -164,6 +164,43 @@ def test_records_deleted_below_the_spso_are_counted_and_skipped(
     ]
 
 
+def test_a_truncated_log_is_found_and_a_live_group_goes_on_from_its_end(
+    s3_proxy, s3_broker, s3_objects, s3_topic, tmp_path
+):
+    p, t = s3_proxy(), s3_topic(1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    send(s3_broker, t, 0, 6)
+    send(s3_broker, t, 0, 4, start=6)  # a batch of its own, from offset 6
+    c = share_consumer(p, group)
+    c.subscribe([t])
+    try:
+        assert len(poll_until(c, 10, 60)) == 10
+        c.commit_sync()  # acknowledged: the SPSO is 10
+        s3_objects.truncate(t, 0, 6)  # the log now ends at 6: the group's state is past it
+
+        code, found = reconcile(p, s3_broker, tmp_path)
+        assert (code, drifts(found)) == (1, [("beyond_high_watermark", t, 0)])
+        [beyond] = found["findings"]
+        assert (beyond["spso"], beyond["high_watermark"]) == (10, 6)
+        code, applied = reconcile(p, s3_broker, tmp_path, "--apply")
+        assert applied["findings"][0]["outcome"].startswith("repaired"), applied
+        code, after = reconcile(p, s3_broker, tmp_path)
+        assert (code, drifts(after)) == (0, [])
+        assert after["findings"][0]["spso"] == 6
+
+        # the running proxy notices its leader's state was replaced and reloads it; without
+        # that it would wait for offset 10 and these three records would never arrive
+        send(s3_broker, t, 0, 3, start=20)  # offsets 6, 7, 8
+        got = poll_until(c, 3, 30)
+        assert sorted((m.offset(), m.key().decode()) for m in got) == [
+            (6, "k20"),
+            (7, "k21"),
+            (8, "k22"),
+        ]
+    finally:
+        c.close()
+
+
 def test_an_added_partition_is_found_and_initialized(
     s3_proxy, s3_broker, s3_objects, s3_topic, tmp_path
 ):

@@ -148,6 +148,20 @@ async def test_reset_and_delete(store: SqlShareStateStore):
     assert await store.claim(key()) is None
 
 
+async def test_state_epochs_tell_a_leader_its_state_was_replaced(store: SqlShareStateStore):
+    keys = [key(p) for p in range(3)]
+    for k in keys:
+        await store.initialize(k, 0)
+    held = {k: (await store.claim(k)).state_epoch for k in keys}  # a proxy's leaders
+    await store.reset(keys[1], 40)  # a batch repair elsewhere
+    await store.delete([keys[2]])
+    stored = await store.state_epochs(keys)
+    assert [k for k in keys if stored.get(k) != held[k]] == keys[1:]
+    assert stored == {keys[0]: 1, keys[1]: 2}
+    many = [key(p) for p in range(1200)]  # past one IN list
+    assert set(await store.state_epochs(many)) == {keys[0], keys[1]}
+
+
 async def test_group_configs_are_merged_and_removed(store: SqlShareStateStore):
     await store.set_group_configs("g2", {"share.record.lock.duration.ms": "15000"})
     group = await store.set_group_configs(

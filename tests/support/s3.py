@@ -3,10 +3,11 @@
 Tansu 0.6 answers neither DeleteRecords nor CreatePartitions, and ignores retention.ms. Its S3
 storage keeps each partition as one object per record batch plus a watermark object, and the
 cluster's topics in one metadata object, and it re-reads them on every request. So the tests do
-to those objects what retention and CreatePartitions do to a Kafka log: whole batches below the
-new log start go and the log start moves; a topic's partition count grows. Tansu reads objects
-through a 5 s cache, so a change is waited for until the broker shows it. The S3 server is moto's
-standalone server (a real HTTP S3 endpoint with conditional writes, which Tansu needs).
+to those objects what retention, an unclean leader election and CreatePartitions do to a Kafka
+log: whole batches below the new log start go and the log start moves; the batches past a new
+log end go; a topic's partition count grows. Tansu reads objects through a 5 s cache, so a change
+is waited for until the broker shows it. The S3 server is moto's standalone server (a real HTTP
+S3 endpoint with conditional writes, which Tansu needs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,17 +87,30 @@ class TansuObjects:
     def delete_records_before(self, topic: str, partition: int, offset: int) -> None:
         """What retention does: drop the batches below ``offset`` (a batch boundary) and move
         the log start there."""
+        self._cut(topic, partition, offset, lambda base: base < offset, {"low": offset})
+
+    def truncate(self, topic: str, partition: int, offset: int) -> None:
+        """What an unclean leader election can do: the log ends at ``offset`` (a batch
+        boundary), the batches from there on are gone."""
+        self._cut(topic, partition, offset, lambda base: base >= offset, {"high": offset})
+
+    def _cut(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        drop: Callable[[int], bool],
+        watermark: dict[str, int],
+    ) -> None:
         prefix = f"{self.root}/topics/{topic}/partitions/{partition:010d}/"
         listed = self.client.list_objects_v2(Bucket=BUCKET, Prefix=prefix + "records/")
         bases = sorted(int(o["Key"].rsplit("/", 1)[1][:20]) for o in listed.get("Contents", []))
         if offset not in bases:
             raise ValueError(f"{offset} is not the base offset of a batch in {bases}")
-        for base in bases:
-            if base < offset:
-                self.client.delete_object(Bucket=BUCKET, Key=f"{prefix}records/{base:020d}.batch")
-        self._update(prefix + "watermark.json", lambda w: w.update(low=offset))
-        # the listing (ListOffsets EARLIEST) shows it at once, the watermark (Fetch's log
-        # start) once Tansu's cached copy is stale
+        for base in filter(drop, bases):
+            self.client.delete_object(Bucket=BUCKET, Key=f"{prefix}records/{base:020d}.batch")
+        self._update(prefix + "watermark.json", lambda w: w.update(watermark))
+        # the listing shows it at once, the watermark once Tansu's cached copy is stale
         time.sleep(TANSU_READ_CACHE_S + 0.5)
 
     def add_partitions(self, topic: str, total: int) -> None:
