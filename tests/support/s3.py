@@ -2,12 +2,12 @@
 
 Tansu 0.6 answers neither DeleteRecords nor CreatePartitions, and ignores retention.ms. Its S3
 storage keeps each partition as one object per record batch plus a watermark object, and the
-cluster's topics in one metadata object, and it re-reads them on every request. So the tests do
-to those objects what retention, an unclean leader election and CreatePartitions do to a Kafka
-log: whole batches below the new log start go and the log start moves; the batches past a new
-log end go; a topic's partition count grows. Tansu reads objects through a 5 s cache, so a change
-is waited for until the broker shows it. The S3 server is moto's standalone server (a real HTTP
-S3 endpoint with conditional writes, which Tansu needs).
+cluster's topics in one metadata object, and reads them afresh (through a 5 s cache) rather than
+keeping its own copy. So the tests do to those objects what retention, an unclean leader
+election and CreatePartitions do to a Kafka log: whole batches below the new log start go and
+the log start moves; the batches past a new log end go; a topic's partition count grows; each
+change is waited for until the broker shows it. The S3 server is moto's standalone server (a
+real HTTP S3 endpoint with conditional writes, which Tansu needs).
 """
 
 from __future__ import annotations
