@@ -129,6 +129,7 @@ class Proxy:
             self.sessions,
             self.settings_for,
             clock_ms,
+            forget_group=self.configs.forget,
         )
         self.coordinator.start()
         self.group_admin = GroupAdmin(

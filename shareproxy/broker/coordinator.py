@@ -29,6 +29,7 @@ class Coordinator:
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
         metadata_refresh_ms: int = 5_000,
+        forget_group: Callable[[str], None] = lambda group_id: None,
     ) -> None:
         self.store = store
         self.upstream = upstream
@@ -37,6 +38,7 @@ class Coordinator:
         self.settings_for = settings_for
         self.clock_ms = clock_ms
         self.metadata_refresh_ms = metadata_refresh_ms
+        self.forget_group = forget_group
         self.groups: dict[str, ShareGroup] = {}
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -161,6 +163,27 @@ class Coordinator:
             self.sessions.close(session.key)
         await self.partitions.release_member(member_id, group_id)
 
+    async def drop_deleted_groups(self) -> list[str]:
+        """Forget empty groups that the store no longer has: a batch repair deleted them (an
+        expired group), and they should not stay listed until a restart. A member joining
+        again creates the group afresh."""
+        empty = [group_id for group_id, group in self.groups.items() if not group.members]
+        if not empty:
+            return []
+        stored = {record.group_id for record in await self.store.list_groups()}
+        dropped = []
+        async with self._lock:  # a member may have joined meanwhile: then it stays
+            for group_id in empty:
+                group = self.groups.get(group_id)
+                if group is not None and not group.members and group_id not in stored:
+                    del self.groups[group_id]
+                    self._recorded.pop(group_id, None)
+                    dropped.append(group_id)
+        for group_id in dropped:
+            self.forget_group(group_id)
+            log.info("group deleted elsewhere: forgotten", extra={"group": group_id})
+        return dropped
+
     async def _maintain(self) -> None:
         last_refresh = 0
         while True:
@@ -181,6 +204,10 @@ class Coordinator:
                         await self._record_membership(self.groups[group_id])
                 if now - last_refresh >= self.metadata_refresh_ms and self.groups:
                     last_refresh = now
+                    try:
+                        await self.drop_deleted_groups()
+                    except Exception as exc:  # the store unreachable: try again next round
+                        log.warning("checking for deleted groups failed: %s", exc)
                     names = sorted(
                         {t for g in self.groups.values() for t in g.subscribed_topic_names()}
                     )

@@ -72,6 +72,12 @@ def consume_all(proxy, group: str, topics: list[str], want: int, timeout: float 
     return got + extra
 
 
+def listed_groups(proxy) -> dict[str, str]:
+    got = httpx.get(f"{proxy.admin_url}/v1/share-groups", timeout=10)
+    got.raise_for_status()
+    return {g["group_id"]: g["state"] for g in got.json()}
+
+
 def set_config(proxy, group: str, **configs) -> None:
     httpx.put(
         f"{proxy.admin_url}/v1/share-groups/{group}/config",
@@ -275,6 +281,11 @@ def test_an_expired_group_and_a_dropped_topic_are_found_and_repaired(
             0,
             [(live, c_topic)],
         )
+        # the running proxy stops listing the deleted group within its 5 s check
+        deadline = time.monotonic() + 20
+        while gone in listed_groups(p) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert listed_groups(p) == {live: "Stable"}
         send(broker, c_topic, 0, 2, start=50)
         got = poll_until(c, 2, 30)
         assert sorted(m.key().decode() for m in got) == ["k50", "k51"]  # nothing acked again
