@@ -45,6 +45,7 @@ class Coordinator:
         self._background: set[asyncio.Task[None]] = set()
         self.leave_grace_s = 5.0
         self._recorded: dict[str, tuple[str, ...]] = {}  # membership last written to the store
+        self._recording: dict[str, asyncio.Lock] = {}
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._maintain(), name="coordinator")
@@ -111,17 +112,21 @@ class Coordinator:
 
     async def _record_membership(self, group: ShareGroup) -> None:
         """Keep the store's view of the group's subscriptions and emptiness current (the batch
-        jobs' expiry rules read it); written only when it changed."""
-        topics = tuple(sorted(group.subscribed_topic_names()))
-        if self._recorded.get(group.group_id) == topics:
-            return
-        self._recorded[group.group_id] = topics
-        now = datetime.fromtimestamp(self.clock_ms() / 1000, UTC)
-        try:
-            await self.store.record_membership(group.group_id, topics, now)
-        except Exception:
-            self._recorded.pop(group.group_id, None)  # try again on the next change
-            log.exception("recording the membership of %s failed", group.group_id)
+        jobs' expiry rules read it); written only when it changed. One write per group at a
+        time, of the membership as it is when the write starts, so concurrent heartbeats
+        cannot leave an older view stored last."""
+        lock = self._recording.setdefault(group.group_id, asyncio.Lock())
+        async with lock:
+            topics = tuple(sorted(group.subscribed_topic_names()))
+            if self._recorded.get(group.group_id) == topics:
+                return
+            now = datetime.fromtimestamp(self.clock_ms() / 1000, UTC)
+            try:
+                await self.store.record_membership(group.group_id, topics, now)
+            except Exception:
+                log.exception("recording the membership of %s failed", group.group_id)
+                return  # tried again on the next heartbeat
+            self._recorded[group.group_id] = topics
 
     def target_of(self, group_id: str, member_id: str) -> set[tuple[UUID, int]] | None:
         """The partitions a member's target assignment holds; None if it is not a member."""
@@ -178,6 +183,7 @@ class Coordinator:
                 if group is not None and not group.members and group_id not in stored:
                     del self.groups[group_id]
                     self._recorded.pop(group_id, None)
+                    self._recording.pop(group_id, None)
                     dropped.append(group_id)
         for group_id in dropped:
             self.forget_group(group_id)

@@ -1,0 +1,51 @@
+"""The coordinator's membership record on a real store: concurrent heartbeats of one group must
+leave the latest view stored, whatever order their writes would finish in."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.core.share_group import ShareGroup
+from shareproxy.persistence.repository import SqlShareStateStore
+
+
+class FirstWriteSlow:
+    """The real store, with its first membership write held back: the race made certain."""
+
+    def __init__(self, store: SqlShareStateStore) -> None:
+        self.store = store
+        self.writes = 0
+
+    async def record_membership(self, group_id: str, topics: Sequence[str], now: datetime) -> None:
+        self.writes += 1
+        if self.writes == 1:
+            await asyncio.sleep(0.3)
+        await self.store.record_membership(group_id, topics, now)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+async def test_concurrent_heartbeats_leave_the_latest_membership_stored(store: SqlShareStateStore):
+    coordinator = Coordinator(
+        FirstWriteSlow(store),  # type: ignore[arg-type]
+        upstream=None,  # type: ignore[arg-type]  # not used to record membership
+        partitions=None,  # type: ignore[arg-type]
+        sessions=None,  # type: ignore[arg-type]
+        settings_for=lambda _: GroupSettings(),
+        clock_ms=lambda: 1_700_000_000_000,
+    )
+    group = ShareGroup("g1")
+    group.heartbeat("m1", 0, 0, subscribed_topics=["a"])
+    first = asyncio.create_task(coordinator._record_membership(group))  # writes ("a",), slowly
+    await asyncio.sleep(0.05)
+    group.heartbeat("m1", -1, 0)  # the member leaves: the group is empty
+    await coordinator._record_membership(group)
+    await first
+    [stored] = await store.memberships()
+    assert (stored.subscribed_topics, stored.empty_since is not None) == ((), True)
