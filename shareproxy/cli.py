@@ -12,7 +12,7 @@ from shareproxy import __version__, cli_batch
 from shareproxy.cli_groups import groups
 from shareproxy.cli_security import acls, users
 from shareproxy.config import Settings
-from shareproxy.persistence.engine import StateUrlError, async_url
+from shareproxy.persistence.engine import StateUrlError, async_url, usable_url
 
 app = typer.Typer(
     name="shareproxy",
@@ -41,7 +41,7 @@ StateUrl = Annotated[
 def _state_url(option: str | None) -> str:
     url = option or Settings().state_url
     try:
-        async_url(url)
+        usable_url(url)
     except StateUrlError as exc:
         err.print(f"[red]error:[/red] --state-url: {exc}")
         raise typer.Exit(2) from exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
@@ -32,9 +33,21 @@ def async_url(url: str | URL) -> URL:
     return parsed.set(drivername=_ASYNC_DRIVERS[backend])
 
 
+def usable_url(url: str | URL) -> URL:
+    """``async_url``, and for SQLite a folder that exists: SQLite cannot create it, and left to
+    the driver the failure surfaces late and garbled."""
+    target = async_url(url)
+    database = target.database or ""
+    if target.get_backend_name() == "sqlite" and database not in ("", ":memory:"):
+        folder = Path(database).parent
+        if not folder.is_dir():
+            raise StateUrlError(f"the SQLite state store's folder {folder} does not exist")
+    return target
+
+
 def create_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
     """An engine whose transactions serialise writers on SQLite as row locks do on Postgres."""
-    target = async_url(url)
+    target = usable_url(url)
     if target.get_backend_name() == "sqlite":
         engine = create_async_engine(target, **kwargs)
         _configure_sqlite(engine)

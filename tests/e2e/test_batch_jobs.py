@@ -398,4 +398,8 @@ def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, capsys):
     assert "not a duration" in capsys.readouterr().err
     missing = f"sqlite:///{tmp_path}/nothing-here/state.db"
     assert run_job("reconcile", ["--state-url", missing, "--master", "local[1]"]) == 3
-    assert "reconcile failed:" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "reconcile failed:" in said and "nothing-here does not exist" in said
+    unreachable = "postgresql://nobody@127.0.0.1:1/none"
+    assert run_job("report", ["--state-url", unreachable, "--master", "local[1]"]) == 3
+    assert "report failed:" in capsys.readouterr().err

@@ -53,6 +53,8 @@ def test_cli_refuses_bad_state_urls_and_unreachable_stores(tmp_path):
     runner = CliRunner()
     bad = runner.invoke(app, ["migrate", "--state-url", "mysql://x/y"])
     assert bad.exit_code == 2 and "unsupported state store" in bad.output
+    nowhere = runner.invoke(app, ["migrate", "--state-url", f"sqlite:///{tmp_path}/no/s.db"])
+    assert nowhere.exit_code == 2 and "folder" in nowhere.output, nowhere.output
     unreachable = runner.invoke(
         app, ["migrate", "--state-url", "postgresql://nobody@127.0.0.1:1/none"]
     )
