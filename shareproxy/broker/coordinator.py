@@ -181,14 +181,18 @@ class Coordinator:
             for group_id in empty:
                 group = self.groups.get(group_id)
                 if group is not None and not group.members and group_id not in stored:
-                    del self.groups[group_id]
-                    self._recorded.pop(group_id, None)
-                    self._recording.pop(group_id, None)
+                    self.forget(group_id)
                     dropped.append(group_id)
         for group_id in dropped:
-            self.forget_group(group_id)
             log.info("group deleted elsewhere: forgotten", extra={"group": group_id})
         return dropped
+
+    def forget(self, group_id: str) -> None:
+        """The group was deleted: drop it, what was recorded of it, and its configs."""
+        self.groups.pop(group_id, None)
+        self._recorded.pop(group_id, None)
+        self._recording.pop(group_id, None)
+        self.forget_group(group_id)
 
     async def _maintain(self) -> None:
         last_refresh = 0

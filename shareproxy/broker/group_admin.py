@@ -310,8 +310,7 @@ class GroupAdmin:
         keys = await self.store.list_partitions(group_id)
         await self.store.delete_group(group_id)
         self.partitions.evict(keys)
-        self.coordinator.groups.pop(group_id, None)
-        self.configs.forget(group_id)
+        self.coordinator.forget(group_id)  # and, through the coordinator, its configs
         log.info("group deleted", extra={"group": group_id})
 
     # ------------------------------------------------------------------ helpers

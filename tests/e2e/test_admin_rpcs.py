@@ -98,43 +98,28 @@ def test_admin_rpcs_agree_with_rest_and_refuse_what_it_refuses(proxy, topic, pro
             1: (20, 0),
         }
 
-        set_lock = call(
-            p.port,
-            alter_configs.IncrementalAlterConfigsRequest(
-                resources=(
-                    alter_configs.AlterConfigsResource(
-                        resource_type=GROUP_RESOURCE,
-                        resource_name=group,
-                        configs=(
-                            alter_configs.AlterableConfig(
-                                name="share.record.lock.duration.ms",
-                                config_operation=0,
-                                value="15000",
+        def alter_group_config(name: str, value: str):
+            return call(
+                p.port,
+                alter_configs.IncrementalAlterConfigsRequest(
+                    resources=(
+                        alter_configs.AlterConfigsResource(
+                            resource_type=GROUP_RESOURCE,
+                            resource_name=group,
+                            configs=(
+                                alter_configs.AlterableConfig(
+                                    name=name, config_operation=0, value=value
+                                ),
                             ),
                         ),
                     ),
+                    validate_only=False,
                 ),
-                validate_only=False,
-            ),
-        )
+            )
+
+        set_lock = alter_group_config("share.record.lock.duration.ms", "15000")
         assert set_lock.responses[0].error_code.value == 0
-        bad = call(
-            p.port,
-            alter_configs.IncrementalAlterConfigsRequest(
-                resources=(
-                    alter_configs.AlterConfigsResource(
-                        resource_type=GROUP_RESOURCE,
-                        resource_name=group,
-                        configs=(
-                            alter_configs.AlterableConfig(
-                                name="share.delivery.count.limit", config_operation=0, value="99"
-                            ),
-                        ),
-                    ),
-                ),
-                validate_only=False,
-            ),
-        )
+        bad = alter_group_config("share.delivery.count.limit", "99")
         assert bad.responses[0].error_code.value == 40  # INVALID_CONFIG
         shown = call(
             p.port,

@@ -17,10 +17,11 @@ from shareproxy.cli_batch import run_job
 from tests.e2e.test_share_consumers import poll_until, share_consumer
 
 
-def reconcile(proxy, broker, tmp_path, *extra: str) -> tuple[int, dict]:
-    out = tmp_path / f"reconcile-{uuid.uuid4().hex[:6]}.json"
+def job(name: str, proxy, broker, tmp_path, *extra: str) -> tuple[int, dict]:
+    """Run a batch job on local[2] against the proxy's store; its exit code and JSON output."""
+    out = tmp_path / f"{name}-{uuid.uuid4().hex[:6]}.json"
     code = run_job(
-        "reconcile",
+        name,
         [
             "--state-url",
             proxy.state_url,
@@ -34,6 +35,10 @@ def reconcile(proxy, broker, tmp_path, *extra: str) -> tuple[int, dict]:
         ],
     )
     return code, json.loads(out.read_text())
+
+
+def reconcile(proxy, broker, tmp_path, *extra: str) -> tuple[int, dict]:
+    return job("reconcile", proxy, broker, tmp_path, *extra)
 
 
 def drifts(document: dict) -> list[tuple[str, str | None, int | None]]:
@@ -326,22 +331,8 @@ def test_the_poison_report_lists_exactly_the_records_past_the_delivery_limit(
         assert all(seen.get(o) == 2 for o in poisoned), seen
     finally:
         c.close()
-    out = tmp_path / "report.json"
-    code = run_job(
-        "report",
-        [
-            "--state-url",
-            p.state_url,
-            "--bootstrap-servers",
-            broker.bootstrap,
-            "--master",
-            "local[2]",
-            "--output",
-            str(out),
-        ],
-    )
+    code, report = job("report", p, broker, tmp_path)
     assert code == 0
-    report = json.loads(out.read_text())
     assert [
         (x["topic"], x["partition"], x["offset"], x["key"], x["headers"], x["delivery_count"])
         for x in report["poison"]

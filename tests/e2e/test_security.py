@@ -472,20 +472,20 @@ def test_every_row_of_the_acl_table_has_a_denied_and_an_allowed_case(secure, top
         assert call(desc).groups[0].error_code.value == GA
 
         # ShareFetch / ShareAcknowledge -> Read Group (and Read Topic, granted above)
-        def share_fetch(member: str, epoch: int, acks=()):
+        def share_fetch(member: str, epoch: int, acks=(), of=topic_id, wait_ms=500):
             return call(
                 sf.ShareFetchRequest(
                     group_id=group,
                     member_id=member,
                     share_session_epoch=epoch,
-                    max_wait=timedelta(milliseconds=500),
+                    max_wait=timedelta(milliseconds=wait_ms),
                     min_bytes=1,
                     max_bytes=1 << 20,
                     max_records=10,
                     batch_size=10,
                     topics=(
                         sf.FetchTopic(
-                            topic_id=topic_id,
+                            topic_id=of,
                             partitions=(
                                 sf.FetchPartition(partition_index=0, acknowledgement_batches=acks),
                             ),
@@ -533,27 +533,7 @@ def test_every_row_of_the_acl_table_has_a_denied_and_an_allowed_case(secure, top
         t2 = topic(1)
         grant("TOPIC", t2, "DESCRIBE")
         t2_id = {x.name: x.topic_id for x in metadata([t2]).topics}[t2]
-        refused = call(
-            sf.ShareFetchRequest(
-                group_id=group,
-                member_id=member,
-                share_session_epoch=2,
-                max_wait=timedelta(milliseconds=10),
-                min_bytes=1,
-                max_bytes=1 << 20,
-                max_records=10,
-                batch_size=10,
-                topics=(
-                    sf.FetchTopic(
-                        topic_id=t2_id,
-                        partitions=(
-                            sf.FetchPartition(partition_index=0, acknowledgement_batches=()),
-                        ),
-                    ),
-                ),
-                forgotten_topics_data=(),
-            )
-        )
+        refused = share_fetch(member, 2, of=t2_id, wait_ms=10)
         codes = {
             (x.topic_id, p.partition_index): p.error_code.value
             for x in refused.responses
