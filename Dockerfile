@@ -12,6 +12,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY shareproxy ./shareproxy
 COPY migrations ./migrations
+COPY spark ./spark
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11.11-slim-bookworm

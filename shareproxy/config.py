@@ -1,13 +1,56 @@
-"""Proxy-wide settings: command-line options fall back to ``SHAREPROXY_*`` environment variables."""
+"""Proxy-wide settings, each documented and validated here once.
+
+A setting comes from a ``serve`` flag, else a ``SHAREPROXY_*`` environment variable, else the
+``--config`` file (TOML or YAML, read by pydantic-settings' own sources), else its default. The
+defaults of the group configs are checked by ``core.group_config`` itself, so ``serve`` takes
+exactly the values ``groups config`` takes. A bad value is reported as one line naming where it
+came from: the flag, the variable or the file.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
+
+from shareproxy.core import group_config as gc
+from shareproxy.core.share_group import DEFAULT_MAX_SIZE
+from shareproxy.exits import UsageError
 
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"
+ENV_PREFIX = "SHAREPROXY_"
+FLAG_NAMES = {"auto_migrate": "--migrate/--no-migrate"}  # the rest: --field-name
+SECRET = frozenset({"upstream_sasl_password"})  # environment or file only, never shown
+# serve settings that are the proxy-wide defaults of group configs
+GROUP_DEFAULTS = {
+    "record_lock_duration_ms": gc.LOCK_DURATION,
+    "delivery_count_limit": gc.DELIVERY_COUNT_LIMIT,
+    "partition_max_record_locks": gc.MAX_RECORD_LOCKS,
+    "auto_offset_reset": gc.AUTO_OFFSET_RESET,
+    "isolation_level": gc.ISOLATION_LEVEL,
+    "session_timeout_ms": gc.SESSION_TIMEOUT,
+    "heartbeat_interval_ms": gc.HEARTBEAT_INTERVAL,
+    "renew_acknowledge": gc.RENEW_ACKNOWLEDGE,
+}
+_FILES = (
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_cafile",
+    "upstream_ssl_cafile",
+    "upstream_ssl_certfile",
+    "upstream_ssl_keyfile",
+)
 
 
 def split_host_port(value: str, default_host: str = "0.0.0.0") -> tuple[str, int]:
@@ -18,17 +61,36 @@ def split_host_port(value: str, default_host: str = "0.0.0.0") -> tuple[str, int
     return (host.strip("[]") or default_host), int(port)
 
 
+def _group_default(name: str) -> Any:
+    d = gc.DEFINITIONS[name]
+    value: Any = {"int": int, "boolean": lambda v: v == "true"}.get(d.kind, str)(d.default)
+    return Field(default=value, description=f"default {name}: {d.doc}")
+
+
+class SettingError(ValueError):
+    """A value that only makes sense with others, blamed on one setting."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SHAREPROXY_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
 
     state_url: str = Field(
         default=DEFAULT_STATE_URL,
-        description="SQLAlchemy URL of the state store: Postgres in production, SQLite embedded",
+        description="SQLAlchemy URL of the state store: postgresql://user:pass@host/db in "
+        "production, sqlite:///path/state.db embedded",
     )
-    state_fold_every: int = Field(
-        default=50, ge=1, description="update rows per share-partition before a new snapshot"
+    bootstrap_servers: str = Field(
+        default="localhost:9092", description="the upstream cluster's bootstrap servers"
     )
-    bootstrap_servers: str = Field(default="localhost:9092", description="upstream Kafka")
+    fail_fast: bool = Field(
+        default=False,
+        description="exit (code 3) when the upstream cluster cannot be reached at start, "
+        "instead of retrying with backoff until it can",
+    )
     listen: str = Field(default="0.0.0.0:9092", description="Kafka listener HOST:PORT")
     advertised_listener: str | None = Field(
         default=None, description="HOST:PORT clients are told to connect to"
@@ -43,39 +105,278 @@ class Settings(BaseSettings):
     )
     ssl_certfile: str | None = Field(default=None, description="listener TLS certificate (PEM)")
     ssl_keyfile: str | None = Field(default=None, description="its private key (PEM)")
-    ssl_cafile: str | None = Field(default=None, description="CAs for client certificates")
-    ssl_client_auth: Literal["none", "requested", "required"] = Field(default="none")
-    sasl_enabled_mechanisms: str = Field(default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")
-    super_users: str = Field(default="", description="User:a;User:b — always allowed")
+    ssl_cafile: str | None = Field(default=None, description="CAs for client certificates (PEM)")
+    ssl_client_auth: Literal["none", "requested", "required"] = Field(
+        default="none", description="client certificates: none | requested | required"
+    )
+    sasl_enabled_mechanisms: str = Field(
+        default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", description="SASL mechanisms offered"
+    )
+    super_users: str = Field(default="", description="User:a;User:b, allowed everything")
     authorization: Literal["auto", "on", "off"] = Field(
-        default="auto", description="ACLs enforced; auto: when a listener authenticates"
+        default="auto", description="ACLs enforced: auto (when a listener authenticates) | on | off"
     )
-    upstream_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = (
-        "PLAINTEXT"
+    upstream_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="how the proxy connects upstream"
     )
-    upstream_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
-    upstream_sasl_username: str | None = None
-    upstream_sasl_password: SecretStr | None = None
-    upstream_ssl_cafile: str | None = None
-    upstream_ssl_certfile: str | None = None
-    upstream_ssl_keyfile: str | None = None
+    upstream_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        default="PLAIN", description="the proxy's SASL mechanism upstream"
+    )
+    upstream_sasl_username: str | None = Field(
+        default=None,
+        description="the proxy's user upstream (password: SHAREPROXY_UPSTREAM_SASL_PASSWORD)",
+    )
+    upstream_sasl_password: SecretStr | None = Field(
+        default=None, description="the proxy's password upstream (environment or file only)"
+    )
+    upstream_ssl_cafile: str | None = Field(default=None, description="CAs of the upstream (PEM)")
+    upstream_ssl_certfile: str | None = Field(
+        default=None, description="the proxy's client certificate upstream (PEM)"
+    )
+    upstream_ssl_keyfile: str | None = Field(default=None, description="its private key (PEM)")
     admin_listen: str = Field(default="127.0.0.1:8080", description="REST admin HOST:PORT")
     node_id: int = Field(default=1, ge=0, description="the broker id the proxy presents")
     auto_migrate: bool = Field(
         default=True, description="upgrade the store schema at start (off: run `migrate` first)"
     )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO")
-    log_format: Literal["plain", "json"] = Field(default="plain", description="plain | json")
-    max_frame_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
-    max_share_sessions: int = Field(default=1000, ge=1)
-    # proxy-wide group config defaults (KIP-932 names in comments)
-    record_lock_duration_ms: int = Field(default=30_000, ge=100)  # share.record.lock.duration.ms
-    delivery_count_limit: int = Field(default=5, ge=2, le=10)  # share.delivery.count.limit
-    partition_max_record_locks: int = Field(default=2000, ge=1)
-    auto_offset_reset: str = Field(default="latest")  # share.auto.offset.reset
-    isolation_level: Literal["read_uncommitted", "read_committed"] = Field(
-        default="read_uncommitted"
-    )  # share.isolation.level
-    session_timeout_ms: int = Field(default=45_000, ge=1000)  # share.session.timeout.ms
-    heartbeat_interval_ms: int = Field(default=5_000, ge=100)  # share.heartbeat.interval.ms
-    group_max_size: int = Field(default=200, ge=1)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="DEBUG | INFO | WARNING | ERROR"
+    )
+    log_format: Literal["plain", "json"] = Field(
+        default="plain", description="plain | json (one object per line)"
+    )
+    state_fold_every: int = Field(
+        default=50, ge=1, description="update rows per share-partition before a new snapshot"
+    )
+    max_frame_bytes: int = Field(
+        default=100 * 1024 * 1024, ge=1024, description="largest Kafka request accepted"
+    )
+    max_share_sessions: int = Field(
+        default=2000, ge=1, description="share sessions of the whole proxy (Kafka's default)"
+    )
+    max_share_sessions_per_client: int = Field(
+        default=1000,
+        ge=1,
+        description="share sessions one principal may hold from one host, so that no client "
+        "can take them all",
+    )
+    group_max_size: int = Field(
+        default=DEFAULT_MAX_SIZE, ge=1, description="members per share group"
+    )
+    record_lock_duration_ms: int = _group_default(gc.LOCK_DURATION)
+    delivery_count_limit: int = _group_default(gc.DELIVERY_COUNT_LIMIT)
+    partition_max_record_locks: int = _group_default(gc.MAX_RECORD_LOCKS)
+    auto_offset_reset: str = _group_default(gc.AUTO_OFFSET_RESET)
+    isolation_level: str = _group_default(gc.ISOLATION_LEVEL)
+    session_timeout_ms: int = _group_default(gc.SESSION_TIMEOUT)
+    heartbeat_interval_ms: int = _group_default(gc.HEARTBEAT_INTERVAL)
+    renew_acknowledge: bool = _group_default(gc.RENEW_ACKNOWLEDGE)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Flags (init) > environment > config file (set by ``load``) > defaults."""
+        config = settings_cls.model_config
+        path = config.get("toml_file") or config.get("yaml_file")
+        if path is None:
+            return (init_settings, env_settings)
+        return (init_settings, env_settings, file_source(settings_cls, Path(str(path))))
+
+    def group_configs(self) -> dict[str, str]:
+        """The group-config defaults under their config names, as strings."""
+        out = {}
+        for setting, name in GROUP_DEFAULTS.items():
+            value = getattr(self, setting)
+            out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return out
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator(*GROUP_DEFAULTS, mode="after")
+    @classmethod
+    def _group_config(cls, value: Any, info: Any) -> Any:
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        try:
+            gc.check(GROUP_DEFAULTS[info.field_name], text)
+        except gc.GroupConfigError as exc:
+            raise ValueError(str(exc).partition(": ")[2]) from None
+        return value
+
+    @field_validator("listen", "admin_listen", "advertised_listener")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None:
+            split_host_port(value)
+        return value
+
+    @field_validator("listeners", "advertised_listeners")
+    @classmethod
+    def _listeners(cls, value: str | None) -> str | None:
+        from shareproxy.security.listeners import parse_listeners
+
+        if value is not None:
+            parse_listeners(value)
+        return value
+
+    @field_validator(*_FILES)
+    @classmethod
+    def _readable_file(cls, value: str | None) -> str | None:
+        if value is not None:
+            path = Path(value)
+            if not path.exists():
+                raise ValueError("no such file")
+            if not path.is_file() or not os.access(path, os.R_OK):
+                raise ValueError("not a readable file")
+        return value
+
+    @field_validator("state_url")
+    @classmethod
+    def _state_url(cls, value: str) -> str:
+        from shareproxy.persistence.engine import usable_url
+
+        usable_url(value)  # StateUrlError is a ValueError
+        return value
+
+    @field_validator("sasl_enabled_mechanisms")
+    @classmethod
+    def _mechanisms(cls, value: str) -> str:
+        known = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+        wrong = [m for m in (x.strip().upper() for x in value.split(",")) if m not in known]
+        if wrong:
+            raise ValueError(f"unknown SASL mechanisms {wrong} (known: {', '.join(known)})")
+        return value
+
+    @model_validator(mode="after")
+    def _together(self) -> Settings:
+        from shareproxy.security.listeners import plan
+
+        try:
+            gc.check_heartbeat(self.group_configs())
+        except gc.GroupConfigError:
+            if "heartbeat_interval_ms" in self.model_fields_set:  # blame the one given
+                raise SettingError(
+                    "heartbeat_interval_ms",
+                    f"must be below the session timeout ({self.session_timeout_ms} ms)",
+                ) from None
+            raise SettingError(
+                "session_timeout_ms",
+                f"must be above the heartbeat interval ({self.heartbeat_interval_ms} ms)",
+            ) from None
+        try:
+            specs = plan(
+                self.listeners, self.listen, self.advertised_listeners, self.advertised_listener
+            )
+        except ValueError as exc:
+            raise SettingError("advertised_listeners", str(exc)) from None
+        if any(spec.uses_tls for spec, _ in specs) and not self.ssl_certfile:
+            raise SettingError("listeners", "an SSL or SASL_SSL listener needs --ssl-certfile")
+        sasl = self.upstream_security_protocol.startswith("SASL_")
+        if sasl and not self.upstream_sasl_username:
+            raise SettingError("upstream_security_protocol", "needs --upstream-sasl-username")
+        return self
+
+
+def file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
+    """pydantic-settings' reader for the file's kind, by its suffix."""
+    if path.suffix == ".toml":
+        return TomlConfigSettingsSource(settings_cls, toml_file=path)
+    if path.suffix in (".yaml", ".yml"):
+        return YamlConfigSettingsSource(settings_cls, yaml_file=path)
+    raise UsageError(f"--config {path}: use a .toml, .yaml or .yml file")
+
+
+def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:
+    """Settings from flags, environment, file and defaults; UsageError naming every bad value
+    (one line each) and where it came from."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    cls: type[Settings] = Settings
+    file_data: dict[str, Any] = {}
+    if config_file is not None:
+        file_data = _read(config_file)
+        key = "toml_file" if config_file.suffix == ".toml" else "yaml_file"
+        config = SettingsConfigDict(**{**Settings.model_config, key: config_file})  # type: ignore[typeddict-item]
+        cls = type("Settings", (Settings,), {"model_config": config, "__module__": __name__})
+    try:
+        return cls(**flags)
+    except ValidationError as exc:
+        lines = [_explain(e, flags, file_data, config_file) for e in exc.errors()]
+        raise UsageError("\n".join(dict.fromkeys(lines))) from None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The file's settings as its source reads them; UsageError naming the file."""
+    kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix)
+    if kind is None:
+        raise UsageError(f"--config {path}: use a .toml, .yaml or .yml file")
+    if not path.is_file():
+        raise UsageError(f"--config {path}: no such file")
+    try:
+        data = file_source(Settings, path)()
+    except Exception as exc:  # tomllib / yaml: the message says where in the file
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"--config {path}: not valid {kind}: {detail}") from None
+    return dict(data)
+
+
+def source_of(
+    setting: str, flags: Mapping[str, Any], file_data: Mapping[str, Any], path: Path | None
+) -> str:
+    """Where a setting's value came from, written as the user wrote it."""
+    if setting in flags:
+        flag = FLAG_NAMES.get(setting, "--" + setting.replace("_", "-"))
+        return f"{flag} {_shown(setting, flags[setting])}"
+    env = ENV_PREFIX + setting.upper()
+    if env in {k.upper() for k in os.environ}:
+        value = next(v for k, v in os.environ.items() if k.upper() == env)
+        return f"{env}={_shown(setting, value)}"
+    if setting in file_data:
+        return f"{setting} = {_shown(setting, file_data[setting])} in {path}"
+    return f"{setting} (default {_shown(setting, Settings.model_fields[setting].default)})"
+
+
+def _shown(setting: str, value: Any) -> str:
+    return "***" if setting in SECRET else str(value)
+
+
+def _explain(
+    error: Any, flags: Mapping[str, Any], file_data: Mapping[str, Any], path: Path | None
+) -> str:
+    cause = (error.get("ctx") or {}).get("error")
+    setting = cause.setting if isinstance(cause, SettingError) else None
+    if setting is None and error["loc"]:
+        setting = str(error["loc"][0])
+    if error["type"] == "extra_forbidden":
+        where = f"in {path}" if setting in file_data else "given"
+        return f"unknown setting {setting!r} {where} (`shareproxy serve --help` lists them)"
+    reason = str(cause) if cause is not None else error["msg"]
+    if setting is None or setting not in Settings.model_fields:
+        return f"invalid settings: {reason}"
+    return f"{source_of(setting, flags, file_data, path)}: {reason}"
+
+
+def render(settings: Settings) -> str:
+    """The settings in force as a TOML config file, each with its description."""
+    lines = []
+    for name, info in Settings.model_fields.items():
+        lines.append(f"# {info.description}")
+        value = getattr(settings, name)
+        if name in SECRET:
+            lines.append(f"# {name} = (from SHAREPROXY_{name.upper()} or this file)")
+        elif value is None:
+            lines.append(f"# {name} =")
+        elif isinstance(value, bool):
+            lines.append(f"{name} = {'true' if value else 'false'}")
+        elif isinstance(value, int):
+            lines.append(f"{name} = {value}")
+        else:
+            lines.append(f"{name} = {json.dumps(value)}")  # a TOML basic string
+    return "\n".join(lines) + "\n"

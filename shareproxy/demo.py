@@ -1,81 +1,55 @@
-"""``shareproxy demo``: everything embedded — a Tansu broker subprocess, SQLite state, the
-proxy — and three real share consumers (confluent-kafka's ShareConsumer) sharing a topic.
+"""``shareproxy demo``: what share groups are for, on embedded parts — a Tansu broker subprocess
+(Kafka-compatible, no share groups), SQLite state in a temporary folder, the proxy — and more
+real share consumers (confluent-kafka's ShareConsumer) than the topic has partitions.
 
-Consumers release a few records (they come back with a higher delivery count, possibly to
+The consumers join first, then records stream in, so every consumer takes turns on the same
+partition. They release a few records (redelivered with a higher delivery count, often to
 another consumer) and reject a few (never seen again); the rest are accepted. At the end every
-record must be accepted or rejected exactly once.
+record must be accepted or rejected exactly once, and the tables show who got which offsets.
 """
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from shareproxy.config import Settings
+from shareproxy.demo_parts import ClientLog, ProxyThread, offset_ranges
 from shareproxy.embedded import TansuBroker, free_port
+
+TOPIC = "demo-orders"
+GROUP = "demo-workers"
+SHOWN_RANGES = 8  # per table cell; the count says how many more
+SHOWN_REDELIVERIES = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    consumer: int
+    partition: int
+    offset: int
+    delivery_count: int
+    decision: str  # accept, release, reject
 
 
 @dataclass
-class ConsumerStats:
-    received: int = 0
-    redeliveries: int = 0
-    accepted: int = 0
-    released: int = 0
-    rejected: int = 0
-    partitions: Counter[int] = field(default_factory=Counter)
+class DemoOutcome:
+    ok: bool
+    deliveries: list[Delivery] = field(default_factory=list)
+    stop_seconds: float = 0.0  # from the last record settled to everything stopped
+    client_log: list[str] = field(default_factory=list)  # librdkafka's lines, kept off screen
 
-
-class _ProxyThread:
-    """The proxy on its own event loop, beside the (blocking) consumer threads."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.ready = threading.Event()
-        self.error: BaseException | None = None
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.thread = threading.Thread(target=self._run, name="shareproxy", daemon=True)
-
-    def _run(self) -> None:
-        from shareproxy.server import Proxy
-
-        async def main() -> None:
-            proxy = Proxy(self.settings)
-            self._loop = asyncio.get_running_loop()
-            self._stop = asyncio.Event()
-            await proxy.start()
-            self.ready.set()
-            await self._stop.wait()
-            await proxy.stop()
-
-        try:
-            asyncio.run(main())
-        except BaseException as exc:
-            self.error = exc
-            self.ready.set()
-
-    def start(self) -> None:
-        self.thread.start()
-        self.ready.wait(60)
-        if self.error is not None:
-            raise RuntimeError(f"the proxy failed to start: {self.error}") from self.error
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self.thread.join(30)
-
-
-_COUNTED = {"accept": "accepted", "release": "released", "reject": "rejected"}
+    def consumers_of(self, partition: int) -> set[int]:
+        return {d.consumer for d in self.deliveries if d.partition == partition}
 
 
 def _decide(partition: int, offset: int, delivery_count: int) -> str:
@@ -87,48 +61,41 @@ def _decide(partition: int, offset: int, delivery_count: int) -> str:
     return "accept"
 
 
-def run_demo(records: int, partitions: int, consumers: int, console: Console) -> bool:
+def run_demo(records: int, partitions: int, consumers: int, console: Console) -> DemoOutcome:
+    with tempfile.TemporaryDirectory(prefix="shareproxy-demo-") as workdir:
+        return _run(records, partitions, consumers, console, Path(workdir))
+
+
+def _run(
+    records: int, partitions: int, consumers: int, console: Console, workdir: Path
+) -> DemoOutcome:
     from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    workdir = Path(tempfile.mkdtemp(prefix="shareproxy-demo-"))
-    topic = "demo-orders"
+    client_log = ClientLog()
     with TansuBroker() as broker:
         console.print(
             f"[bold]upstream[/bold]  Tansu broker on {broker.bootstrap} (no share groups)"
         )
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap, **client_log.config})
+        for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
             f.result(30)
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-        for i in range(records):
-            producer.produce(
-                topic,
-                key=f"order-{i}".encode(),
-                value=f"payload {i}".encode(),
-                partition=i % partitions,
-            )
-        producer.flush(30)
-        console.print(
-            f"[bold]produced[/bold]  {records} records to {topic!r} ({partitions} partitions)"
-        )
-        port = free_port()
+        del admin
+        port, admin_port = free_port(), free_port()
         settings = Settings(
             bootstrap_servers=broker.bootstrap,
             listen=f"127.0.0.1:{port}",
-            admin_listen=f"127.0.0.1:{free_port()}",
+            admin_listen=f"127.0.0.1:{admin_port}",
             state_url=f"sqlite:///{workdir / 'state.db'}",
             auto_offset_reset="earliest",
             record_lock_duration_ms=10_000,
+            partition_max_record_locks=100,  # consumers take turns rather than one taking all
         )
-        proxy = _ProxyThread(settings)
+        proxy = ProxyThread(settings)
         proxy.start()
-        console.print(
-            f"[bold]proxy[/bold]     shareproxy on 127.0.0.1:{port}, "
-            f"state in {workdir / 'state.db'}"
-        )
-        stats = [ConsumerStats() for _ in range(consumers)]
-        done: Counter[tuple[int, int]] = Counter()  # (partition, offset) -> accepted/rejected
+        console.print(f"[bold]proxy[/bold]     shareproxy on 127.0.0.1:{port}, state in {workdir}")
+        deliveries: list[Delivery] = []
+        settled: dict[tuple[int, int], int] = defaultdict(int)  # accepted or rejected, times
         lock = threading.Lock()
         finished = threading.Event()
         kinds = {
@@ -141,34 +108,47 @@ def run_demo(records: int, partitions: int, consumers: int, console: Console) ->
             c = ShareConsumer(
                 {
                     "bootstrap.servers": f"127.0.0.1:{port}",
-                    "group.id": "demo-workers",
+                    "group.id": GROUP,
+                    "client.id": f"consumer-{i + 1}",
                     "share.acknowledgement.mode": "explicit",
+                    **client_log.config,
                 }
             )
-            c.subscribe([topic])
-            s = stats[i]
+            c.subscribe([TOPIC])
             deadline = time.monotonic() + 120
             while not finished.is_set() and time.monotonic() < deadline:
-                for m in c.poll(0.5) or []:
+                for m in c.poll(0.2) or []:
                     if m.error() is not None:
                         continue
-                    s.received += 1
-                    s.partitions[m.partition()] += 1
-                    if m.delivery_count() > 1:
-                        s.redeliveries += 1
                     decision = _decide(m.partition(), m.offset(), m.delivery_count())
                     c.acknowledge(m, kinds[decision])
-                    field_name = _COUNTED[decision]
-                    setattr(s, field_name, getattr(s, field_name) + 1)
-                    if decision != "release":
-                        with lock:
-                            done[(m.partition(), m.offset())] += 1
-                            if len(done) >= records:
+                    time.sleep(0.002)  # the work a record takes: others get their turn
+                    with lock:
+                        deliveries.append(
+                            Delivery(i + 1, m.partition(), m.offset(), m.delivery_count(), decision)
+                        )
+                        if decision != "release":
+                            settled[(m.partition(), m.offset())] += 1
+                            if len(settled) >= records:
                                 finished.set()
             c.commit_sync()
             c.close()
 
-        threads = [threading.Thread(target=consume, args=(i,)) for i in range(consumers)]
+        threads = [
+            threading.Thread(target=consume, args=(i,), name=f"consumer-{i + 1}")
+            for i in range(consumers)
+        ]
+        for t in threads:
+            t.start()
+        with console.status(f"{consumers} share consumers joining group {GROUP!r}"):
+            _wait_for_members(f"http://127.0.0.1:{admin_port}", consumers)
+        console.print(
+            f"[bold]group[/bold]     {consumers} consumers in {GROUP!r} on {partitions} "
+            f"partition{'s' if partitions > 1 else ''}: they share them"
+        )
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, **client_log.config}
+        )
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -176,48 +156,126 @@ def run_demo(records: int, partitions: int, consumers: int, console: Console) ->
             TimeElapsedColumn(),
             console=console,
         ) as progress:
-            task = progress.add_task("accepted or rejected", total=records)
-            for t in threads:
-                t.start()
-            while any(t.is_alive() for t in threads):
+            produced = progress.add_task("produced", total=records)
+            done = progress.add_task("accepted or rejected", total=records)
+            step = max(1, records // 100)  # records stream in over about two seconds
+            for start in range(0, records, step):
+                for i in range(start, min(start + step, records)):
+                    producer.produce(
+                        TOPIC,
+                        key=f"order-{i}".encode(),
+                        value=f"payload {i}".encode(),
+                        partition=i % partitions,
+                    )
+                producer.poll(0)
+                progress.update(produced, completed=min(start + step, records))
                 with lock:
-                    progress.update(task, completed=len(done))
-                time.sleep(0.1)
-            progress.update(task, completed=len(done))
-        proxy.stop()
+                    progress.update(done, completed=len(settled))
+                time.sleep(0.02)
+            producer.flush(30)
+            del producer
+            while any(t.is_alive() for t in threads) and not finished.wait(0.1):
+                with lock:
+                    progress.update(done, completed=len(settled))
+            progress.update(done, completed=len(settled))
+        stopping = time.monotonic()
+        with console.status("stopping the consumers, the proxy and the broker"):
+            for t in threads:
+                t.join(30)
+            proxy.stop()
+    outcome = DemoOutcome(
+        ok=len(settled) == records and all(n == 1 for n in settled.values()),
+        deliveries=deliveries,
+        stop_seconds=time.monotonic() - stopping,
+        client_log=client_log.lines,
+    )
+    _report(outcome, records, partitions, consumers, settled, console)
+    return outcome
 
-    table = Table(title="who got what")
-    for col in (
-        "consumer",
-        "received",
-        "redeliveries",
-        "accepted",
-        "released",
-        "rejected",
-        "by partition",
-    ):
+
+def _wait_for_members(admin_url: str, count: int, timeout: float = 60) -> None:
+    """Until the group has ``count`` members, each with an assignment to consume."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            group = httpx.get(f"{admin_url}/v1/share-groups/{GROUP}", timeout=5).json()
+            members = group.get("members", [])
+            if len(members) >= count and all(m["assignment"] for m in members):
+                return
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{count} consumers did not join the group within {timeout:.0f}s")
+
+
+def _report(
+    outcome: DemoOutcome,
+    records: int,
+    partitions: int,
+    consumers: int,
+    settled: dict[tuple[int, int], int],
+    console: Console,
+) -> None:
+    by: dict[tuple[int, int], list[Delivery]] = defaultdict(list)
+    for d in outcome.deliveries:
+        by[(d.consumer, d.partition)].append(d)
+    table = Table(title=f"who got which offsets of {TOPIC!r}")
+    table.add_column("consumer")
+    for p in range(partitions):
+        table.add_column(f"partition {p}: offsets", overflow="fold")
+    for col in ("records", "accepted", "released", "rejected"):
         table.add_column(col, justify="right")
-    for i, s in enumerate(stats):
-        table.add_row(
-            f"consumer-{i + 1}",
-            str(s.received),
-            str(s.redeliveries),
-            str(s.accepted),
-            str(s.released),
-            str(s.rejected),
-            " ".join(f"p{p}:{n}" for p, n in sorted(s.partitions.items())),
-        )
+    for c in range(1, consumers + 1):
+        mine = [d for d in outcome.deliveries if d.consumer == c]
+        cells = []
+        for p in range(partitions):
+            offsets = sorted(d.offset for d in by[(c, p)])
+            cells.append(offset_ranges(offsets, SHOWN_RANGES) or "-")
+        counts = [sum(d.decision == k for d in mine) for k in ("accept", "release", "reject")]
+        table.add_row(f"consumer-{c}", *cells, str(len(mine)), *map(str, counts))
     console.print(table)
-    twice = [k for k, n in done.items() if n > 1]
-    ok = len(done) == records and not twice
-    if ok:
+
+    first: dict[tuple[int, int], Delivery] = {}
+    again: list[tuple[Delivery, Delivery]] = []
+    for d in outcome.deliveries:
+        key = (d.partition, d.offset)
+        if d.delivery_count == 1:
+            first[key] = d
+        elif key in first:
+            again.append((first[key], d))
+    again.sort(key=lambda x: (x[0].partition, x[0].offset))
+    redeliveries = Table(
+        title="redeliveries: released, then delivered again",
+        caption=f"and {len(again) - SHOWN_REDELIVERIES} more"
+        if len(again) > SHOWN_REDELIVERIES
+        else None,
+    )
+    for col in ("partition", "offset", "first to", "then to", "delivery count", "outcome"):
+        redeliveries.add_column(col)
+    for a, b in again[:SHOWN_REDELIVERIES]:
+        redeliveries.add_row(
+            str(a.partition),
+            str(a.offset),
+            f"consumer-{a.consumer} (released)",
+            f"consumer-{b.consumer}",
+            str(b.delivery_count),
+            b.decision + "ed",
+        )
+    console.print(redeliveries)
+    shared = [p for p in range(partitions) if len(outcome.consumers_of(p)) > 1]
+    console.print(
+        f"{len(shared)} of {partitions} partitions were shared by several consumers; "
+        f"stopped in {outcome.stop_seconds:.1f}s"
+    )
+    twice = sum(1 for n in settled.values() if n > 1)
+    if outcome.ok:
         console.print(
-            f"[green]every one of the {records} records was accepted or rejected "
-            "exactly once[/green]; released records came back with a higher "
-            "delivery count"
+            f"[green]every one of the {records} records was accepted or rejected exactly "
+            "once[/green]; released records came back with a higher delivery count"
         )
     else:
         console.print(
-            f"[red]{records - len(done)} records never finished, {len(twice)} finished twice[/red]"
+            f"[red]{records - len(settled)} records never finished, {twice} finished twice[/red]"
         )
-    return ok
+        for line in outcome.client_log:  # what the clients said may tell why
+            console.print(f"[dim]librdkafka: {line}[/dim]", markup=True, highlight=False)

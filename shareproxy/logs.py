@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -32,6 +33,34 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
+
+
+class RateLimit(logging.Filter):
+    """At most ``burst`` lines of one kind (logger and message template) per ``window_s``
+    below ERROR: a client sending malformed requests in a loop must not fill the disk. The
+    first line of the next window says how many were left out."""
+
+    def __init__(self, burst: int = 20, window_s: float = 10.0) -> None:
+        super().__init__()
+        self.burst = burst
+        self.window_s = window_s
+        self._kinds: dict[tuple[str, object], tuple[float, int, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        key = (record.name, record.msg)
+        now = time.monotonic()
+        start, count, left_out = self._kinds.get(key, (now, 0, 0))
+        if now - start >= self.window_s:
+            if left_out:
+                record.msg = f"{record.msg} [{left_out} more like this not logged]"
+            start, count, left_out = now, 0, 0
+        if count < self.burst:
+            self._kinds[key] = (start, count + 1, left_out)
+            return True
+        self._kinds[key] = (start, count, left_out + 1)
+        return False
 
 
 def configure(level: str = "INFO", fmt: LogFormat = "plain") -> None:

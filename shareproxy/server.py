@@ -4,8 +4,12 @@ Kafka listener, started in order and stopped in reverse."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import signal
+import socket
+import ssl
 import time
 from typing import Any
 
@@ -14,6 +18,7 @@ from sqlalchemy import text
 from shareproxy import metrics
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
+from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.context import BrokerContext
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dispatch import SERVED
@@ -24,18 +29,19 @@ from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.listener import KafkaListener
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream import Upstream, UpstreamError, UpstreamSettings
+from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import Settings, split_host_port
 from shareproxy.core.lag import partition_lag
-from shareproxy.core.offset_reset import parse_auto_offset_reset
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.exits import CannotListen, Unavailable, UsageError, first_line
 from shareproxy.persistence import migrate
-from shareproxy.persistence.engine import async_url, create_engine
+from shareproxy.persistence.engine import create_engine, shown_url, store_errors
 from shareproxy.persistence.repository import SqlShareStateStore
-from shareproxy.persistence.security_store import SecurityStore
 from shareproxy.protocol.codec import warm
-from shareproxy.security import listeners, scram
+from shareproxy.security import listeners
 from shareproxy.security.guard import Security
+from shareproxy.security.store import SecurityStore
 
 log = logging.getLogger("shareproxy")
 
@@ -44,11 +50,10 @@ def clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class SchemaBehind(RuntimeError):
-    pass
-
-
 class Proxy:
+    """Settings are validated when loaded (``config``); what is left to check here, the
+    contents of the certificate files, is checked before anything starts."""
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.plan = listeners.plan(
@@ -66,24 +71,15 @@ class Proxy:
         self.mechanisms = tuple(
             m.strip().upper() for m in settings.sasl_enabled_mechanisms.split(",") if m.strip()
         )
-        wrong = [m for m in self.mechanisms if m not in ("PLAIN", *scram.MECHANISMS)]
-        if wrong:
-            raise ValueError(f"unknown SASL mechanisms {wrong}")
-        if any(spec.uses_tls for spec, _ in self.plan) and not settings.ssl_certfile:
-            raise ValueError("an SSL or SASL_SSL listener needs --ssl-certfile (and its key)")
-        self.defaults = GroupSettings(
-            record_lock_duration_ms=settings.record_lock_duration_ms,
-            delivery_count_limit=settings.delivery_count_limit,
-            max_record_locks=settings.partition_max_record_locks,
-            auto_offset_reset=parse_auto_offset_reset(settings.auto_offset_reset),
-            isolation_level=1 if settings.isolation_level == "read_committed" else 0,
-            session_timeout_ms=settings.session_timeout_ms,
-            heartbeat_interval_ms=settings.heartbeat_interval_ms,
-            max_size=settings.group_max_size,
+        self.defaults = GroupSettings(max_size=settings.group_max_size).with_configs(
+            settings.group_configs()
         )
+        self.tls = _listener_tls(settings)
+        self.upstream_settings = _upstream_settings(settings)
         self.listener: KafkaListener | None = None  # the first; all of them in self.listeners
         self.listeners: list[KafkaListener] = []
         self.admin: AdminServer | None = None
+        self._running = contextlib.AsyncExitStack()  # what started, stopped in reverse
 
     def listener_address(self, protocol: str) -> str:
         host, port = self.ctx.advertised[protocol]
@@ -93,35 +89,48 @@ class Proxy:
         return self.configs.settings_for(group_id)
 
     async def start(self, auto_migrate: bool = True) -> None:
+        """Start everything in order; ``stop`` undoes whatever part of it ran."""
         s = self.settings
-        if not await migrate.schema_is_current(s.state_url):
-            if not auto_migrate:
-                raise SchemaBehind(
-                    "the state store schema is behind: run `shareproxy migrate` first"
-                )
-            await asyncio.to_thread(migrate.upgrade, s.state_url)
-        self.engine = create_engine(s.state_url)
-        self.store = SqlShareStateStore(self.engine, s.state_fold_every)
-        self.configs = GroupConfigs(self.store, self.defaults)
-        await self.configs.load()
-        self.security = Security(
-            SecurityStore(self.engine),
-            enabled=self.authorization,
-            super_users=frozenset(u.strip() for u in s.super_users.split(";") if u.strip()),
-        )
-        await self.security.load()
+        with store_errors(shown_url(s.state_url)):
+            if auto_migrate:
+                if not await migrate.schema_is_current(s.state_url):
+                    await asyncio.to_thread(migrate.upgrade, s.state_url)
+            else:
+                await migrate.require_current(s.state_url)
+            self.engine = create_engine(s.state_url)
+            self._running.push_async_callback(self.engine.dispose)
+            self.store = SqlShareStateStore(self.engine, s.state_fold_every)
+            self.configs = GroupConfigs(self.store, self.defaults)
+            await self.configs.load()
+            self.security = Security(
+                SecurityStore(self.engine),
+                enabled=self.authorization,
+                super_users=frozenset(u.strip() for u in s.super_users.split(";") if u.strip()),
+            )
+            await self.security.load()
         self.security.start()
-        self.upstream = Upstream(_upstream_settings(s))
+        self._running.push_async_callback(self.security.stop)
+        *kafka_sockets, (admin_socket, admin_what) = self._bind()  # in use: known at once
+        self.upstream = Upstream(self.upstream_settings)
+        self._running.push_async_callback(self.upstream.close)
         await self._connect_upstream()
         await self.upstream.refresh_metadata()
         self.committer = GroupCommitter(self.store)
         self.committer.start()
-        self.sessions = ShareSessionCache(s.max_share_sessions)
+        self._running.push_async_callback(self.committer.stop)
+        self.sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
         self.partitions = SharePartitions(
             self.store, self.committer, self.upstream, self.settings_for, clock_ms
         )
         self.partitions.start()
+        self._running.push_async_callback(self.partitions.stop)
         self.configs.on_change(self.partitions.apply_settings)
+        self.feed = UpstreamFeed(self.upstream, clock_ms)
+        self.feed.start()
+        self._running.push_async_callback(self.feed.stop)  # before the partitions stop
+        self.consumption = Consumption(
+            self.partitions, self.feed, self.store, self.settings_for, clock_ms
+        )
         self.coordinator = Coordinator(
             self.store,
             self.upstream,
@@ -132,6 +141,7 @@ class Proxy:
             forget_group=self.configs.forget,
         )
         self.coordinator.start()
+        self._running.push_async_callback(self.coordinator.stop)
         self.group_admin = GroupAdmin(
             self.store, self.coordinator, self.partitions, self.upstream, self.configs
         )
@@ -141,35 +151,32 @@ class Proxy:
             security=self.security,
             sasl_mechanisms=self.mechanisms,
             upstream=self.upstream,
-            partitions=self.partitions,
+            consumption=self.consumption,
             coordinator=self.coordinator,
             sessions=self.sessions,
             settings_for=self.settings_for,
             clock_ms=clock_ms,
             admin=self.group_admin,
+            served=SERVED,
         )
         self.ctx = ctx
         warm(SERVED)
-        tls = None
-        if s.ssl_certfile:
-            tls = listeners.server_ssl_context(
-                s.ssl_certfile, s.ssl_keyfile, s.ssl_cafile, s.ssl_client_auth
-            )
-        for spec, address in self.plan:
+        for (spec, address), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             listener = KafkaListener(
                 ctx,
                 spec.host,
                 spec.port,
                 s.max_frame_bytes,
                 protocol=spec.protocol,
-                ssl_context=tls if spec.uses_tls else None,
+                ssl_context=self.tls if spec.uses_tls else None,
             )
-            await listener.start()
+            with _listen_errors(what):
+                await listener.start(sock)
             self.listeners.append(listener)
+            self._running.push_async_callback(listener.stop)
             if address[1] == 0:  # an ephemeral port: tell clients the one bound
                 ctx.advertised[spec.protocol] = (address[0], listener.port)
         self.listener = self.listeners[0]
-        admin_host, admin_port = split_host_port(s.admin_listen)
         probes = ReadinessProbes(
             store=self._probe_store,
             upstream=self._probe_upstream,
@@ -177,9 +184,34 @@ class Proxy:
         )
         metrics.install_live_state(self._live_state)
         self.admin = AdminServer(
-            create_app(probes, self.group_admin, self.security), admin_host, admin_port
+            create_app(probes, self.group_admin, self.security, self.consumption),
+            admin_socket,
         )
-        await self.admin.start()
+        with _listen_errors(admin_what):
+            await self.admin.start()
+        self._running.push_async_callback(self.admin.stop)
+
+    def _bind(self) -> list[tuple[socket.socket, str]]:
+        """The Kafka listeners' sockets (in plan order), then the admin API's, each with the
+        setting that named it: bound now, so a port in use is reported before any wait, but
+        listening only once everything behind them runs (until then clients are refused)."""
+        s = self.settings
+        flag = "--listeners" if s.listeners else "--listen"
+        wanted = [
+            (spec.host, spec.port, f"{flag} {spec.protocol}://{spec.host}:{spec.port}")
+            if s.listeners
+            else (spec.host, spec.port, f"{flag} {s.listen}")
+            for spec, _ in self.plan
+        ]
+        host, port = split_host_port(s.admin_listen)
+        wanted.append((host, port, f"--admin-listen {s.admin_listen}"))
+        sockets = []
+        for host, port, what in wanted:
+            with _listen_errors(what):
+                sock = _bind_socket(host, port)
+            self._running.callback(sock.close)
+            sockets.append((sock, what))
+        return sockets
 
     def _live_state(self) -> dict[str, Any]:
         by_state: dict[str, int] = {s.value: 0 for s in GroupState}
@@ -214,15 +246,33 @@ class Proxy:
         }
 
     async def _connect_upstream(self) -> None:
-        delay = 0.5
+        """Retry with backoff until the cluster answers, one line per try saying what to
+        check; with ``fail_fast``, give up at the first failure."""
+        s = self.settings
+        delay, attempt = 0.5, 1
         while True:
             try:
                 await self.upstream.start()
-                return
             except UpstreamError as exc:
-                log.warning("upstream not reachable yet (%s); retrying in %.1fs", exc, delay)
+                hint = _upstream_hint(s, exc)
+                if s.fail_fast:
+                    raise UpstreamUnavailable(
+                        f"--bootstrap-servers {s.bootstrap_servers}: {exc} ({hint})"
+                    ) from exc
+                log.warning(
+                    "upstream not reachable yet (attempt %d): %s; retrying in %.1fs; %s",
+                    attempt,
+                    exc,
+                    delay,
+                    hint,
+                    extra={"attempt": attempt, "retry_in_s": delay},
+                )
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10)
+                delay, attempt = min(delay * 2, MAX_RETRY_DELAY_S), attempt + 1
+                continue
+            if attempt > 1:
+                log.info("upstream %s reached after %d attempts", s.bootstrap_servers, attempt)
+            return
 
     async def _probe_store(self) -> None:
         async with self.engine.connect() as conn:
@@ -232,24 +282,87 @@ class Proxy:
         await self.upstream.refresh_metadata([])
 
     async def stop(self) -> None:
-        if self.admin is not None:
-            await self.admin.stop()
-        await asyncio.gather(*(x.stop() for x in self.listeners))
-        await self.security.stop()
-        await self.coordinator.stop()
-        await self.partitions.stop()
-        await self.committer.stop()
-        await self.upstream.close()
-        await self.engine.dispose()
+        """Stop what started, in reverse order (also after a start that failed midway)."""
+        await self._running.aclose()
+
+
+MAX_RETRY_DELAY_S = 30.0
+
+
+class UpstreamUnavailable(Unavailable):
+    """The upstream cluster could not be reached and ``fail_fast`` is on."""
+
+
+def _upstream_hint(s: Settings, exc: Exception) -> str:
+    text = f"{exc} {exc.__cause__!r}"
+    if "Sasl" in text or "SASL" in text or "authentication" in text.lower():
+        return (
+            "check --upstream-sasl-mechanism, --upstream-sasl-username and "
+            "SHAREPROXY_UPSTREAM_SASL_PASSWORD"
+        )
+    if "SSL" in text or "certificate" in text.lower():
+        return "check --upstream-security-protocol and --upstream-ssl-cafile"
+    return f"check --bootstrap-servers ({s.bootstrap_servers}) and that the cluster is up"
+
+
+def _bind_socket(host: str, port: int) -> socket.socket:
+    """Bound, not yet listening: asyncio and uvicorn listen on it when they serve."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+@contextlib.contextmanager
+def _listen_errors(what: str) -> Any:
+    try:
+        yield
+    except OSError as exc:  # socket.gaierror too: a host name that does not resolve
+        reason = {
+            errno.EADDRINUSE: "address already in use",
+            errno.EACCES: "permission denied (ports below 1024 need privileges)",
+            errno.EADDRNOTAVAIL: "not an address of this host",
+        }.get(exc.errno or 0, first_line(exc))
+        raise CannotListen(f"{what}: {reason}") from exc
+
+
+def _listener_tls(s: Settings) -> ssl.SSLContext | None:
+    if not s.ssl_certfile:
+        return None
+    try:
+        return listeners.server_ssl_context(
+            s.ssl_certfile, s.ssl_keyfile, s.ssl_cafile, s.ssl_client_auth
+        )
+    except (ssl.SSLError, OSError) as exc:
+        files = " ".join(
+            f"--{n.replace('_', '-')} {getattr(s, n)}"
+            for n in ("ssl_certfile", "ssl_keyfile", "ssl_cafile")
+            if getattr(s, n)
+        )
+        raise UsageError(
+            f"{files}: not a usable PEM certificate and key: {first_line(exc)}"
+        ) from exc
 
 
 def _upstream_settings(s: Settings) -> UpstreamSettings:
     """How the proxy itself authenticates to the upstream cluster."""
     tls = None
     if s.upstream_security_protocol in ("SSL", "SASL_SSL"):
-        tls = listeners.client_ssl_context(
-            s.upstream_ssl_cafile, s.upstream_ssl_certfile, s.upstream_ssl_keyfile
-        )
+        try:
+            tls = listeners.client_ssl_context(
+                s.upstream_ssl_cafile, s.upstream_ssl_certfile, s.upstream_ssl_keyfile
+            )
+        except (ssl.SSLError, OSError) as exc:
+            raise UsageError(
+                f"--upstream-ssl-cafile {s.upstream_ssl_cafile}: not usable: {first_line(exc)}"
+            ) from exc
     sasl = s.upstream_security_protocol.startswith("SASL_")
     return UpstreamSettings(
         s.bootstrap_servers,
@@ -266,23 +379,38 @@ def _upstream_settings(s: Settings) -> UpstreamSettings:
 
 
 async def serve(settings: Settings) -> None:
+    """Run until SIGTERM or SIGINT, which stop the proxy gracefully, also while it starts."""
     proxy = Proxy(settings)
-    await proxy.start(auto_migrate=settings.auto_migrate)
-    log.info(
-        "shareproxy serving %s, upstream %s, state store %s",
-        ", ".join(
-            f"{x.protocol} on {x.host}:{x.port} (advertised {proxy.listener_address(x.protocol)})"
-            for x in proxy.listeners
-        ),
-        settings.bootstrap_servers,
-        async_url(settings.state_url).render_as_string(hide_password=True),
-    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    started = time.monotonic()
-    log.info("stopping: no new connections; answering requests in flight")
-    await proxy.stop()
-    log.info("stopped", extra={"seconds": round(time.monotonic() - started, 3)})
+    starting = asyncio.create_task(proxy.start(auto_migrate=settings.auto_migrate))
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            log.info("stopping before the start completed")
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+        else:
+            starting.result()  # the reason it could not start, if so
+            log.info(
+                "shareproxy serving %s, upstream %s, state store %s",
+                ", ".join(
+                    f"{x.protocol} on {x.host}:{x.port} "
+                    f"(advertised {proxy.listener_address(x.protocol)})"
+                    for x in proxy.listeners
+                ),
+                settings.bootstrap_servers,
+                shown_url(settings.state_url),
+            )
+            await stopping
+            log.info("stopping: no new connections; answering requests in flight")
+        began = time.monotonic()
+        await proxy.stop()
+        log.info("stopped", extra={"seconds": round(time.monotonic() - began, 3)})
+    finally:
+        stopping.cancel()
+        await proxy.stop()  # nothing left to stop after a clean stop

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from shareproxy import config
 from shareproxy.batch.runtime import (
     EXIT_CLEAN,
     duration,
@@ -28,7 +29,6 @@ from shareproxy.batch.runtime import (
     write_output,
 )
 from shareproxy.batch.sources import store_call
-from shareproxy.config import Settings
 from shareproxy.core.group_config import DELIVERY_COUNT_LIMIT
 from shareproxy.core.lag import partition_lag
 from shareproxy.core.states import RecordState
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     state_url, options = settings(args)
     spark = spark_session("shareproxy-report", args.master)
     try:
-        default_limit = Settings().delivery_count_limit  # the proxy-wide default, as serve's
+        default_limit = config.load().delivery_count_limit  # the proxy-wide default, as serve's
         with step("reading groups and their delivery limits"):
             limits = {
                 m.group_id: int(m.configs.get(DELIVERY_COUNT_LIMIT, default_limit))

@@ -14,9 +14,30 @@ import pytest
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
+from tests.support import leaks
 from tests.support.postgres import PostgresUnavailable, TemporaryPostgres
 
 _counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    """A test (with its function fixtures) stops every helper process it started; one left
+    running is killed here and fails the test, so no orphan outlives the run."""
+    before = set(leaks.running_helpers())
+    yield
+    left = {p: c for p, c in leaks.running_helpers().items() if p not in before}
+    leaks.kill(left)
+    assert not left, f"left running: {left}"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_leftover_processes_at_the_end() -> Iterator[None]:
+    """The same for the module and session fixtures, once they are all torn down."""
+    yield
+    left = leaks.running_helpers()
+    leaks.kill(left)
+    assert not left, f"left running after the session: {left}"
 
 
 @pytest.fixture(scope="session")

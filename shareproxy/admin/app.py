@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 
 import uvicorn
 from fastapi import FastAPI, Response
@@ -13,12 +14,16 @@ from shareproxy import __version__, metrics
 from shareproxy.admin import errors, groups_api, records_api, security_api
 from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
+from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.security.guard import Security
 
 
 def create_app(
-    probes: ReadinessProbes, admin: GroupAdmin | None = None, security: Security | None = None
+    probes: ReadinessProbes,
+    admin: GroupAdmin | None = None,
+    security: Security | None = None,
+    consumption: Consumption | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="shareproxy admin",
@@ -36,33 +41,34 @@ def create_app(
     if admin is not None and security is not None:
         app.state.auth = AdminAuth(security)
         app.include_router(groups_api.router(admin))
-        app.include_router(records_api.router(admin))
+        if consumption is not None:
+            app.include_router(records_api.router(consumption))
         app.include_router(security_api.router(security))
     return app
 
 
 class AdminServer:
-    def __init__(self, app: FastAPI, host: str, port: int) -> None:
+    """uvicorn on a socket bound beforehand (so the proxy reports a port in use itself)."""
+
+    def __init__(self, app: FastAPI, sock: socket.socket) -> None:
+        host, port = sock.getsockname()[:2]
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", lifespan="off", log_config=None
         )  # log_config None: uvicorn logs through the proxy's handler and format
         self._server = uvicorn.Server(config)
+        self._socket = sock
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._server.serve(), name="admin-http")
+        self._task = asyncio.create_task(self._server.serve([self._socket]), name="admin-http")
         while not self._server.started:
             if self._task.done():
-                self._task.result()  # raises why it could not start (port in use, …)
+                self._task.result()  # raises why it could not start
             await asyncio.sleep(0.01)
 
     @property
     def port(self) -> int:
-        servers = getattr(self._server, "servers", [])
-        for s in servers:
-            for sock in s.sockets:
-                return int(sock.getsockname()[1])
-        return self._server.config.port
+        return int(self._socket.getsockname()[1])
 
     async def stop(self) -> None:
         if self._task is not None:

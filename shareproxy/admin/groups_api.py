@@ -10,12 +10,11 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from shareproxy.admin.auth import CallerDep
+from shareproxy.admin.params import GroupId
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
-
-GroupPath = Annotated[str, Field(min_length=1, max_length=255)]
 
 
 class Strict(BaseModel):
@@ -129,7 +128,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         ]
 
     @r.get("/{group_id}", response_model=GroupDetail)
-    async def describe(group_id: GroupPath, caller: CallerDep) -> GroupDetail:
+    async def describe(group_id: GroupId, caller: CallerDep) -> GroupDetail:
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
         g = await admin.describe(group_id)
         return GroupDetail(
@@ -145,7 +144,7 @@ def router(admin: GroupAdmin) -> APIRouter:
                     host=m.client_host,
                     rack=m.rack_id,
                     subscriptions=m.subscribed_topics,
-                    assignment=m.assignment,
+                    assignment={a.name or str(a.topic_id): a.partitions for a in m.assignment},
                 )
                 for m in g.members
             ],
@@ -153,7 +152,7 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.get("/{group_id}/offsets", response_model=GroupOffsets)
     async def offsets(
-        group_id: GroupPath, caller: CallerDep, topic: Annotated[list[str] | None, Query()] = None
+        group_id: GroupId, caller: CallerDep, topic: Annotated[list[str] | None, Query()] = None
     ) -> GroupOffsets:
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
         rows = []
@@ -178,7 +177,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         )
 
     @r.post("/{group_id}/offsets/reset", response_model=ResetResult)
-    async def reset(group_id: GroupPath, request: ResetRequest, caller: CallerDep) -> ResetResult:
+    async def reset(group_id: GroupId, request: ResetRequest, caller: CallerDep) -> ResetResult:
         topics = request.topics
         if topics is None:  # every topic the group has state for
             topics = sorted({p.topic for p in await admin.offsets(group_id, None)})
@@ -208,28 +207,26 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.delete("/{group_id}/offsets", response_model=DeletedOffsets)
     async def delete_offsets(
-        group_id: GroupPath, caller: CallerDep, topic: Annotated[list[str], Query(min_length=1)]
+        group_id: GroupId, caller: CallerDep, topic: Annotated[list[str], Query(min_length=1)]
     ) -> DeletedOffsets:
         caller.require_read(group_id, topic)
         await admin.delete_offsets(group_id, topic, all_or_nothing=True)
         return DeletedOffsets(group_id=group_id, topics=topic)
 
     @r.delete("/{group_id}", status_code=204)
-    async def delete_group(group_id: GroupPath, caller: CallerDep) -> Response:
+    async def delete_group(group_id: GroupId, caller: CallerDep) -> Response:
         caller.require(Operation.DELETE, ResourceType.GROUP, group_id)
         await admin.delete_group(group_id)
         return Response(status_code=204)
 
     @r.get("/{group_id}/config", response_model=GroupConfig)
-    async def get_config(group_id: GroupPath, caller: CallerDep) -> GroupConfig:
+    async def get_config(group_id: GroupId, caller: CallerDep) -> GroupConfig:
         caller.require(Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, group_id)
         await admin.require(group_id)
         return _config(admin, group_id)
 
     @r.put("/{group_id}/config", response_model=GroupConfig)
-    async def put_config(
-        group_id: GroupPath, change: ConfigChange, caller: CallerDep
-    ) -> GroupConfig:
+    async def put_config(group_id: GroupId, change: ConfigChange, caller: CallerDep) -> GroupConfig:
         """Set (or with null, remove) group configs; in force for the next fetch, lock and
         heartbeat. All values are validated first: one bad value changes nothing."""
         caller.require(Operation.ALTER_CONFIGS, ResourceType.GROUP, group_id)

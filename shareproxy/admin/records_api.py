@@ -9,7 +9,6 @@ group holds is never handed out here, and the reverse.
 from __future__ import annotations
 
 import base64
-import time
 import uuid
 from typing import Annotated, Literal
 
@@ -18,8 +17,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.broker.partitions import Acquisition, SharePartitionLeader
+from shareproxy.admin.params import GroupId
+from shareproxy.broker.consumption import Consumption, NamedPartition
+from shareproxy.broker.leader import Acquisition
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
@@ -145,57 +145,43 @@ def records_of(
     return out
 
 
-def router(admin: GroupAdmin) -> APIRouter:
+def router(consumption: Consumption) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["HTTP consumption"])
-
-    partitions = admin.partitions
-    upstream = admin.upstream
-
-    async def leaders(group_id: str, topics: list[str]) -> list[SharePartitionLeader]:
-        found = []
-        for name in dict.fromkeys(topics):
-            info = await admin.topic(name)
-            for p in sorted(info.leaders):
-                found.append(await partitions.leader(group_id, info.topic_id, p))
-        return found
 
     @r.post("/{group_id}/records/fetch", response_model=FetchResponse)
     async def fetch(
-        group_id: Annotated[str, Field(min_length=1, max_length=255)],
+        group_id: GroupId,
         request: FetchRequest,
         caller: CallerDep,
     ) -> FetchResponse:
         """Acquire up to ``max_records`` records, waiting up to ``max_wait_ms`` for some."""
         caller.require_read(group_id, request.topics)
         consumer_id = request.consumer_id or f"http-{uuid.uuid4()}"
-        chosen = await leaders(group_id, request.topics)
-        await admin.store.ensure_group(group_id)
-        got = await partitions.acquire_for(
-            chosen,
+        got = await consumption.fetch_named(
+            group_id,
             consumer_id,
+            request.topics,
             max_wait_ms=request.max_wait_ms,
             max_records=request.max_records,
             max_bytes=request.max_bytes,
-            mode=AcquireMode.RECORD_LIMIT,
+            mode=AcquireMode.RECORD_LIMIT,  # records are decoded here: the limit is exact
         )
-        lock_ms = admin.configs.settings_for(group_id).record_lock_duration_ms
-        expires = time.time_ns() // 1_000_000 + lock_ms
-        names = {info.topic_id: name for name, info in upstream.topics.items()}
+        expires = consumption.lock_expiry_ms(group_id)
         records: list[Record] = []
-        for (topic_id, partition), acquisition in sorted(got.items()):
-            records += records_of(names[topic_id], partition, acquisition, expires)
+        for (topic, partition), acquisition in got:
+            records += records_of(topic, partition, acquisition, expires)
         return FetchResponse(consumer_id=consumer_id, records=records)
 
     @r.post("/{group_id}/records/acknowledge", response_model=AcknowledgeResponse)
     async def acknowledge(
-        group_id: Annotated[str, Field(min_length=1, max_length=255)],
+        group_id: GroupId,
         request: AcknowledgeRequest,
         caller: CallerDep,
     ) -> AcknowledgeResponse:
         """Accept, release, reject or renew acquired offset ranges; each partition's result is
         durable before this answers."""
         caller.require_read(group_id, (a.topic for a in request.acknowledgements))
-        per_partition: dict[tuple[str, int], list[AckBatch]] = {}
+        per_partition: dict[NamedPartition, list[AckBatch]] = {}
         for a in request.acknowledgements:
             if a.last_offset < a.first_offset:
                 raise ShareError(
@@ -206,22 +192,18 @@ def router(admin: GroupAdmin) -> APIRouter:
             per_partition.setdefault((a.topic, a.partition), []).append(
                 AckBatch(a.first_offset, a.last_offset, (int(_ACK_TYPES[a.type]),))
             )
-        results = []
-        for (topic, partition), batches in per_partition.items():
-            info = upstream.topics.get(topic)
-            if info is None or partition not in info.leaders:
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                leader = await partitions.leader(group_id, info.topic_id, partition)
-                batches.sort(key=lambda b: b.first_offset)
-                code = await partitions.acknowledge(leader, request.consumer_id, batches)
-            results.append(
+        for batches in per_partition.values():
+            batches.sort(key=lambda b: b.first_offset)
+        codes = await consumption.acknowledge_named(group_id, request.consumer_id, per_partition)
+        return AcknowledgeResponse(
+            results=[
                 PartitionResult(
                     topic=topic,
                     partition=partition,
                     error_code=None if code == ErrorCode.NONE else code.name,
                 )
-            )
-        return AcknowledgeResponse(results=results)
+                for (topic, partition), code in codes.items()
+            ]
+        )
 
     return r

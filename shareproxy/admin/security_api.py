@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from shareproxy.admin.auth import ANONYMOUS, CallerDep, token_hash
+from shareproxy.admin.params import UserName
 from shareproxy.core.acl import (
     AclBinding,
     AclError,
@@ -33,7 +34,7 @@ class Strict(BaseModel):
 
 
 class NewUser(Strict):
-    name: str = Field(min_length=1, max_length=255)
+    name: UserName
     password: str = Field(min_length=1, repr=False)
     iterations: int = Field(default=ITERATIONS, ge=4096, le=1_000_000)
 
@@ -144,7 +145,7 @@ def router(security: Security) -> APIRouter:
         return User(name=user.name, mechanisms=[c.mechanism for c in creds])
 
     @r.delete("/users/{name}", status_code=204)
-    async def delete_user(name: str, caller: CallerDep) -> Response:
+    async def delete_user(name: UserName, caller: CallerDep) -> Response:
         caller.require(Operation.ALTER, ResourceType.CLUSTER)
         if not await security.delete_user(name):
             raise ShareError(ErrorCode.INVALID_REQUEST, f"no user {name!r}")
@@ -181,7 +182,11 @@ def router(security: Security) -> APIRouter:
     async def create_token(caller: CallerDep, request: TokenRequest | None = None) -> Token:
         """A bearer token for the calling user (shown once; stored as a hash)."""
         if caller.principal == ANONYMOUS:
-            raise ShareError(ErrorCode.SECURITY_DISABLED, "tokens need security enabled")
+            raise ShareError(
+                ErrorCode.SECURITY_DISABLED,
+                "tokens are issued to authenticated users: enable SASL or TLS client "
+                "certificates on a listener (see README: Security)",
+            )
         lifetime = (request or TokenRequest()).lifetime_s
         token = secrets.token_urlsafe(32)
         expires = datetime.now(UTC) + timedelta(seconds=lifetime)

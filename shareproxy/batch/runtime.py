@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,11 +18,12 @@ from typing import Any
 from uuid import UUID
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from shareproxy.config import Settings
+from shareproxy import config, exits, terminal
 
-EXIT_CLEAN, EXIT_DRIFT, EXIT_USAGE = 0, 1, 2
+EXIT_CLEAN, EXIT_DRIFT, EXIT_USAGE = exits.OK, exits.FAILED, exits.USAGE
 stderr = Console(stderr=True)
 
 
@@ -67,8 +69,13 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def settings(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
-    """(state URL, data-source options for the cluster)."""
-    s = Settings()
+    """(state URL, data-source options for the cluster); a bad setting in the environment
+    ends the job with its one-line reason (exit 2)."""
+    try:
+        s = config.load()
+    except exits.CommandError as exc:
+        stderr.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise SystemExit(exc.exit_code) from exc
     state_url = args.state_url or s.state_url
     options = {
         "bootstrap_servers": args.bootstrap_servers or s.bootstrap_servers,
@@ -93,6 +100,13 @@ def spark_session(app: str, master: str | None) -> Any:
     from pyspark.sql import SparkSession
 
     from shareproxy.batch.sources import SOURCES
+
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and Path(java_home, "bin", "java").exists()) and not shutil.which("java"):
+        raise exits.UsageError(
+            "the Spark jobs need Java 17: no java on PATH and no JAVA_HOME "
+            "(Debian: apt-get install openjdk-17-jre-headless)"
+        )
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app)
@@ -124,7 +138,7 @@ def step(text: str) -> Iterator[None]:
 
 
 def jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
+    if isinstance(value, bytes | bytearray):  # PySpark 4.0 gives binary columns as bytearray
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
@@ -155,9 +169,10 @@ def write_output(path: Path | None, document: dict[str, Any], frames: dict[str, 
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A result table on stdout, complete: cells wrap on a terminal, never end in "…"."""
     t = Table(title=title)
     for c in columns:
-        t.add_column(c)
+        t.add_column(c, overflow="fold")
     for r in rows:
         t.add_row(*("" if v is None else str(jsonable(v)) for v in r))
-    Console().print(t)
+    terminal.stdout().print(t)

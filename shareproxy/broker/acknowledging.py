@@ -1,20 +1,23 @@
-"""Acknowledgements as ShareFetch and ShareAcknowledge carry them: per partition, committed
-together (so group commit takes them in one transaction), each with its own error code."""
+"""What ShareFetch and ShareAcknowledge share before the runtime: their acknowledgements read
+from the request and checked against the topic ACLs, then committed through ``consumption``
+(together, so group commit takes them in one transaction), each with its own error code."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
+from shareproxy.broker.consumption import TopicPartition
 from shareproxy.broker.context import BrokerContext, Connection
-from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.errors import ErrorCode
 
-TopicPartition = tuple[UUID, int]
+
+def not_a_member(group_id: str, member_id: str) -> str:
+    """The message of UNKNOWN_MEMBER_ID for a ShareFetch or ShareAcknowledge."""
+    return f"{member_id!r} is not a member of share group {group_id!r}: join with a heartbeat"
 
 
 def denied_topics(ctx: BrokerContext, conn: Connection, topic_ids: Iterable[UUID]) -> set[UUID]:
@@ -39,7 +42,7 @@ async def apply_acks(
     topics: Iterable[Any],
     denied: frozenset[UUID] | set[UUID] = frozenset(),
 ) -> dict[TopicPartition, int]:
-    jobs: dict[TopicPartition, Any] = {}
+    acks: dict[TopicPartition, list[AckBatch]] = {}
     refused: dict[TopicPartition, int] = {}
     for topic in topics:
         for p in topic.partitions:
@@ -48,34 +51,9 @@ async def apply_acks(
             if topic.topic_id in denied:
                 refused[(topic.topic_id, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
-            batches = [
+            acks[(topic.topic_id, p.partition_index)] = [
                 AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
                 for b in p.acknowledgement_batches
             ]
-            jobs[(topic.topic_id, p.partition_index)] = _ack_one(
-                ctx, group_id, member_id, topic.topic_id, p.partition_index, batches
-            )
-    codes = await asyncio.gather(*jobs.values())
-    return {**dict(zip(jobs, codes, strict=True)), **refused}
-
-
-async def _ack_one(
-    ctx: BrokerContext,
-    group_id: str,
-    member_id: str,
-    topic_id: UUID,
-    partition: int,
-    batches: list[AckBatch],
-) -> int:
-    try:
-        leader = await ctx.partitions.leader(group_id, topic_id, partition)
-    except ShareError as e:
-        return int(e.code)
-    except UpstreamError as e:
-        return e.error_code
-    return int(await ctx.partitions.acknowledge(leader, member_id, batches))
-
-
-async def release_session(ctx: BrokerContext, group_id: str, member_id: str) -> None:
-    """Share session closed (epoch -1): the member's remaining locks end now."""
-    await ctx.partitions.release_member(member_id, group_id)
+    codes = await ctx.consumption.acknowledge(group_id, member_id, acks)
+    return {**codes, **refused}

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
+from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_settings import GroupSettings
-from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream import Upstream
+from shareproxy.broker.upstream import Upstream, UpstreamLink
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.security.guard import Security
@@ -30,13 +30,14 @@ class BrokerContext:
     node_id: int
     advertised: dict[str, tuple[str, int]]  # listener (security protocol) → host, port
     upstream: Upstream
-    partitions: SharePartitions
+    consumption: Consumption  # fetch and acknowledge: the runtime the REST API uses too
     coordinator: Coordinator
     sessions: ShareSessionCache
     settings_for: Callable[[str], GroupSettings]
     clock_ms: Callable[[], int]
     security: Security
     admin: GroupAdmin | None = None  # the admin RPCs' implementation (shared with REST)
+    served: Mapping[int, tuple[int, int]] = field(default_factory=dict)  # api key → versions
     sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
     def address(self, conn: Connection) -> tuple[str, int]:
@@ -69,6 +70,7 @@ class Connection:
     authenticated: bool = True  # False on a SASL listener until SaslAuthenticate succeeds
     sasl: SaslExchange | None = None
     close_after_response: bool = False  # a failed authentication ends the connection
+    link: UpstreamLink | None = None  # its own upstream connections for forwarded requests
 
 
 def build(cls: type[T], **fields: Any) -> T:

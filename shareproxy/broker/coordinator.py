@@ -128,6 +128,10 @@ class Coordinator:
                 return  # tried again on the next heartbeat
             self._recorded[group.group_id] = topics
 
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members
+
     def target_of(self, group_id: str, member_id: str) -> set[tuple[UUID, int]] | None:
         """The partitions a member's target assignment holds; None if it is not a member."""
         group = self.groups.get(group_id)
@@ -154,6 +158,12 @@ class Coordinator:
             await asyncio.sleep(0.1)
             waited += 0.1
         await self._member_gone(group_id, member_id)
+
+    def _session_idle_ms(self, group_id: str) -> int:
+        """A share session unused this long is evicted: never before its member would have
+        timed out, nor before the locks it may hold could have expired."""
+        settings = self.settings_for(group_id)
+        return max(settings.session_timeout_ms, settings.record_lock_duration_ms)
 
     def _topics(self, names: set[str]) -> dict[str, tuple[UUID, int]]:
         out = {}
@@ -212,6 +222,9 @@ class Coordinator:
                 for group_id in {g for g, _ in gone}:
                     if group_id in self.groups:
                         await self._record_membership(self.groups[group_id])
+                for session in self.sessions.evict_idle(now, self._session_idle_ms):
+                    group_id, member_id, _ = session.key
+                    log.info("share session of %s in %s evicted: idle", member_id, group_id)
                 if now - last_refresh >= self.metadata_refresh_ms and self.groups:
                     last_refresh = now
                     try:

@@ -16,10 +16,12 @@ from uuid import UUID
 
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_configs import GroupConfigs
-from shareproxy.broker.partitions import SharePartitions, UpstreamOffsets
-from shareproxy.broker.upstream import TopicInfo, Upstream
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.upstream import Upstream
+from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.lag import PartitionLag, partition_lag
+from shareproxy.core.names import require_group_id
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
@@ -30,6 +32,13 @@ ResetTo = Literal["earliest", "latest", "datetime", "offset"]
 
 
 @dataclass(frozen=True, slots=True)
+class AssignedTopic:
+    topic_id: UUID
+    name: str  # "" for a topic the cluster no longer has
+    partitions: list[int]
+
+
+@dataclass(frozen=True, slots=True)
 class MemberView:
     member_id: str
     member_epoch: int
@@ -37,7 +46,7 @@ class MemberView:
     client_host: str
     rack_id: str | None
     subscribed_topics: list[str]
-    assignment: dict[str, list[int]]
+    assignment: list[AssignedTopic]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +96,8 @@ class GroupAdmin:
 
     # ------------------------------------------------------------------ reading
     async def exists(self, group_id: str) -> bool:
+        """Raises INVALID_GROUP_ID for an id no group can have (it never reaches the store)."""
+        require_group_id(group_id)
         if group_id in self.coordinator.groups:
             return True
         return await self.store.get_group(group_id) is not None
@@ -105,9 +116,11 @@ class GroupAdmin:
         return sorted((g, s) for g, s in found.items() if not wanted or s.lower() in wanted)
 
     async def describe(self, group_id: str) -> GroupView:
+        """The group as its coordinator holds it (members, epochs, assignment), or as stored
+        when it has no members; the one view REST and ShareGroupDescribe both answer with."""
         group = self.coordinator.groups.get(group_id)
         if group is None:
-            if await self.store.get_group(group_id) is None:
+            if not await self.exists(group_id):
                 raise _not_found(group_id)
             return GroupView(group_id, GroupState.EMPTY.value, 0, 0)
         names = self._topic_names()
@@ -119,9 +132,10 @@ class GroupAdmin:
                 client_host=m.client_host,
                 rack_id=m.rack_id,
                 subscribed_topics=sorted(m.subscribed_topics),
-                assignment={
-                    names.get(t, str(t)): sorted(ps) for t, ps in sorted(m.assignment.items())
-                },
+                assignment=[
+                    AssignedTopic(t, names.get(t, ""), sorted(ps))
+                    for t, ps in sorted(m.assignment.items())
+                ],
             )
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
         ]
@@ -162,7 +176,7 @@ class GroupAdmin:
     async def _lag(self, key: SharePartitionKey, topic: str) -> PartitionLag | None:
         leader = self.partitions.leaders.get(key)
         if leader is not None and leader.valid:
-            async with leader.lock:  # a snapshot of the live engine
+            async with leader.mutex:  # a snapshot of the live engine
                 sp = leader.sp
                 spso, speo = sp.spso, sp.speo
                 ranges = [(r.first, r.last, r.state) for r in sp.ranges]
@@ -314,16 +328,6 @@ class GroupAdmin:
         log.info("group deleted", extra={"group": group_id})
 
     # ------------------------------------------------------------------ helpers
-    async def topic(self, name: str) -> TopicInfo:
-        """The upstream topic, asking the cluster if it is not known yet."""
-        info = self.upstream.topics.get(name)
-        if info is None:
-            await self.upstream.refresh_metadata([name])
-            info = self.upstream.topics.get(name)
-        if info is None:
-            raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-        return info
-
     def _topic_names(self) -> dict[UUID, str]:
         return {info.topic_id: name for name, info in self.upstream.topics.items()}
 
@@ -335,7 +339,7 @@ class GroupAdmin:
             return [k for k in await self.store.list_partitions(group_id) if k.topic_id in names]
         keys = []
         for name in topics:
-            info = await self.topic(name)
+            info = await topic_named(self.upstream, name)
             keys += [
                 SharePartitionKey(group_id, info.topic_id, p) for p in range(info.partition_count)
             ]

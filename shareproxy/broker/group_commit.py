@@ -22,6 +22,7 @@ class GroupCommitter:
         self._pending: list[tuple[PartitionWrite, asyncio.Future[ErrorCode]]] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._writing = False  # a batch has left the queue and its transaction is under way
         self.commits = 0
         self.writes = 0
 
@@ -29,10 +30,11 @@ class GroupCommitter:
         self._task = asyncio.create_task(self._run(), name="group-commit")
 
     async def stop(self) -> None:
-        """Commit what is pending, then stop."""
+        """Commit what is pending, then stop: queued writes and the transaction under way
+        (cancelling that one would leave its writers waiting for ever)."""
         if self._task is None:
             return
-        while self._pending:
+        while self._pending or self._writing:
             self._wakeup.set()
             await asyncio.sleep(0.01)
         self._task.cancel()
@@ -57,6 +59,7 @@ class GroupCommitter:
                 batch = self._pending[: self.max_batch]
                 del self._pending[: self.max_batch]
                 metrics.STORE_COMMIT_BATCH.observe(len(batch))
+                self._writing = True
                 try:
                     with metrics.STORE_COMMIT_SECONDS.time():
                         results = await self.store.write([w for w, _ in batch])
@@ -71,3 +74,4 @@ class GroupCommitter:
                 for write, future in batch:
                     if not future.done():
                         future.set_result(results.get(write.key, outcome))
+                self._writing = False

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.core import group_config
+from shareproxy.core.names import require_group_id
 from shareproxy.core.store import ShareStateStore
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class GroupConfigs:
     ) -> dict[str, str]:
         """Validate (GroupConfigError on any bad name or value: nothing changes), persist,
         apply. Returns the group's overrides after the change."""
+        require_group_id(group_id)
         merged = group_config.validate(
             changes, self._stored.get(group_id, {}), self.defaults.as_configs()
         )

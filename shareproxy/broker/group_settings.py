@@ -6,29 +6,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from shareproxy.core import group_config as gc
-from shareproxy.core.offset_reset import (
-    AutoOffsetReset,
-    ResetStrategy,
-    parse_auto_offset_reset,
-)
+from shareproxy.core.offset_reset import AutoOffsetReset, parse_auto_offset_reset
+from shareproxy.core.share_group import DEFAULT_MAX_SIZE
 from shareproxy.core.share_partition import PartitionLimits
 
 _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
+_DEFAULT = {name: d.default for name, d in gc.DEFINITIONS.items()}
 
 
 @dataclass(frozen=True, slots=True)
 class GroupSettings:
-    record_lock_duration_ms: int = 30_000
-    delivery_count_limit: int = 5
-    max_record_locks: int = 2_000
+    """Defaults are the configs' own (``core.group_config``); ``serve`` may override them."""
+
+    record_lock_duration_ms: int = int(_DEFAULT[gc.LOCK_DURATION])
+    delivery_count_limit: int = int(_DEFAULT[gc.DELIVERY_COUNT_LIMIT])
+    max_record_locks: int = int(_DEFAULT[gc.MAX_RECORD_LOCKS])
     auto_offset_reset: AutoOffsetReset = field(
-        default_factory=lambda: AutoOffsetReset(ResetStrategy.LATEST)
+        default_factory=lambda: parse_auto_offset_reset(_DEFAULT[gc.AUTO_OFFSET_RESET])
     )
-    isolation_level: int = 0  # 0 read_uncommitted, 1 read_committed
-    session_timeout_ms: int = 45_000
-    heartbeat_interval_ms: int = 5_000
-    max_size: int = 200
-    renew_acknowledge: bool = True
+    isolation_level: int = _ISOLATION[_DEFAULT[gc.ISOLATION_LEVEL]]  # 1: read_committed
+    session_timeout_ms: int = int(_DEFAULT[gc.SESSION_TIMEOUT])
+    heartbeat_interval_ms: int = int(_DEFAULT[gc.HEARTBEAT_INTERVAL])
+    max_size: int = DEFAULT_MAX_SIZE
+    renew_acknowledge: bool = _DEFAULT[gc.RENEW_ACKNOWLEDGE] == "true"
 
     @property
     def limits(self) -> PartitionLimits:

@@ -11,25 +11,37 @@ import asyncio
 import logging
 import socket
 import ssl
-import struct
 import time
 
 from shareproxy import metrics
 from shareproxy.broker.context import ANONYMOUS, BrokerContext, Connection
-from shareproxy.broker.dispatch import BEFORE_AUTHENTICATION, SERVED, api_name, handler_for
+from shareproxy.broker.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.broker.handlers import api_versions
+from shareproxy.core.errors import ErrorCode
+from shareproxy.logs import RateLimit
+from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
     UnsupportedRequest,
     decode_request,
     encode_response,
     encode_response_chunks,
+    peek,
+    response_type,
 )
-from shareproxy.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+from shareproxy.protocol.error_response import error_entity
+from shareproxy.protocol.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    MAX_UNAUTHENTICATED_FRAME_BYTES,
+    PREFIX_BYTES,
+    FrameError,
+    frame_size,
+)
 from shareproxy.security.listeners import certificate_principal
 
 _SEND_BUFFER = 4 * 1024 * 1024
 log = logging.getLogger(__name__)
+log.addFilter(RateLimit())  # what clients send decides how often these lines come
 
 
 class KafkaListener:
@@ -66,10 +78,14 @@ class KafkaListener:
     def accepting(self) -> bool:
         return self._server is not None and self._server.is_serving() and not self._closing
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, ssl=self.ssl_context
-        )
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Serve on ``sock`` if given (bound beforehand), else bind host and port now."""
+        if sock is not None:
+            self._server = await asyncio.start_server(self._serve, sock=sock, ssl=self.ssl_context)
+        else:
+            self._server = await asyncio.start_server(
+                self._serve, self.host, self.port, ssl=self.ssl_context
+            )
         sock = self._server.sockets[0].getsockname()
         self.port = sock[1]
         log.info("Kafka listener %s on %s:%d", self.protocol, sock[0], sock[1])
@@ -109,14 +125,18 @@ class KafkaListener:
             while not self._closing:
                 self._idle.add(writer)
                 try:
-                    size_bytes = await reader.readexactly(4)
+                    prefix = await reader.readexactly(PREFIX_BYTES)
                 except asyncio.IncompleteReadError:
                     return
                 finally:
                     self._idle.discard(writer)
-                (size,) = struct.unpack(">i", size_bytes)
-                if size < 0 or size > self.max_frame_bytes:
-                    log.warning("closing %s: frame of %d bytes", peer, size)
+                limit = (
+                    self.max_frame_bytes if conn.authenticated else MAX_UNAUTHENTICATED_FRAME_BYTES
+                )
+                try:
+                    size = frame_size(prefix, limit)
+                except FrameError as e:
+                    log.warning("closing %s: %s", peer, e)
                     return
                 frame = await reader.readexactly(size)
                 response = await self._answer(conn, frame)
@@ -137,34 +157,54 @@ class KafkaListener:
         finally:
             self._connections.pop(task, None)
             writer.close()
+            if conn.link is not None:
+                await conn.link.close()
 
     async def _answer(self, conn: Connection, frame: bytes) -> bytes | bool | None:
         """Response bytes, None when the request takes no response, False to close."""
         try:
-            request = decode_request(frame, SERVED)
+            api_key = peek(frame)[0]
+        except MalformedRequest as e:
+            log.warning("closing %s: %s", conn.client_host, e)
+            return False
+        if not conn.authenticated and api_key not in BEFORE_AUTHENTICATION:
+            # not decoded at all: before authentication only the SASL exchange is read
+            log.warning(
+                "closing %s: %s before SASL authentication", conn.client_host, api_name(api_key)
+            )
+            return False
+        try:
+            request = decode_request(frame, self.ctx.served)
         except UnsupportedRequest as e:
-            if e.api_key == 18:  # answer with v0 and the versions we serve
-                body = api_versions.response(SERVED, 0, api_versions.UNSUPPORTED_VERSION)
+            if e.api_key == ApiKey.API_VERSIONS:  # answer with v0 and the versions served
+                body = api_versions.response(self.ctx.served, 0, ErrorCode.UNSUPPORTED_VERSION)
                 return [encode_response(e.correlation_id, body)]
             log.warning("closing %s: %s", conn.client_host, e)
             return False
         except MalformedRequest as e:
             log.warning("closing %s: malformed request: %s", conn.client_host, e)
             return False
-        if not conn.authenticated and request.api_key not in BEFORE_AUTHENTICATION:
-            log.warning(
-                "closing %s: %s before SASL authentication",
-                conn.client_host,
-                api_name(request.api_key),
-            )
-            return False
         started = time.perf_counter()
-        body = await handler_for(request.api_key)(self.ctx, conn, request)
         api = api_name(request.api_key)
-        if body is None:
-            metrics.REQUESTS.labels(api, "ok").inc()
-            return None
-        chunks = encode_response_chunks(request.correlation_id, body)
+        try:
+            body = await handler_for(request.api_key)(self.ctx, conn, request)
+            if body is None:
+                metrics.REQUESTS.labels(api, "ok").inc()
+                return None
+            chunks = encode_response_chunks(request.correlation_id, body)
+        except Exception:  # a defect: the client still gets an answer, others are unaffected
+            log.exception(
+                "%s v%d from %s failed; answered UNKNOWN_SERVER_ERROR",
+                api,
+                request.api_version,
+                conn.client_host,
+            )
+            body = error_entity(
+                response_type(request.api_key, request.api_version),
+                ErrorCode.UNKNOWN_SERVER_ERROR,
+                "the proxy failed to handle the request",
+            )
+            chunks = encode_response_chunks(request.correlation_id, body)
         code = getattr(body, "error_code", 0)
         metrics.REQUESTS.labels(api, "ok" if not code else "error").inc()
         metrics.REQUEST_SECONDS.labels(api).observe(time.perf_counter() - started)

@@ -4,14 +4,17 @@ TLS), kio messages for Metadata v12 (topic ids), Fetch (raw record bytes) and Li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 from aiokafka.client import AIOKafkaClient, ConnectionGroup
+from aiokafka.conn import AIOKafkaConnection, CloseReason, create_conn
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
@@ -25,6 +28,26 @@ log = logging.getLogger(__name__)
 EARLIEST = -2
 LATEST = -1
 NOT_LEADER_ERRORS = {6, 74, 75}  # NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH
+NETWORK_EXCEPTION = 13  # the upstream connection broke before an answer: retriable
+
+
+@contextlib.contextmanager
+def _quiet_aiokafka(said: list[str]) -> Iterator[None]:
+    """Collect aiokafka's log lines instead of printing them (the caller reports once)."""
+
+    def collect(record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            said.append(record.getMessage())
+        return False
+
+    loggers = [logging.getLogger(n) for n in ("aiokafka", "aiokafka.client", "aiokafka.conn")]
+    for logger in loggers:
+        logger.addFilter(collect)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(collect)
 
 
 class UpstreamError(Exception):
@@ -76,10 +99,10 @@ class Upstream:
         self.topics_by_id: dict[UUID, TopicInfo] = {}
         self.cluster_id: str | None = None
 
-    async def start(self) -> None:
+    def connection_options(self) -> dict[str, Any]:
+        """How to reach and authenticate to an upstream broker, for aiokafka."""
         s = self.settings
         kwargs: dict[str, Any] = {
-            "bootstrap_servers": s.bootstrap_servers,
             "client_id": s.client_id,
             "security_protocol": s.security_protocol,
             "request_timeout_ms": s.request_timeout_ms,
@@ -92,13 +115,25 @@ class Upstream:
             )
         if s.ssl_context is not None:
             kwargs["ssl_context"] = s.ssl_context
-        self._client = AIOKafkaClient(**kwargs)
+        return kwargs
+
+    async def start(self) -> None:
+        s = self.settings
+        self._client = AIOKafkaClient(
+            bootstrap_servers=s.bootstrap_servers, **self.connection_options()
+        )
+        said: list[str] = []
         try:
-            await self._client.bootstrap()
-        except Exception as exc:
+            with _quiet_aiokafka(said):
+                await self._client.bootstrap()
+        except BaseException as exc:
             await self._client.close()
             self._client = None
-            raise UpstreamError(f"cannot reach {s.bootstrap_servers}: {exc}") from exc
+            if not isinstance(exc, Exception):
+                raise  # cancelled: the caller is stopping
+            # aiokafka logs each broker's reason and raises a summary: keep the reasons
+            reason = "; ".join(dict.fromkeys(said)) or f"{type(exc).__name__}: {exc}"
+            raise UpstreamError(f"cannot reach {s.bootstrap_servers}: {reason}") from exc
 
     async def close(self) -> None:
         if self._client is not None:
@@ -121,7 +156,11 @@ class Upstream:
         except Exception as exc:
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
 
-    async def _any_node(self) -> int:
+    def link(self) -> UpstreamLink:
+        """Connections of one client connection's own (see UpstreamLink)."""
+        return UpstreamLink(self)
+
+    async def any_node(self) -> int:
         node = self.client.get_random_node()
         if node is None:
             try:
@@ -143,7 +182,7 @@ class Upstream:
             allow_auto_topic_creation=False,
             include_topic_authorized_operations=False,
         )
-        response = await self.send(await self._any_node(), request)
+        response = await self.send(await self.any_node(), request)
         self.cluster_id = response.cluster_id
         found: dict[str, TopicInfo] = {}
         for t in response.topics:
@@ -306,3 +345,55 @@ class Upstream:
             lso = d.last_stable_offset if ok and d.last_stable_offset >= 0 else hwm  # type: ignore[union-attr]
             out.append((p, start, hwm, lso))
         return out
+
+
+class UpstreamLink:
+    """One client connection's own connections to the upstream brokers, for the requests it
+    forwards. A request the upstream answers by dropping the connection (a broker that chokes
+    on a malformed produce, say) then fails only its sender's requests, never those of other
+    clients or the proxy's own reads, and each client's requests reach a broker in the order
+    the client sent them."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self._conns: dict[int, AIOKafkaConnection] = {}
+        self._connecting: dict[int, asyncio.Lock] = {}
+
+    async def send(self, node_id: int, body: Any) -> Any:
+        """The node's answer; UpstreamError (NETWORK_EXCEPTION) if the connection fails."""
+        try:
+            conn = await self._conn(node_id)
+            return await conn.send(KioRequest(body))
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            self._drop(node_id)
+            raise UpstreamError(
+                f"forwarding to upstream node {node_id} failed: {exc!r}", NETWORK_EXCEPTION
+            ) from exc
+
+    async def _conn(self, node_id: int) -> AIOKafkaConnection:
+        conn = self._conns.get(node_id)
+        if conn is not None and conn.connected():
+            return conn
+        async with self._connecting.setdefault(node_id, asyncio.Lock()):
+            conn = self._conns.get(node_id)
+            if conn is not None and conn.connected():
+                return conn
+            broker = self.upstream.client.cluster.broker_metadata(node_id)
+            if broker is None:
+                raise UpstreamError(f"upstream node {node_id} is not known", NETWORK_EXCEPTION)
+            options = self.upstream.connection_options()
+            conn = await create_conn(broker.host, broker.port, **options)
+            self._conns[node_id] = conn
+            return conn
+
+    def _drop(self, node_id: int) -> None:
+        conn = self._conns.pop(node_id, None)
+        if conn is not None:
+            conn.close(reason=CloseReason.CONNECTION_BROKEN)
+
+    async def close(self) -> None:
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            conn.close(reason=CloseReason.SHUTDOWN)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypeVar
 
+from shareproxy.core.names import principal_problem, stored_name_problem
+
 E = TypeVar("E", bound=IntEnum)
 
 WILDCARD = "*"
@@ -95,6 +97,13 @@ class AclBinding:
 
     def validate(self) -> AclBinding:
         """The binding itself, or AclError saying what is wrong with it."""
+        for problem in (
+            principal_problem(self.principal),
+            stored_name_problem("host", self.host),
+            stored_name_problem("resource name", self.resource_name),
+        ):
+            if problem is not None:
+                raise AclError(problem)
         if not self.principal.startswith("User:") or self.principal == "User:":
             raise AclError(f"principal {self.principal!r} is not User:<name> or User:*")
         if not self.host:

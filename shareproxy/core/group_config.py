@@ -1,7 +1,8 @@
-"""Dynamic share-group configs (KIP-932's GROUP resource): names, bounds, validation.
+"""Dynamic share-group configs (KIP-932's GROUP resource): names, defaults, bounds, validation.
 
 Stored as strings, as Kafka's IncrementalAlterConfigs carries them; a group's value overrides the
-proxy-wide default from ``serve``. Bounds are the proxy's own: Kafka's broker bounds (for example
+proxy-wide default from ``serve``, whose settings are validated by this same module, so a value
+``serve`` takes a group takes too. Bounds are the proxy's own: Kafka's broker bounds (for example
 15-60 s of lock duration) are broker settings, and a proxy serving tests and slow consumers alike
 needs a wider range.
 """
@@ -38,6 +39,7 @@ class ConfigDef:
     kind: str  # "int", "string", "boolean" (as DescribeConfigs reports types)
     doc: str
     check: Callable[[str], None]
+    default: str  # the proxy-wide default unless ``serve`` is given another
 
 
 def _int_between(low: int, high: int) -> Callable[[str], None]:
@@ -75,18 +77,21 @@ DEFINITIONS: dict[str, ConfigDef] = {
             "int",
             "how long acquired records stay locked to a consumer before they are released",
             _int_between(1_000, 3_600_000),
+            "30000",
         ),
         ConfigDef(
             DELIVERY_COUNT_LIMIT,
             "int",
             "deliveries before a record is archived instead of redelivered",
             _int_between(2, 10),
+            "5",
         ),
         ConfigDef(
             MAX_RECORD_LOCKS,
             "int",
             "in-flight (acquired) records per share-partition",
             _int_between(100, 100_000),
+            "2000",
         ),
         ConfigDef(
             AUTO_OFFSET_RESET,
@@ -94,33 +99,66 @@ DEFINITIONS: dict[str, ConfigDef] = {
             "where a share-partition without state starts: earliest, latest or "
             "by_duration:<ISO-8601 duration>",
             _offset_reset,
+            "latest",
         ),
         ConfigDef(
             ISOLATION_LEVEL,
             "string",
             "read_committed delivers only committed transactional records",
             _one_of("read_uncommitted", "read_committed"),
+            "read_uncommitted",
         ),
         ConfigDef(
             SESSION_TIMEOUT,
             "int",
             "a member that does not heartbeat for this long is removed and its locks released",
             _int_between(1_000, 1_800_000),
+            "45000",
         ),
         ConfigDef(
             HEARTBEAT_INTERVAL,
             "int",
             "how often members heartbeat",
             _int_between(100, 300_000),
+            "5000",
         ),
         ConfigDef(
             RENEW_ACKNOWLEDGE,
             "boolean",
             "whether consumers may renew their acquisition locks (acknowledge type Renew)",
             _one_of("true", "false"),
+            "true",
         ),
     )
 }
+
+
+def definition(name: str) -> ConfigDef:
+    found = DEFINITIONS.get(name)
+    if found is None:
+        raise GroupConfigError(name, f"unknown group config (known: {', '.join(DEFINITIONS)})")
+    return found
+
+
+def check(name: str, value: str) -> None:
+    """GroupConfigError unless ``value`` is a valid value of the config ``name``."""
+    found = definition(name)
+    try:
+        found.check(value)
+    except ValueError as exc:
+        raise GroupConfigError(name, str(exc)) from None
+
+
+def check_heartbeat(effective: Mapping[str, str]) -> None:
+    """The one cross-check: members must heartbeat more often than they time out."""
+    if (
+        SESSION_TIMEOUT in effective
+        and HEARTBEAT_INTERVAL in effective
+        and int(effective[HEARTBEAT_INTERVAL]) >= int(effective[SESSION_TIMEOUT])
+    ):
+        raise GroupConfigError(
+            HEARTBEAT_INTERVAL, f"must be below {SESSION_TIMEOUT} ({effective[SESSION_TIMEOUT]})"
+        )
 
 
 def validate(
@@ -135,24 +173,11 @@ def validate(
     """
     merged = dict(current)
     for name, value in changes.items():
-        definition = DEFINITIONS.get(name)
-        if definition is None:
-            raise GroupConfigError(name, f"unknown group config (known: {', '.join(DEFINITIONS)})")
         if value is None:
+            definition(name)
             merged.pop(name, None)
-            continue
-        try:
-            definition.check(value)
-        except ValueError as exc:
-            raise GroupConfigError(name, str(exc)) from None
-        merged[name] = value
-    effective = {**(defaults or {}), **merged}
-    if (
-        SESSION_TIMEOUT in effective
-        and HEARTBEAT_INTERVAL in effective
-        and int(effective[HEARTBEAT_INTERVAL]) >= int(effective[SESSION_TIMEOUT])
-    ):
-        raise GroupConfigError(
-            HEARTBEAT_INTERVAL, f"must be below {SESSION_TIMEOUT} ({effective[SESSION_TIMEOUT]})"
-        )
+        else:
+            check(name, value)
+            merged[name] = value
+    check_heartbeat({**(defaults or {}), **merged})
     return merged

@@ -57,8 +57,11 @@ class HeartbeatResult:
     message: str | None = None
 
 
+DEFAULT_MAX_SIZE = 200  # members per group, as Kafka's group.share.max.size
+
+
 class ShareGroup:
-    def __init__(self, group_id: str, max_size: int = 200) -> None:
+    def __init__(self, group_id: str, max_size: int = DEFAULT_MAX_SIZE) -> None:
         self.group_id = group_id
         self.max_size = max_size
         self.group_epoch = 0

@@ -8,7 +8,7 @@ answered). Acquisition changes nothing durable: an Acquired record is stored as 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -63,6 +63,20 @@ class PartitionLimits:
         if delivery_count >= self.delivery_count_limit:
             return 1  # the last attempt goes out alone
         return max(1, max_records >> (delivery_count - self.throttle_threshold + 1))
+
+
+@dataclass(slots=True)
+class _AcquisitionRun:
+    """One call of ``SharePartition.acquire``: for whom, until when, and how far it got."""
+
+    member_id: str
+    deadline_ms: int
+    max_records: int
+    limit: int  # max_records, or less once a record on a late delivery narrows it
+    strict: bool  # limits are exact (RECORD_LIMIT mode, or throttled)
+    throttled: bool = False
+    count: int = 0
+    acquired: list[AcquiredRange] = field(default_factory=list)
 
 
 class SharePartition:
@@ -168,12 +182,13 @@ class SharePartition:
         """
         if max_records <= 0:
             raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
-        deadline = now_ms + self.limits.record_lock_duration_ms
-        acquired: list[AcquiredRange] = []
-        limit = max_records
-        strict = mode == AcquireMode.RECORD_LIMIT
-        throttled = False
-        count = 0
+        run = _AcquisitionRun(
+            member_id,
+            deadline_ms=now_ms + self.limits.record_lock_duration_ms,
+            max_records=max_records,
+            limit=max_records,
+            strict=mode == AcquireMode.RECORD_LIMIT,
+        )
         for batch in batches:
             if batch.last_offset < self.spso:
                 continue
@@ -181,79 +196,107 @@ class SharePartition:
             if not batch.delivers_records:
                 self._archive_unreadable(lo, batch.last_offset)
                 continue
-            # Part 1: in-flight records this batch covers.
-            hi = min(batch.last_offset, self.speo - 1)
-            i = self._inflight.index_of(lo) if lo <= hi else len(self._inflight)
-            ranges = self._inflight.ranges
-            while lo <= hi and i < len(ranges) and ranges[i].first <= hi:
-                r = ranges[i]
-                if r.state != RecordState.AVAILABLE:
-                    i += 1
-                    continue
-                next_dc = r.delivery_count + 1
-                cap = self.limits.throttled_cap(next_dc, max_records)
-                if cap is not None:
-                    if count and (not throttled or cap < limit):
-                        return acquired  # a throttled record starts an acquisition of its own
-                    limit, strict, throttled = min(limit, cap), True, True
-                start = max(r.first, lo)
-                end = min(r.last, hi)
-                if strict:
-                    end = min(end, start + (limit - count) - 1)
-                if start > r.first:
-                    ranges.insert(i + 1, r.split(start))
-                    i += 1
-                    r = ranges[i]
-                if end < r.last:
-                    ranges.insert(i + 1, r.split(end + 1))
-                r.state = RecordState.ACQUIRED
-                r.delivery_count = next_dc
-                r.member_id = member_id
-                r.deadline_ms = deadline
-                acquired.append(AcquiredRange(r.first, r.last, next_dc))
-                count += r.last - r.first + 1
+            if lo < self.speo and not self._acquire_available(run, lo, batch.last_offset):
+                break
+            if batch.last_offset >= self.speo and not self._acquire_new(run, batch):
+                break
+            if run.count >= run.limit:
+                break
+        return run.acquired
+
+    def _acquire_available(self, run: _AcquisitionRun, lo: int, last: int) -> bool:
+        """Acquire the Available in-flight records among ``lo..last`` (released or timed out,
+        so on a redelivery); ``lo`` is below SPEO. False when the acquisition must end here."""
+        hi = min(last, self.speo - 1)
+        i = self._inflight.index_of(lo)
+        ranges = self._inflight.ranges
+        while i < len(ranges) and ranges[i].first <= hi:
+            r = ranges[i]
+            if r.state != RecordState.AVAILABLE:
                 i += 1
-                if strict and count >= limit:
-                    return acquired
-            # Part 2: new records past SPEO.
-            if batch.last_offset >= self.speo:
-                if batch.base_offset > self.speo:
-                    self._archive_unreadable(self.speo, batch.base_offset - 1)
-                room = self.limits.max_record_locks - self.in_flight_count
-                take = batch.last_offset - self.speo + 1
-                if strict:
-                    take = min(take, room, limit - count)
-                elif room <= 0:
-                    take = 0  # the cap gates new batches; a batch is not cut (as Kafka does)
-                if take <= 0:
-                    return acquired
-                first = self.speo
-                last = first + take - 1
-                tail = ranges[-1] if ranges else None
-                if (
-                    tail is not None
-                    and tail.last + 1 == first
-                    and tail.state == RecordState.ACQUIRED
-                    and tail.delivery_count == 1
-                    and tail.member_id == member_id
-                    and tail.deadline_ms == deadline
-                    and acquired
-                    and acquired[-1].last_offset == tail.last
-                ):
-                    tail.last = last  # extend the run this call just acquired
-                    acquired[-1] = AcquiredRange(acquired[-1].first_offset, last, 1)
-                else:
-                    ranges.append(
-                        InFlightRange(first, last, RecordState.ACQUIRED, 1, member_id, deadline)
-                    )
-                    acquired.append(AcquiredRange(first, last, 1))
-                self.speo = last + 1
-                count += take
-                if take < batch.last_offset - first + 1:
-                    return acquired  # cut by the cap or by the record limit
-            if count >= limit:
-                return acquired
-        return acquired
+                continue
+            delivery_count = r.delivery_count + 1
+            if not self._throttle(run, delivery_count):
+                return False  # a throttled record starts an acquisition of its own
+            start = max(r.first, lo)
+            end = min(r.last, hi)
+            if run.strict:
+                end = min(end, start + (run.limit - run.count) - 1)
+            i = self._lock_slice(run, i, start, end, delivery_count)
+            if run.strict and run.count >= run.limit:
+                return False
+        return True
+
+    def _throttle(self, run: _AcquisitionRun, delivery_count: int) -> bool:
+        """Narrow the run for a record on a late delivery (poison throttling); False if the
+        run already holds records it cannot go on with."""
+        cap = self.limits.throttled_cap(delivery_count, run.max_records)
+        if cap is None:
+            return True
+        if run.count and (not run.throttled or cap < run.limit):
+            return False
+        run.limit, run.strict, run.throttled = min(run.limit, cap), True, True
+        return True
+
+    def _lock_slice(
+        self, run: _AcquisitionRun, i: int, start: int, end: int, delivery_count: int
+    ) -> int:
+        """Acquire ``start..end`` of the Available range at index ``i``, cutting it where the
+        slice ends inside it; the index of the range after the slice."""
+        ranges = self._inflight.ranges
+        r = ranges[i]
+        if start > r.first:
+            ranges.insert(i + 1, r.split(start))
+            i += 1
+            r = ranges[i]
+        if end < r.last:
+            ranges.insert(i + 1, r.split(end + 1))
+        r.state = RecordState.ACQUIRED
+        r.delivery_count = delivery_count
+        r.member_id = run.member_id
+        r.deadline_ms = run.deadline_ms
+        run.acquired.append(AcquiredRange(r.first, r.last, delivery_count))
+        run.count += r.last - r.first + 1
+        return i + 1
+
+    def _acquire_new(self, run: _AcquisitionRun, batch: BatchHeader) -> bool:
+        """Acquire the batch's records past SPEO (first deliveries) while the in-flight count
+        is below the cap. False when the acquisition must end here."""
+        if batch.base_offset > self.speo:
+            self._archive_unreadable(self.speo, batch.base_offset - 1)
+        room = self.limits.max_record_locks - self.in_flight_count
+        take = batch.last_offset - self.speo + 1
+        if run.strict:
+            take = min(take, room, run.limit - run.count)
+        elif room <= 0:
+            take = 0  # the cap gates new batches; a batch is not cut (as Kafka does)
+        if take <= 0:
+            return False
+        first = self.speo
+        last = first + take - 1
+        ranges = self._inflight.ranges
+        tail = ranges[-1] if ranges else None
+        acquired = run.acquired
+        if (
+            tail is not None
+            and tail.last + 1 == first
+            and tail.state == RecordState.ACQUIRED
+            and tail.delivery_count == 1
+            and tail.member_id == run.member_id
+            and tail.deadline_ms == run.deadline_ms
+            and acquired
+            and acquired[-1].last_offset == tail.last
+        ):
+            tail.last = last  # extend the run this call just acquired
+            acquired[-1] = AcquiredRange(acquired[-1].first_offset, last, 1)
+        else:
+            ranges.append(
+                InFlightRange(first, last, RecordState.ACQUIRED, 1, run.member_id, run.deadline_ms)
+            )
+            acquired.append(AcquiredRange(first, last, 1))
+        self.speo = last + 1
+        run.count += take
+        return take == batch.last_offset - first + 1  # else cut by the cap or the record limit
 
     def _archive_unreadable(self, first: int, last: int) -> None:
         """Control records, aborted transactions and offsets no batch holds are never delivered."""

@@ -3,11 +3,17 @@ requests (0 opens, then 1, 2, … wrapping to 1; -1 closes and releases its lock
 
 Keyed by (group, member, node) — never by connection: the client opens several connections to
 one node. A request with epoch n > 0 must carry exactly the session's next epoch.
+
+Sessions are a bounded resource of the whole proxy, so each is charged to the client that
+opened it — its principal and host, which a client cannot multiply by making up member ids —
+and one client may hold at most ``max_per_client`` of the ``max_sessions``. Only a member the
+group knows may open one (the handlers check); a session ends when its member leaves or
+expires, and one left idle past its timeout is evicted. Time comes in as an argument.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -19,6 +25,7 @@ _MAX_EPOCH = 2**31 - 1
 
 TopicPartition = tuple[UUID, int]
 SessionKey = tuple[str, str, int]  # group id, member id, node id
+ClientKey = tuple[str, str]  # principal, client host
 
 
 def next_epoch(epoch: int) -> int:
@@ -29,6 +36,8 @@ def next_epoch(epoch: int) -> int:
 class ShareSession:
     key: SessionKey
     epoch: int  # the epoch the next request must carry
+    client: ClientKey = ("", "")
+    last_used_ms: int = 0
     partitions: list[TopicPartition] = field(default_factory=list)
 
     def add(self, partitions: Iterable[TopicPartition]) -> None:
@@ -44,15 +53,26 @@ class ShareSession:
 
 
 class ShareSessionCache:
-    def __init__(self, max_sessions: int = 1000) -> None:
+    def __init__(self, max_sessions: int = 2000, max_per_client: int | None = None) -> None:
         self.max_sessions = max_sessions
+        self.max_per_client = max_sessions if max_per_client is None else max_per_client
         self.sessions: dict[SessionKey, ShareSession] = {}
+        self._per_client: dict[ClientKey, int] = {}
 
     def __len__(self) -> int:
         return len(self.sessions)
 
+    def get(self, key: SessionKey) -> ShareSession | None:
+        return self.sessions.get(key)
+
     def begin(
-        self, key: SessionKey, epoch: int, *, acknowledging_only: bool = False
+        self,
+        key: SessionKey,
+        epoch: int,
+        now_ms: int,
+        client: ClientKey = ("", ""),
+        *,
+        acknowledging_only: bool = False,
     ) -> ShareSession:
         """Check a request's epoch and return the session it works in.
 
@@ -64,17 +84,16 @@ class ShareSessionCache:
                 raise ShareError(
                     ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session"
                 )
-            if key not in self.sessions and len(self.sessions) >= self.max_sessions:
-                raise ShareError(
-                    ErrorCode.SHARE_SESSION_LIMIT_REACHED,
-                    f"the proxy holds its limit of {self.max_sessions} share sessions",
-                )
-            session = ShareSession(key, next_epoch(OPEN_EPOCH))
+            self.close(key)  # a reopened session replaces the old one, and frees its place
+            self._check_room(client)
+            session = ShareSession(key, next_epoch(OPEN_EPOCH), client, now_ms)
             self.sessions[key] = session
+            self._per_client[client] = self._per_client.get(client, 0) + 1
             return session
         session = self.sessions.get(key)
         if session is None:
             raise ShareError(ErrorCode.SHARE_SESSION_NOT_FOUND, "no share session for this member")
+        session.last_used_ms = now_ms
         if epoch == CLOSE_EPOCH:
             return session
         if epoch != session.epoch:
@@ -85,8 +104,35 @@ class ShareSessionCache:
         session.epoch = next_epoch(epoch)
         return session
 
+    def _check_room(self, client: ClientKey) -> None:
+        if self._per_client.get(client, 0) >= self.max_per_client:
+            raise ShareError(
+                ErrorCode.SHARE_SESSION_LIMIT_REACHED,
+                f"{client[0]} from {client[1]} holds its limit of {self.max_per_client} "
+                "share sessions",
+            )
+        if len(self.sessions) >= self.max_sessions:
+            raise ShareError(
+                ErrorCode.SHARE_SESSION_LIMIT_REACHED,
+                f"the proxy holds its limit of {self.max_sessions} share sessions",
+            )
+
     def close(self, key: SessionKey) -> ShareSession | None:
-        return self.sessions.pop(key, None)
+        session = self.sessions.pop(key, None)
+        if session is not None:
+            left = self._per_client[session.client] - 1
+            if left:
+                self._per_client[session.client] = left
+            else:
+                del self._per_client[session.client]
+        return session
 
     def of_member(self, group_id: str, member_id: str) -> list[ShareSession]:
         return [s for k, s in self.sessions.items() if k[0] == group_id and k[1] == member_id]
+
+    def evict_idle(self, now_ms: int, idle_ms_of: Callable[[str], int]) -> list[ShareSession]:
+        """Close the sessions unused for longer than their group's idle timeout."""
+        idle = [s for s in self.sessions.values() if now_ms - s.last_used_ms > idle_ms_of(s.key[0])]
+        for session in idle:
+            self.close(session.key)
+        return idle

@@ -2,20 +2,57 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+from alembic.util.exc import CommandError as AlembicError
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from shareproxy.exits import Unavailable, first_line
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
 
 
 class StateUrlError(ValueError):
     """The --state-url is not a store shareproxy can use."""
+
+
+class StoreUnavailable(Unavailable):
+    """The state store could not be reached, or is not one shareproxy can use as it is."""
+
+
+# what a store that is down, refuses us or lacks the schema raises (not our own bugs)
+_STORE_FAILURES = (
+    OSError,
+    SQLAlchemyError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    AlembicError,  # a schema this version does not know (a newer one)
+)
+
+
+@contextlib.contextmanager
+def store_errors(shown: str) -> Iterator[None]:
+    """Report a failing store as one line naming it (``shown``: its URL, password hidden)."""
+    try:
+        yield
+    except _STORE_FAILURES as exc:
+        raise StoreUnavailable(f"cannot use the state store {shown}: {first_line(exc)}") from exc
+
+
+def shown_url(url: str | URL) -> str:
+    """The URL as the user gave it, for logs and messages: password hidden."""
+    try:
+        return (make_url(url) if isinstance(url, str) else url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(not a URL)"
 
 
 def async_url(url: str | URL) -> URL:

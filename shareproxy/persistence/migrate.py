@@ -11,7 +11,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-from shareproxy.persistence.engine import async_url, create_engine
+from shareproxy.persistence.engine import StoreUnavailable, async_url, create_engine, shown_url
+
+
+class SchemaBehind(StoreUnavailable):
+    """The store has no schema, or an older one, and was not to be migrated here."""
 
 
 def migrations_dir() -> Path:
@@ -56,6 +60,16 @@ async def current_revision(url: str) -> str | None:
 
 async def schema_is_current(url: str) -> bool:
     return await current_revision(url) == head_revision(url)
+
+
+async def require_current(url: str) -> None:
+    """SchemaBehind, saying how to fix it, unless the schema is the newest."""
+    current, head = await current_revision(url), head_revision(url)
+    if current != head:
+        raise SchemaBehind(
+            f"the state store {shown_url(url)} has schema {current or 'none'}, expected {head}: "
+            f"run `shareproxy migrate --state-url {shown_url(url)}` first"
+        )
 
 
 def schema_status(url: str) -> tuple[str | None, str | None]:

@@ -16,6 +16,8 @@ from typing import Any
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from shareproxy.protocol.bounds import FrameBoundsError, check_request
+
 _PREFIX = struct.Struct(">hhi")
 
 
@@ -94,10 +96,14 @@ def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Reque
         raise UnsupportedRequest(api_key, api_version, correlation_id)
     try:
         cls = request_type(api_key, api_version)
-        header, offset = reader_for(cls.__header_schema__)(frame, 0)
-        body, offset = reader_for(cls)(frame, offset)
     except KioIndexError as exc:
         raise UnsupportedRequest(api_key, api_version, correlation_id) from exc
+    try:
+        check_request(frame, 0, cls)  # before the native reader allocates what lengths claim
+        header, offset = reader_for(cls.__header_schema__)(frame, 0)
+        body, offset = reader_for(cls)(frame, offset)
+    except FrameBoundsError as exc:
+        raise MalformedRequest(f"api key {api_key} v{api_version}: {exc}") from exc
     except Exception as exc:  # kio raises several types for bad bytes
         raise MalformedRequest(f"api key {api_key} v{api_version}: {exc}") from exc
     return Request(api_key, api_version, correlation_id, header.client_id, body)

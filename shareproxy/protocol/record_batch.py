@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from shareproxy.core.errors import ErrorCode
+
 _HEAD = struct.Struct(">qiib")
 _ATTRS = struct.Struct(">hi")
 _PRODUCER = struct.Struct(">q")
@@ -102,3 +104,33 @@ def control_marker(data: bytes | memoryview, info: BatchInfo) -> int:
     if key_length < 4 or pos + 4 > info.end:
         raise RecordBatchError(f"control batch at offset {info.base_offset} has no marker key")
     return int.from_bytes(data[pos + 2 : pos + 4], "big", signed=True)
+
+
+_COMPRESSION_MASK = 0x07
+ZSTD = 4
+
+
+def produce_problem(records: bytes | None, api_version: int) -> tuple[ErrorCode, str] | None:
+    """Why a Produce partition's records are not what Kafka's broker accepts (exactly one
+    whole v2 batch; zstd only from v7), with the error Kafka gives, or None. Checked before
+    forwarding, so a produce the upstream would refuse — or choke on — never reaches it."""
+    invalid = ErrorCode.INVALID_RECORD
+    if not records:
+        return invalid, f"Produce v{api_version} must carry one record batch per partition"
+    if len(records) < HEADER_BYTES:
+        return invalid, f"a record batch of {len(records)} bytes is shorter than its header"
+    _base, length, _epoch, magic = _HEAD.unpack_from(records, 0)
+    if magic != 2:
+        return invalid, f"Produce v{api_version} takes record batches of magic 2, not {magic}"
+    if 12 + length < len(records):
+        return invalid, f"Produce v{api_version} takes exactly one record batch per partition"
+    if 12 + length > len(records) or length < HEADER_BYTES - 12:
+        return ErrorCode.CORRUPT_MESSAGE, (
+            f"the record batch's length field says {12 + length} bytes; {len(records)} were sent"
+        )
+    (attributes, _) = _ATTRS.unpack_from(records, 21)
+    if api_version < 7 and attributes & _COMPRESSION_MASK == ZSTD:
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, (
+            f"Produce v{api_version} cannot carry zstd-compressed batches (v7 and later can)"
+        )
+    return None

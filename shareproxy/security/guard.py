@@ -11,7 +11,8 @@ import logging
 from shareproxy import metrics
 from shareproxy.core import acl
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, ResourceType
-from shareproxy.persistence.security_store import ScramCredential, SecurityStore
+from shareproxy.security.credentials import ScramCredential
+from shareproxy.security.store import SecurityStore
 
 log = logging.getLogger("shareproxy.audit")
 

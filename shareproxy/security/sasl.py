@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from scramp import ScramException, ScramMechanism
 
-from shareproxy.persistence.security_store import ScramCredential
+from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.scram import MECHANISMS, verify_password
 
 Lookup = Callable[[str, str], ScramCredential | None]  # (user, mechanism) → credential
@@ -69,7 +69,8 @@ class SaslExchange:
             if self._step == 1 and self._scram is not None:
                 self._step = 2
                 self._scram.set_client_final(text)
-                self.principal = f"User:{self._scram.user}"
+                # the name auth_info was asked about: scramp 1.5 keeps no ``user`` attribute
+                self.principal = f"User:{self.username}"
                 return self._scram.get_server_final().encode()
         except ScramException as exc:
             who = f"user {self.username!r}" if self.username else "the client"

@@ -4,43 +4,36 @@ the salted, iterated form, from which PLAIN passwords can be verified too."""
 from __future__ import annotations
 
 import hmac
-import re
 
-from scramp import ScramMechanism
+from scramp import ScramException, ScramMechanism
 
-from shareproxy.persistence.security_store import ScramCredential
+from shareproxy.core.names import password_problem, user_name_problem
+from shareproxy.security.credentials import ScramCredential
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 ITERATIONS = 4096  # Kafka's default for kafka-configs --add-config SCRAM-SHA-*
-_USERNAME = re.compile(r"^[^\x00-\x1f\x7f,=:]{1,255}$")
 
 
 class InvalidUser(ValueError):
     pass
 
 
-def check_username(username: str) -> str:
-    if not _USERNAME.match(username):
-        raise InvalidUser(
-            f"user name {username!r} must be 1-255 characters without control characters, "
-            "',', '=' or ':'"
-        )
-    return username
-
-
 def make_credentials(
     username: str, password: str, iterations: int = ITERATIONS
 ) -> list[ScramCredential]:
-    check_username(username)
-    if not password:
-        raise InvalidUser("the password must not be empty")
+    problem = user_name_problem(username) or password_problem(password)
+    if problem is not None:
+        raise InvalidUser(problem)
     if iterations < 4096:
         raise InvalidUser("SCRAM iterations must be at least 4096")
     out = []
     for name in MECHANISMS:
-        salt, stored_key, server_key, count = ScramMechanism(name).make_auth_info(
-            password, iteration_count=iterations
-        )
+        try:
+            salt, stored_key, server_key, count = ScramMechanism(name).make_auth_info(
+                password, iteration_count=iterations
+            )
+        except ScramException as exc:  # SASLprep refuses the password
+            raise InvalidUser(f"the password cannot be used with SCRAM: {exc}") from exc
         out.append(ScramCredential(username, name, salt, stored_key, server_key, count))
     return out
 

@@ -1,22 +1,20 @@
 """The deployment files, checked as far as a machine without a container engine can: the
 compose file validates (docker-compose's own schema) and wires the five services together,
-every image is pinned, the image runs as a non-root user, and the wheel the image installs
-carries the migrations."""
+every image is pinned and tagged with the one version, and the image runs as a non-root user.
+What the image's build stage builds is tested in test_image.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
-import venv
 from pathlib import Path
 
 import pytest
 import yaml
 
+from shareproxy import __version__
 from shareproxy.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,37 +121,23 @@ def test_the_image_runs_as_a_non_root_user_from_pinned_bases():
     assert any(line.startswith("ENTRYPOINT") and "shareproxy" in line for line in lines)
 
 
-def test_the_wheel_the_image_installs_carries_the_migrations(tmp_path):
-    """What the Dockerfile's build stage does (pip wheel), then migrate from the installed
-    wheel alone, outside the source tree."""
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
-        check=True,
-    )
-    (wheel,) = wheels.glob("shareproxy-*.whl")
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=True)
-    python = env_dir / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
-    outside = tmp_path / "elsewhere"
-    outside.mkdir()
-    clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    where = subprocess.run(
-        [python, "-c", "import shareproxy; print(shareproxy.__file__)"],
-        capture_output=True,
-        text=True,
-        cwd=outside,
-        env=clean_env,
-        check=True,
-    ).stdout
-    assert str(env_dir) in where, f"the wheel was not the shareproxy imported: {where}"
-    run = subprocess.run(
-        [python, "-m", "shareproxy.cli", "migrate", "--state-url", f"sqlite:///{outside}/s.db"],
-        capture_output=True,
-        text=True,
-        cwd=outside,
-        env=clean_env,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "migrated" in run.stdout
+def test_images_and_the_readme_name_the_one_version(compose):
+    assert compose["services"]["shareproxy"]["image"] == f"shareproxy:{__version__}"
+    readme = (ROOT / "README.md").read_text()
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    for text in (readme, dockerfile):
+        tags = set(re.findall(r"shareproxy:(\d+\.\d+\.\d+)", text))
+        assert tags == {__version__}, tags
+
+
+def test_the_readme_compose_walkthrough_uses_the_published_ports(compose):
+    readme = (ROOT / "README.md").read_text()
+    assert "docker compose up -d --build" in readme
+    assert compose["services"]["shareproxy"]["build"] == "."
+    published = {
+        name: {p.split(":")[0] for p in service.get("ports", [])}
+        for name, service in compose["services"].items()
+    }
+    for name, port in (("kafka", "29092"), ("shareproxy", "9192"), ("shareproxy", "8080")):
+        assert port in published[name], (name, published)
+        assert f"localhost:{port}" in readme, port

@@ -4,15 +4,16 @@ per test), shareproxy as a subprocess, and confluent-kafka's ShareConsumer."""
 from __future__ import annotations
 
 import itertools
-import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from shareproxy.embedded import TansuBroker, TansuUnavailable
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 from tests.support.s3 import S3Server, TansuObjects
-from tests.support.tansu import TansuBroker, TansuUnavailable
+from tests.support.topics import create_topic
+from tests.support.topics import produce as produce_records
 
 _db = itertools.count()
 
@@ -23,20 +24,15 @@ def broker() -> Iterator[TansuBroker]:
         b = TansuBroker().start()
     except (TansuUnavailable, RuntimeError) as exc:
         pytest.fail(f"the Tansu test broker could not start: {exc}")
-    yield b
-    b.stop()
+    try:
+        yield b
+    finally:
+        b.stop()
 
 
 def _topics(broker: TansuBroker) -> Callable[..., str]:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-
     def make(partitions: int = 3) -> str:
-        name = f"t-{uuid.uuid4().hex[:10]}"
-        for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-            f.result(30)
-        return name
+        return create_topic(broker.bootstrap, partitions)
 
     return make
 
@@ -47,16 +43,9 @@ def topic(broker: TansuBroker) -> Callable[..., str]:
 
 
 @pytest.fixture
-def produce(broker: TansuBroker) -> Callable[..., list[tuple[int, int]]]:
-    from confluent_kafka import Producer
-
+def produce(broker: TansuBroker) -> Callable[..., None]:
     def send(topic: str, count: int, partitions: int = 3, size: int = 100) -> None:
-        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-        for i in range(count):
-            p.produce(topic, key=str(i).encode(), value=b"v" * size, partition=i % partitions)
-            if i % 1000 == 0:
-                p.poll(0)
-        assert p.flush(30) == 0
+        produce_records(broker.bootstrap, topic, count, partitions, size)
 
     return send
 
@@ -69,13 +58,15 @@ def _proxies(
     def start(**options: object) -> ProxyProcess:
         url = postgres.create_database(f"e2e{next(_db)}", template="template_migrated")
         options.setdefault("auto_offset_reset", "earliest")
-        p = ProxyProcess(broker.bootstrap, url, **options).start()
-        started.append(p)
-        return p
+        p = ProxyProcess(broker.bootstrap, url, **options)
+        started.append(p)  # before it starts: stopped below whatever happens
+        return p.start()
 
-    yield start
-    for p in started:
-        p.stop()
+    try:
+        yield start
+    finally:
+        for p in started:
+            p.stop()
     for p in started:  # a proxy that logged an error failed the test, whatever clients saw
         problems = [
             line
@@ -99,8 +90,10 @@ def s3() -> Iterator[S3Server]:
         server = S3Server().start()
     except (ImportError, RuntimeError) as exc:
         pytest.fail(f"the S3 server for Tansu's S3 storage could not start: {exc}")
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -109,8 +102,10 @@ def s3_broker(s3: S3Server) -> Iterator[TansuBroker]:
         b = s3.broker().start()
     except (TansuUnavailable, RuntimeError) as exc:
         pytest.fail(f"the Tansu broker on S3 storage could not start: {exc}")
-    yield b
-    b.stop()
+    try:
+        yield b
+    finally:
+        b.stop()
 
 
 @pytest.fixture

@@ -12,9 +12,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from confluent_kafka import ShareConsumer
 
-from tests.e2e.test_share_consumers import poll_until, share_consumer
+from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
 
 
 def api(proxy) -> httpx.Client:
@@ -28,22 +27,6 @@ def cli(proxy, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
     )
-
-
-def wait_for(check, timeout: float = 30, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def accept_all(consumer: ShareConsumer, want: int, timeout: float = 60) -> list:
-    got = poll_until(consumer, want, timeout)
-    consumer.commit_sync()  # implicit mode: acknowledges what the last poll returned
-    return got
 
 
 def test_list_describe_and_lag_falling_to_zero(proxy, topic, produce):

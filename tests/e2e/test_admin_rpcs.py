@@ -14,9 +14,8 @@ from kio.schema.describe_share_group_offsets.v1 import request as describe_offse
 from kio.schema.incremental_alter_configs.v1 import request as alter_configs
 from kio.schema.list_groups.v5 import request as list_groups
 
-from tests.e2e.test_admin_api import accept_all, wait_for
-from tests.e2e.test_protocol import call
-from tests.e2e.test_share_consumers import share_consumer
+from tests.support.consumers import accept_all, share_consumer, wait_for
+from tests.support.kafka_client import call
 
 GROUP_RESOURCE = 32
 
@@ -155,3 +154,42 @@ def test_admin_rpcs_agree_with_rest_and_refuse_what_it_refuses(proxy, topic, pro
         assert http.get(f"/v1/share-groups/{group}").status_code == 404
     finally:
         http.close()
+
+
+def test_share_group_describe_answers_what_rest_describes(proxy, topic, produce):
+    from kio.schema.share_group_describe.v1 import request as describe
+
+    p = proxy()
+    t = topic(2)
+    produce(t, 10, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = share_consumer(p, group)
+    c.subscribe([t])
+    try:
+        assert len(accept_all(c, 10)) == 10
+        rest = httpx.get(f"{p.admin_url}/v1/share-groups/{group}", timeout=30).json()
+        answer = call(
+            p.port,
+            describe.ShareGroupDescribeRequest(
+                group_ids=(group, "never-joined"), include_authorized_operations=False
+            ),
+        )
+        live, absent = answer.groups
+        assert (live.group_id, live.group_state, live.group_epoch, live.assignment_epoch) == (
+            group,
+            rest["state"],
+            rest["group_epoch"],
+            rest["assignment_epoch"],
+        )
+        assert [
+            (
+                m.member_id,
+                list(m.subscribed_topic_names),
+                {tp.topic_name: list(tp.partitions) for tp in m.assignment.topic_partitions},
+            )
+            for m in live.members
+        ] == [(m["member_id"], m["subscriptions"], m["assignment"]) for m in rest["members"]]
+        assert {tp.topic_name for m in live.members for tp in m.assignment.topic_partitions} == {t}
+        assert absent.error_code == 69  # GROUP_ID_NOT_FOUND
+    finally:
+        c.close()

@@ -13,8 +13,8 @@ import httpx
 from confluent_kafka import AcknowledgeType, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from shareproxy.cli_batch import run_job
-from tests.e2e.test_share_consumers import poll_until, share_consumer
+from shareproxy.cli.batch import run_job
+from tests.support.consumers import poll_until, share_consumer
 
 
 def job(name: str, proxy, broker, tmp_path, *extra: str) -> tuple[int, dict]:
@@ -299,12 +299,12 @@ def test_an_expired_group_and_a_dropped_topic_are_found_and_repaired(
 
 
 def test_the_poison_report_lists_exactly_the_records_past_the_delivery_limit(
-    proxy, broker, topic, tmp_path
+    proxy, broker, topic, tmp_path, capsys
 ):
     p = proxy()
     t = topic(1)
     send(broker, t, 0, 12)
-    group = f"g-{uuid.uuid4().hex[:6]}"
+    group = f"poison-report-for-a-team-that-names-its-groups-at-length-{uuid.uuid4().hex}"
     set_config(p, group, share_delivery_count_limit=2)
     c = share_consumer(p, group, mode="explicit")
     c.subscribe([t])
@@ -331,8 +331,14 @@ def test_the_poison_report_lists_exactly_the_records_past_the_delivery_limit(
         assert all(seen.get(o) == 2 for o in poisoned), seen
     finally:
         c.close()
+    capsys.readouterr()
     code, report = job("report", p, broker, tmp_path)
     assert code == 0
+    printed = capsys.readouterr().out  # not a terminal: the tables are complete, not 80 wide
+    assert "…" not in printed and max(map(len, printed.splitlines())) > 100
+    rows = [line for line in printed.splitlines() if group in line]
+    assert len(rows) == 1 + 1 + 3, printed  # groups, lag, and a row per poison record
+    assert all(t in row for row in rows[1:]), printed
     assert [
         (x["topic"], x["partition"], x["offset"], x["key"], x["headers"], x["delivery_count"])
         for x in report["poison"]
@@ -353,7 +359,8 @@ def test_the_same_job_file_runs_under_spark_submit(proxy, broker, topic, tmp_pat
     p = proxy()
     t = topic(1)
     send(broker, t, 0, 3)
-    assert len(consume_all(p, f"g-{uuid.uuid4().hex[:6]}", [t], 3)) == 3
+    group = f"reconciled-by-spark-submit-with-a-long-descriptive-name-{uuid.uuid4().hex}"
+    assert len(consume_all(p, group, [t], 3)) == 3
     out = tmp_path / "findings.json"
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     job = Path(__file__).resolve().parents[2] / "spark" / "reconcile.py"
@@ -380,8 +387,13 @@ def test_the_same_job_file_runs_under_spark_submit(proxy, broker, topic, tmp_pat
         },
     )
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
-    assert json.loads(out.read_text())["summary"] == {"healthy": 1}
+    findings = json.loads(out.read_text())
+    assert findings["summary"] == {"healthy": 1}
     assert "share-partitions: 1 healthy, 0 drifted" in run.stdout
+    # stdout is a pipe: the table row is whole, and says what the JSON says
+    [row] = [line for line in run.stdout.splitlines() if group in line]
+    [found] = findings["findings"]
+    assert all(str(found[k]) in row for k in ("drift", "group_id", "topic", "spso")), row
 
 
 def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, capsys):
@@ -394,3 +406,22 @@ def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, capsys):
     unreachable = "postgresql://nobody@127.0.0.1:1/none"
     assert run_job("report", ["--state-url", unreachable, "--master", "local[1]"]) == 3
     assert "report failed:" in capsys.readouterr().err
+
+
+def test_without_java_the_jobs_say_what_to_install(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # nothing there: no java
+    run = subprocess.run(
+        [sys.executable, "-m", "shareproxy.cli", "report", "--state-url", "sqlite://"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "the Spark jobs need Java 17" in run.stderr and "Traceback" not in run.stderr

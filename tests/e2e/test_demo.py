@@ -1,15 +1,36 @@
-"""The README's first command: ``shareproxy demo`` runs everything embedded and checks itself."""
+"""The README's first command: ``shareproxy demo`` shows several consumers sharing one
+partition, each record settled exactly once, redeliveries visible; its progress is not broken
+by librdkafka's log, it stops promptly and leaves nothing behind."""
 
 import io
+import tempfile
+from pathlib import Path
 
 from rich.console import Console
 
 from shareproxy.demo import run_demo
 
 
-def test_demo_finishes_every_record_exactly_once():
+def _leftovers() -> set[Path]:
+    tmp = Path(tempfile.gettempdir())
+    return {*tmp.glob("shareproxy-demo-*"), *tmp.glob("tansu-*")}
+
+
+def test_the_demo_shares_one_partition_and_cleans_up(capfd):
+    before = _leftovers()
     out = io.StringIO()
-    assert run_demo(records=300, partitions=3, consumers=3, console=Console(file=out, width=150))
+    outcome = run_demo(records=300, partitions=1, consumers=3, console=Console(file=out, width=200))
     text = out.getvalue()
+    assert outcome.ok, text
+    assert outcome.consumers_of(0) == {1, 2, 3}, text  # one partition, three consumers on it
+    for c in (1, 2, 3):
+        [row] = [line for line in text.splitlines() if line.startswith(f"│ consumer-{c} ")]
+        assert any(ch.isdigit() for ch in row.split("│")[2]), row  # its offsets of partition 0
+    redelivered = [d for d in outcome.deliveries if d.delivery_count > 1]
+    assert redelivered and "redeliveries: released, then delivered again" in text
     assert "every one of the 300 records was accepted or rejected exactly once" in text
-    assert "consumer-3" in text
+    assert outcome.client_log, "librdkafka's lines were neither shown nor kept"
+    printed = capfd.readouterr()
+    assert "rdkafka" not in printed.err + printed.out  # none of it reached the terminal
+    assert outcome.stop_seconds < 3, outcome.stop_seconds
+    assert _leftovers() <= before

@@ -9,8 +9,7 @@ import httpx
 from confluent_kafka import AcknowledgeType
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.test_admin_api import wait_for
-from tests.e2e.test_share_consumers import poll_until, share_consumer
+from tests.support.consumers import poll_until, share_consumer, wait_for
 
 TYPES = {
     "accept": AcknowledgeType.ACCEPT,

@@ -10,7 +10,7 @@ import uuid
 
 from confluent_kafka import AcknowledgeType, KafkaException
 
-from tests.e2e.test_share_consumers import share_consumer
+from tests.support.consumers import share_consumer
 from tests.support.proxy import ProxyProcess
 
 
@@ -109,21 +109,24 @@ def test_json_logs_one_object_per_line_with_events_and_no_secrets(broker, postgr
     url = postgres.create_database(f"json{uuid.uuid4().hex[:6]}", template="template_migrated")
     url = url.replace("postgres@", f"postgres:{secret}@")
     p = ProxyProcess(broker.bootstrap, url, log_format="json", auto_offset_reset="earliest")
-    p.start()
-    t = topic(1)
-    produce(t, 10, partitions=1)
-    group = f"g-{uuid.uuid4().hex[:6]}"
-    c = share_consumer(p, group)
-    c.subscribe([t])
     try:
-        got = 0
-        deadline = time.monotonic() + 30
-        while got < 10 and time.monotonic() < deadline:
-            got += len(c.poll(0.5) or [])
-        c.commit_sync()
+        p.start()
+        t = topic(1)
+        produce(t, 10, partitions=1)
+        group = f"g-{uuid.uuid4().hex[:6]}"
+        c = share_consumer(p, group)
+        c.subscribe([t])
+        try:
+            got = 0
+            deadline = time.monotonic() + 30
+            while got < 10 and time.monotonic() < deadline:
+                got += len(c.poll(0.5) or [])
+            c.commit_sync()
+        finally:
+            c.close()
     finally:
-        c.close()
-    assert p.stop() == 0
+        code = p.stop()
+    assert code == 0
     lines = [line for line in p.log().splitlines() if line.strip()]
     entries = [json.loads(line) for line in lines]  # every line is one JSON object
     assert all({"ts", "level", "logger", "message"} <= e.keys() for e in entries)

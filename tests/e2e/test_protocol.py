@@ -3,34 +3,15 @@ version: what ApiVersions advertises is what is served."""
 
 from __future__ import annotations
 
-import socket
 import struct
 
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
 from shareproxy.broker.dispatch import SERVED
+from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import decode_response, encode_request
-
-
-def call(port: int, body, correlation_id: int = 7):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(encode_request(correlation_id, "protocol-test", body))
-        size = struct.unpack(">i", _read(s, 4))[0]
-        frame = _read(s, size)
-    cid, response = decode_response(frame, load_response_schema(body.__api_key__, body.__version__))
-    assert cid == correlation_id
-    return response
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed by the proxy")
-        out += chunk
-    return out
+from tests.support.kafka_client import KafkaConnection, call
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +28,11 @@ def running(broker, postgres):
     p = ProxyProcess(
         broker.bootstrap, postgres.create_database("protocol", template="template_migrated")
     )
-    p.start()
-    yield p, name
-    p.stop()
+    try:
+        p.start()
+        yield p, name
+    finally:
+        p.stop()
     assert " ERROR " not in p.log(), p.log()
 
 
@@ -106,16 +89,75 @@ def test_find_coordinator_points_groups_at_the_proxy(running, version):
 
 def test_an_unserved_version_closes_the_connection_and_api_versions_says_why(running):
     p, _ = running
-    with socket.create_connection(("127.0.0.1", p.port), timeout=5) as s:
+    with KafkaConnection(p.port) as c:
         # Metadata v0 is not served: the connection is closed, as a Kafka broker does
-        s.sendall(encode_request(1, "t", load_request_schema(3, 0)(topics=())))
-        assert s.recv(10) == b""
+        c.sock.sendall(encode_request(1, "t", load_request_schema(3, 0)(topics=())))
+        assert c.closed_by_peer()
     # an ApiVersions version from the future gets UNSUPPORTED_VERSION with our versions (v0)
-    header = struct.pack(">hhih", 18, 99, 5, 1) + b"t"
-    with socket.create_connection(("127.0.0.1", p.port), timeout=5) as s:
-        s.sendall(struct.pack(">i", len(header)) + header)
-        size = struct.unpack(">i", _read(s, 4))[0]
-        frame = _read(s, size)
+    with KafkaConnection(p.port) as c:
+        c.send_frame(struct.pack(">hhih", 18, 99, 5, 1) + b"t")
+        frame = c.read_frame()
     cid, response = decode_response(frame, load_response_schema(18, 0))
     assert (cid, response.error_code) == (5, 35)
     assert {k.api_key for k in response.api_keys} == set(SERVED)
+
+
+def _every_served_version() -> list[tuple[int, int]]:
+    from tests.support.kio_strategies import served_versions
+
+    return served_versions(SERVED)
+
+
+@pytest.mark.parametrize(("key", "version"), _every_served_version(), ids=str)
+def test_every_advertised_version_answers_a_typical_request(running, key, version):
+    """What ApiVersions advertises, each version, sent as a client would: an answer that
+    decodes, and (outside the SASL exchange, which ends a connection it fails) a connection
+    that still serves."""
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+    from tests.support.typical_requests import Names, typical
+
+    p, name = running
+    topic_id = call(p.port, _metadata_v12(name)).topics[0].topic_id
+    with KafkaConnection(p.port) as c:
+        answer = c.call(typical(key, version, Names(name, topic_id, "typical-group")))
+        assert answer is not None
+        if key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            again = c.call(
+                ApiVersionsRequest(client_software_name="t", client_software_version="1")
+            )
+            assert again.error_code == 0
+
+
+def _metadata_v12(name: str):
+    cls = load_request_schema(3, 12)
+    m = __import__(cls.__module__, fromlist=["MetadataRequestTopic"])
+    return cls(
+        topics=(m.MetadataRequestTopic(topic_id=None, name=name),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+def test_every_produce_version_writes_and_every_fetch_version_reads(running):
+    """Produce v3-v11 each append a batch; Fetch v4-v12 each read them all back from the
+    upstream leader (v4-v6 have no fetch session fields)."""
+    from tests.support.typical_requests import Names, typical
+
+    p, name = running
+    names = Names(name, call(p.port, _metadata_v12(name)).topics[0].topic_id, "g")
+    produced = []
+    with KafkaConnection(p.port) as c:
+        for version in range(SERVED[0][0], SERVED[0][1] + 1):
+            (topic,) = c.call(typical(0, version, names)).responses
+            (part,) = topic.partition_responses
+            assert part.error_code == 0, (version, part)
+            produced.append(part.base_offset)
+        assert produced == sorted(produced)
+        for version in range(SERVED[1][0], SERVED[1][1] + 1):
+            answer = c.call(typical(1, version, names))
+            (topic,) = answer.responses
+            (part,) = topic.partitions
+            assert part.error_code == 0, (version, part)
+            assert part.high_watermark >= produced[-1] + 1
+            assert part.records and len(part.records) > 61 * len(produced), version

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from confluent_kafka import KafkaException, Producer, ShareConsumer
 
+from shareproxy.embedded import free_port
 from tests.support.certs import CertificateAuthority
 from tests.support.kafka_client import KafkaConnection
-from tests.support.net import free_port
 from tests.support.proxy import ProxyProcess
 
 PASSWORDS = {"admin": "admin-Secret-1", "alice": "alice-Secret-2", "bob": "bob-Secret-3"}
@@ -122,9 +122,11 @@ def secure(broker, postgres, tmp_path_factory):
     p.options["listeners"] = (
         f"SASL_PLAINTEXT://127.0.0.1:{p.port},SASL_SSL://127.0.0.1:{sasl_ssl},SSL://127.0.0.1:{ssl}"
     )
-    p.start()
-    yield Secure(p, sasl_ssl, ssl, ca)
-    p.stop()
+    try:
+        p.start()
+        yield Secure(p, sasl_ssl, ssl, ca)
+    finally:
+        p.stop()
     errors = [
         x for x in p.log().splitlines() if '"level": "ERROR"' in x or x.startswith("Traceback")
     ]

@@ -10,37 +10,7 @@ import uuid
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
-
-def share_consumer(proxy, group: str, mode: str = "implicit") -> ShareConsumer:
-    return ShareConsumer(
-        {
-            "bootstrap.servers": proxy.bootstrap,
-            "group.id": group,
-            "share.acknowledgement.mode": mode,
-        }
-    )
-
-
-def readiness(proxy) -> int:
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{proxy.admin_url}/readyz", timeout=10) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-
-
-def poll_until(consumer: ShareConsumer, want: int, timeout: float) -> list:
-    """Messages (errors excluded) until ``want`` arrived or ``timeout`` passed."""
-    got: list = []
-    deadline = time.monotonic() + timeout
-    while len(got) < want and time.monotonic() < deadline:
-        for m in consumer.poll(0.5) or []:
-            assert m.error() is None, m.error()
-            got.append(m)
-    return got
+from tests.support.consumers import poll_until, readiness, share_consumer
 
 
 def test_three_consumers_share_10k_records_each_accepted_once(proxy, topic, produce):
@@ -310,8 +280,8 @@ def test_the_proxy_survives_the_upstream_going_away(postgres):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from shareproxy.embedded import TansuBroker
     from tests.support.proxy import ProxyProcess
-    from tests.support.tansu import TansuBroker
 
     def make_topic(bootstrap: str, count: int) -> None:
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -327,8 +297,9 @@ def test_the_proxy_survives_the_upstream_going_away(postgres):
         broker.bootstrap,
         postgres.create_database(f"outage{uuid.uuid4().hex[:6]}", template="template_migrated"),
         auto_offset_reset="earliest",
-    ).start()
+    )
     try:
+        p.start()
         make_topic(broker.bootstrap, 10)
         c = share_consumer(p, "outage-group")
         c.subscribe(["outage"])

@@ -6,7 +6,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from typer.testing import CliRunner
 
-from shareproxy.cli import app
+from shareproxy.cli.app import app
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.tables import metadata
@@ -58,6 +58,7 @@ def test_cli_refuses_bad_state_urls_and_unreachable_stores(tmp_path):
     unreachable = runner.invoke(
         app, ["migrate", "--state-url", "postgresql://nobody@127.0.0.1:1/none"]
     )
-    assert unreachable.exit_code == 1 and "migrating" in unreachable.output
+    assert unreachable.exit_code == 3, unreachable.output
+    assert "cannot use the state store postgresql://nobody@127.0.0.1:1/none" in unreachable.output
     ok = runner.invoke(app, ["migrate", "--state-url", f"sqlite:///{tmp_path}/s.db"])
     assert ok.exit_code == 0, ok.output

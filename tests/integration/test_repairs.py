@@ -13,7 +13,7 @@ from shareproxy.core.errors import ErrorCode
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.persistence.repository import SqlShareStateStore
-from tests.unit.helpers import ACK, ARC, AV, pb
+from tests.support.kip_tables import ACK, ARC, AV, pb
 
 TOPIC = uuid.UUID(int=7)
 KEY = SharePartitionKey("g1", TOPIC, 0)

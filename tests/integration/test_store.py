@@ -11,7 +11,7 @@ from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.share_partition import BatchHeader, SharePartition
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.persistence.repository import SqlShareStateStore
-from tests.unit.helpers import ACK, ARC, AV, pb
+from tests.support.kip_tables import ACK, ARC, AV, pb
 
 TOPIC = uuid.UUID("9f2c1e4a-55e1-4f1b-a0a2-0c4e2d7b7d11")
 

@@ -1,4 +1,5 @@
-"""A minimal Kafka client for protocol tests: one connection, kio-encoded requests, SASL PLAIN."""
+"""A minimal Kafka client for protocol tests: one connection, kio-encoded requests, SASL PLAIN,
+raw frames for what no client would send."""
 
 from __future__ import annotations
 
@@ -20,13 +21,17 @@ class KafkaConnection:
 
     def call(self, body: Any) -> Any:
         self.correlation += 1
-        self.sock.sendall(encode_request(self.correlation, "security-test", body))
-        size = struct.unpack(">i", self._read(4))[0]
+        self.sock.sendall(encode_request(self.correlation, "protocol-test", body))
         cid, response = decode_response(
-            self._read(size), load_response_schema(body.__api_key__, body.__version__)
+            self.read_frame(), load_response_schema(body.__api_key__, body.__version__)
         )
         assert cid == self.correlation
         return response
+
+    def read_frame(self) -> bytes:
+        """The next response frame, without its size prefix."""
+        size = struct.unpack(">i", self._read(4))[0]
+        return self._read(size)
 
     def plain(self, user: str, password: str) -> Any:
         """SaslHandshake + SaslAuthenticate (PLAIN); the SaslAuthenticate response."""
@@ -34,6 +39,18 @@ class KafkaConnection:
         assert shake.error_code == 0, shake
         token = b"\x00" + user.encode() + b"\x00" + password.encode()
         return self.call(SaslAuthenticateRequest(auth_bytes=token))
+
+    def send_frame(self, payload: bytes) -> None:
+        """A raw request frame (size prefix added), whatever it holds."""
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+
+    def closed_by_peer(self, timeout: float = 5) -> bool:
+        """True once the proxy has closed the connection without answering."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
 
     def _read(self, n: int) -> bytes:
         out = b""
@@ -52,3 +69,9 @@ class KafkaConnection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def call(port: int, body: Any) -> Any:
+    """One request on a connection of its own; the response."""
+    with KafkaConnection(port) as c:
+        return c.call(body)

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.support.net import free_port, wait_for_port
+from shareproxy.embedded import free_port, spawn, stop_process, wait_for_port
 
 
 class ProxyProcess:
@@ -24,7 +24,9 @@ class ProxyProcess:
         self.log_path = Path(tempfile.mkdtemp(prefix="shareproxy-")) / "proxy.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, *, wait: bool = True, env: dict[str, str] | None = None) -> ProxyProcess:
+    def start(
+        self, *, wait: bool = True, env: dict[str, str] | None = None, timeout: float = 60
+    ) -> ProxyProcess:
         args = [
             sys.executable,
             "-m",
@@ -41,19 +43,19 @@ class ProxyProcess:
         ]
         for name, value in self.options.items():
             args += [f"--{name.replace('_', '-')}", str(value)]
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            args,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        )
+        with self.log_path.open("ab") as log:
+            self.proc = spawn(args, log, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         if not wait:
             return self
-        for port in (self.port, self.admin_port):  # the admin API starts after the listener
-            wait_for_port(
-                port, 60, f"shareproxy (log: {self.log_path})", lambda: self.proc.poll() is None
-            )
+        proc = self.proc
+        try:
+            for port in (self.port, self.admin_port):  # the admin API starts after the listener
+                wait_for_port(
+                    port, timeout, f"shareproxy (log: {self.log_path})", lambda: proc.poll() is None
+                )
+        except BaseException:  # a proxy that did not come up is not left running
+            self.stop()
+            raise
         return self
 
     def kill(self) -> None:
@@ -66,12 +68,8 @@ class ProxyProcess:
     def stop(self) -> int | None:
         if self.proc is None:
             return None
-        self.proc.terminate()
         try:
-            return self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(5)
+            return stop_process(self.proc, grace_s=15)
         finally:
             self.proc = None
 

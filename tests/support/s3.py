@@ -24,7 +24,7 @@ from typing import Any
 import boto3
 from confluent_kafka.admin import AdminClient
 
-from shareproxy.embedded import TansuBroker, free_port, wait_for_port
+from shareproxy.embedded import TansuBroker, free_port, spawn, stop_process, wait_for_port
 
 BUCKET = "tansu"
 TANSU_READ_CACHE_S = 5.0  # the object cache in Tansu 0.6's S3 storage (dynostore)
@@ -46,14 +46,16 @@ class S3Server:
 
     def start(self) -> S3Server:
         with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
+            self.proc = spawn(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)], log
             )
         proc = self.proc
-        wait_for_port(self.port, 30, "moto's S3 server", lambda: proc.poll() is None)
-        self.client().create_bucket(Bucket=BUCKET)
+        try:
+            wait_for_port(self.port, 30, "moto's S3 server", lambda: proc.poll() is None)
+            self.client().create_bucket(Bucket=BUCKET)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def client(self) -> Any:
@@ -71,8 +73,7 @@ class S3Server:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
+            stop_process(self.proc)
             self.proc = None
 
 

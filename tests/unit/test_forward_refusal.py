@@ -10,7 +10,7 @@ import pytest
 from kio.index import load_request_schema, load_response_schema
 
 from shareproxy.broker.dispatch import SERVED
-from shareproxy.broker.handlers.forward import _SHAPES, _refusal
+from shareproxy.broker.handlers.forward import _DENIED, _SHAPES, _errors_response
 from shareproxy.protocol.codec import Request, decode_response, encode_response_chunks
 
 
@@ -47,7 +47,11 @@ def test_refused_topics_get_topic_authorization_failed_per_partition(api_key, ve
     body = _request(api_key, version)
     topics_f, _, _, _, resp_f = _SHAPES[api_key]
     request = Request(api_key, version, 1, "t", body)
-    answer = _refusal(request, [], list(getattr(body, topics_f)))
+    refused = [
+        (t, list(t.partition_data if api_key == 0 else t.partitions), 29, _DENIED)
+        for t in getattr(body, topics_f)
+    ]
+    answer = _errors_response(request, [], refused)
     frame = b"".join(encode_response_chunks(1, answer))[4:]
     _, decoded = decode_response(frame, load_response_schema(api_key, version))
     assert decoded == answer

@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
 from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.states import AcknowledgeType, RecordState
-
-from .helpers import ACK, ARC, AV, pb
+from tests.support.kip_tables import ACK, ARC, AV, pb
 
 
 def test_overlay_splits_what_it_covers():

@@ -4,8 +4,9 @@ The model keeps one entry per offset (state, delivery count, owner, deadline) an
 KIP-932's rules record by record; the engine works on ranges. After every step they must agree,
 the store (every delta folded in) must hold exactly what the engine says it should, and:
 no record is lost, none is acknowledged twice, an Acknowledged or Archived record is never
-handed out again, delivery counts never go down, SPSO never passes a non-terminal record, and
-a restart from the store rebuilds the state the store describes.
+handed out again, delivery counts never go down, SPSO never passes a non-terminal record, every
+state change is one of KIP-932's transitions (``TRANSITIONS``), and a restart from the store
+rebuilds the state the store describes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
-from shareproxy.core.states import AcknowledgeType, AcquireMode, RecordState
+from shareproxy.core.states import TRANSITIONS, AcknowledgeType, AcquireMode, RecordState
 
 AV, ACQ, ACK, ARC = (
     RecordState.AVAILABLE,
@@ -59,6 +60,7 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         self.now = 0
         self.handed_out: dict[int, int] = {}  # offset -> last delivery count handed out
         self.acked: set[int] = set()
+        self.engine_states: dict[int, RecordState] = {}  # per offset, after the last step
 
     # ------------------------------------------------------------- helpers
     def rec(self, offset: int) -> Rec:
@@ -208,6 +210,16 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         for o in range(sp.speo, LOG_END + 1):  # not yet read: nothing happened to them
             m = self.rec(o)
             assert m.state in (AV, ARC) and m.member is None
+
+    @invariant()
+    def every_change_is_a_transition_of_the_kips_state_diagram(self):
+        now = {o: r.state for r in self.sp.ranges for o in range(r.first, r.last + 1)}
+        for o, state in now.items():
+            before = self.engine_states.get(o, AV)
+            assert state == before or state in TRANSITIONS[before], (
+                f"{o}: {before.name} -> {state.name} is not in TRANSITIONS"
+            )
+        self.engine_states.update(now)
 
     @invariant()
     def the_store_holds_what_the_engine_says(self):

@@ -10,8 +10,7 @@ from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
-
-from .helpers import ACK, ACQ, ARC, AV, inflight, pb
+from tests.support.kip_tables import ACK, ACQ, ARC, AV, inflight, pb
 
 GAP, ACCEPT, RELEASE, REJECT, RENEW = ((int(t),) for t in AcknowledgeType)
 LOG = [BatchHeader(0, 9), BatchHeader(10, 19), BatchHeader(20, 29)]

@@ -10,8 +10,7 @@ from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
-
-from .helpers import ACK, ACQ, AV, inflight, pb
+from tests.support.kip_tables import ACK, ACQ, AV, inflight, pb
 
 ACCEPT = (int(AcknowledgeType.ACCEPT),)
 RELEASE = (int(AcknowledgeType.RELEASE),)

@@ -1,11 +1,14 @@
 """Produce, Fetch and ListOffsets pass through to the upstream leaders, so the one endpoint also
 serves producers and plain readers. The request is split by upstream leader and the answers
-joined; Fetch goes sessionless upstream (the client is told session id 0)."""
+joined; Fetch goes sessionless upstream (the client is told session id 0). Each client
+connection forwards over its own upstream connections, so one client's request that breaks
+a connection fails only that client's partitions, with a retriable error."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections import defaultdict
 from datetime import timedelta
 from typing import Any
@@ -15,82 +18,129 @@ from kio.index import load_response_schema
 from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode
+from shareproxy.core.names import topic_name_problem
+from shareproxy.logs import RateLimit
+from shareproxy.protocol.api_keys import ApiKey, api_name
 from shareproxy.protocol.codec import Request
+from shareproxy.protocol.forward_rules import partition_problem, request_problem
+
+log = logging.getLogger(__name__)
+log.addFilter(RateLimit())  # what clients send decides how often these lines come
 
 # api key -> (request topics field, topic name field, partitions field, partition index field,
 #             response topics field)
 _SHAPES = {
-    0: ("topic_data", "name", "partition_data", "index", "responses"),
-    1: ("topics", "topic", "partitions", "partition", "responses"),
-    2: ("topics", "name", "partitions", "partition_index", "topics"),
+    ApiKey.PRODUCE: ("topic_data", "name", "partition_data", "index", "responses"),
+    ApiKey.FETCH: ("topics", "topic", "partitions", "partition", "responses"),
+    ApiKey.LIST_OFFSETS: ("topics", "name", "partitions", "partition_index", "topics"),
 }
 
 
 # Produce needs Write, Fetch Read, ListOffsets Describe on each topic.
-_OPERATION = {0: Operation.WRITE, 1: Operation.READ, 2: Operation.DESCRIBE}
-TOPIC_AUTHORIZATION_FAILED = 29
+_OPERATION = {
+    ApiKey.PRODUCE: Operation.WRITE,
+    ApiKey.FETCH: Operation.READ,
+    ApiKey.LIST_OFFSETS: Operation.DESCRIBE,
+}
+
+# partitions answered by the proxy itself: (topic entry, its partitions, error code, message)
+Failed = tuple[Any, list[Any], int, str]
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     topics_f, name_f, parts_f, index_f, resp_f = _SHAPES[request.api_key]
     body = request.body
-    if request.api_key == 1:
-        body = dataclasses.replace(body, session_id=0, session_epoch=-1)
+    if request.api_key == ApiKey.FETCH and request.api_version >= 7:  # v7 brought fetch sessions
+        body = dataclasses.replace(body, session_id=0, session_epoch=-1, forgotten_topics_data=())
     by_leader: dict[int, dict[int, list[Any]]] = defaultdict(lambda: defaultdict(list))
     topics = getattr(body, topics_f)
-    refused: list[Any] = []
+    failed: list[Failed] = []
+    refused = request_problem(request.api_key, request.api_version, body)
+    if refused is not None:  # Fetch or ListOffsets: never without an answer
+        return _errors_response(
+            request, [], [(t, list(getattr(t, parts_f)), *refused) for t in topics]
+        )
     for ti, topic in enumerate(topics):
         name = _topic_name(ctx, topic, name_f)
-        if not ctx.allowed(conn, _OPERATION[request.api_key], ResourceType.TOPIC, name):
-            refused.append(topic)
+        parts = getattr(topic, parts_f)
+        problem = topic_name_problem(name)
+        if problem is not None:  # no such topic can exist: not asked of the cluster
+            failed.append((topic, list(parts), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, problem))
             continue
-        for part in getattr(topic, parts_f):
+        if not ctx.allowed(conn, _OPERATION[request.api_key], ResourceType.TOPIC, name):
+            failed.append((topic, list(parts), ErrorCode.TOPIC_AUTHORIZATION_FAILED, _DENIED))
+            continue
+        for part in parts:
+            wrong = partition_problem(request.api_key, request.api_version, part)
+            if wrong is not None:
+                failed.append((topic, [part], *wrong))
+                continue
             leader = await _leader(ctx, name, getattr(part, index_f))
             by_leader[leader][ti].append(part)
-    if refused and not by_leader:  # nothing left to forward
-        if request.api_key == 0 and getattr(body, "acks", 1) == 0:
-            return None
-        return _refusal(request, [], refused)
+    acks_zero = request.api_key == ApiKey.PRODUCE and getattr(body, "acks", 1) == 0
+    if failed and not by_leader:  # nothing left to forward
+        return None if acks_zero else _errors_response(request, [], failed)
     if not by_leader:
-        node = ctx.upstream.client.get_random_node()
-        by_leader[node if node is not None else -1] = {}
-    calls = []
-    for leader, parts in by_leader.items():
-        sub = dataclasses.replace(
-            body,
-            **{
-                topics_f: tuple(
-                    dataclasses.replace(topics[ti], **{parts_f: tuple(ps)})
-                    for ti, ps in parts.items()
-                )
-            },
+        by_leader[await _any_node(ctx)] = {}
+    if conn.link is None:
+        conn.link = ctx.upstream.link()
+    if acks_zero:  # sent with acks=1 and the answer dropped: an upstream that answers acks=0
+        body = dataclasses.replace(body, acks=1)  # anyway would otherwise desynchronise the link
+    subs = [
+        (
+            leader,
+            dataclasses.replace(
+                body,
+                **{
+                    topics_f: tuple(
+                        dataclasses.replace(topics[ti], **{parts_f: tuple(ps)})
+                        for ti, ps in parts.items()
+                    )
+                },
+            ),
         )
-        calls.append(_send(ctx, leader, sub, request))
-    responses = [r for r in await asyncio.gather(*calls) if r is not None]
-    if not responses:
-        return None  # acks=0 produce: no response
-    first = responses[0]
-    if len(responses) == 1 and not refused:
-        return first
+        for leader, parts in by_leader.items()
+    ]
+    results = await asyncio.gather(
+        *(conn.link.send(leader, sub) for leader, sub in subs),
+        return_exceptions=True,
+    )
+    if acks_zero:
+        return None  # no response, whatever happened
+    responses = []
+    for (_, sub), result in zip(subs, results, strict=True):
+        if isinstance(result, UpstreamError):
+            log.warning("%s: %s", api_name(request.api_key), result)
+            failed += [
+                (t, list(getattr(t, parts_f)), result.error_code, str(result))
+                for t in getattr(sub, topics_f)
+            ]
+        elif isinstance(result, BaseException):
+            raise result
+        else:
+            responses.append(result)
+    if not failed and len(responses) == 1:
+        return responses[0]
     merged = tuple(t for r in responses for t in getattr(r, resp_f))
-    if refused:
-        return _refusal(request, merged, refused, first)
-    return dataclasses.replace(first, **{resp_f: merged})
+    return _errors_response(request, merged, failed, responses[0] if responses else None)
+
+
+_DENIED = "not authorized for the topic"
 
 
 # The response's (topic entry, partition entry) classes per API, and the values every field
 # of a refused partition gets; ``build`` keeps only the fields a version has.
 _ENTRIES = {
-    0: ("TopicProduceResponse", "partition_responses", "PartitionProduceResponse"),
-    1: ("FetchableTopicResponse", "partitions", "PartitionData"),
-    2: ("ListOffsetsTopicResponse", "partitions", "ListOffsetsPartitionResponse"),
+    ApiKey.PRODUCE: ("TopicProduceResponse", "partition_responses", "PartitionProduceResponse"),
+    ApiKey.FETCH: ("FetchableTopicResponse", "partitions", "PartitionData"),
+    ApiKey.LIST_OFFSETS: ("ListOffsetsTopicResponse", "partitions", "ListOffsetsPartitionResponse"),
 }
 _NOTHING = {
     "base_offset": -1,
     "log_append_time": None,
     "log_start_offset": -1,
     "record_errors": (),
-    "error_message": "not authorized for the topic",
     "high_watermark": -1,
     "last_stable_offset": -1,
     "aborted_transactions": None,
@@ -103,24 +153,24 @@ _NOTHING = {
 }
 
 
-def _refusal(request: Request, answered: Any, refused: list[Any], base: Any = None) -> Any:
-    """The response with TOPIC_AUTHORIZATION_FAILED for every partition of ``refused``."""
-    _, name_f, parts_f, index_f, resp_f = _SHAPES[request.api_key]
+def _errors_response(
+    request: Request, answered: Any, failed: list[Failed], base: Any = None
+) -> Any:
+    """The upstream's answers plus, for every partition in ``failed``, the proxy's own error."""
+    _, name_f, _, index_f, resp_f = _SHAPES[request.api_key]
     cls = load_response_schema(request.api_key, request.api_version)
     m = schema_module(cls)
     topic_cls, topic_parts_f, part_cls = _ENTRIES[request.api_key]
-    code = error(TOPIC_AUTHORIZATION_FAILED)
     out = list(answered)
-    for topic in refused:
+    for topic, partitions, code, message in failed:
         parts = tuple(
             build(
                 getattr(m, part_cls),
                 index=getattr(p, index_f),
                 partition_index=getattr(p, index_f),
-                error_code=code,
-                **_NOTHING,
+                **{**_NOTHING, "error_code": error(code), "error_message": message},
             )
-            for p in getattr(topic, parts_f)
+            for p in partitions
         )
         name = getattr(topic, name_f, None)
         out.append(
@@ -153,19 +203,16 @@ def _topic_name(ctx: BrokerContext, topic: Any, name_f: str) -> str:
 
 
 async def _leader(ctx: BrokerContext, topic: str, partition: int) -> int:
+    """The upstream leader; for a partition the proxy cannot place, any broker (which then
+    answers UNKNOWN_TOPIC_OR_PARTITION itself)."""
     try:
         return await ctx.upstream.leader_for(topic, partition)
     except UpstreamError:
-        node = ctx.upstream.client.get_random_node()
-        return node if node is not None else -1
+        return await _any_node(ctx)
 
 
-async def _send(ctx: BrokerContext, node: int, body: Any, request: Request) -> Any:
-    if request.api_key == 0 and getattr(body, "acks", 1) == 0:
-        from shareproxy.broker.kio_over_aiokafka import KioRequest
-
-        conn = await ctx.upstream.client._get_conn(node)
-        if conn is not None:
-            await conn.send(KioRequest(body), expect_response=False)
-        return None
-    return await ctx.upstream.send(node, body)
+async def _any_node(ctx: BrokerContext) -> int:
+    try:
+        return await ctx.upstream.any_node()
+    except UpstreamError:
+        return -1  # sending there fails with NETWORK_EXCEPTION for every partition

@@ -13,6 +13,7 @@ from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_config import GroupConfigError
+from shareproxy.core.names import group_id_problem, shown
 from shareproxy.protocol.codec import Request
 
 GROUP = 32  # ConfigResource.Type GROUP
@@ -33,6 +34,10 @@ async def describe_configs(ctx: BrokerContext, conn: Connection, request: Reques
             results.append(_describe_result(m, resource, ErrorCode.INVALID_REQUEST, NOT_GROUP))
             continue
         group_id = resource.resource_name
+        problem = group_id_problem(group_id)
+        if problem is not None:
+            results.append(_describe_result(m, resource, ErrorCode.INVALID_GROUP_ID, problem))
+            continue
         if not ctx.allowed(conn, Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, group_id):
             results.append(
                 _describe_result(
@@ -47,7 +52,10 @@ async def describe_configs(ctx: BrokerContext, conn: Connection, request: Reques
         if unknown:
             results.append(
                 _describe_result(
-                    m, resource, ErrorCode.INVALID_CONFIG, f"unknown group config {unknown[0]}"
+                    m,
+                    resource,
+                    ErrorCode.INVALID_CONFIG,
+                    f"unknown group config {shown(unknown[0])}",
                 )
             )
             continue
@@ -90,8 +98,11 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
     responses = []
     for resource in body.resources:
         code, message = ErrorCode.NONE, None
+        problem = group_id_problem(resource.resource_name)
         if resource.resource_type != GROUP or ctx.admin is None:
             code, message = ErrorCode.INVALID_REQUEST, NOT_GROUP
+        elif problem is not None:
+            code, message = ErrorCode.INVALID_GROUP_ID, problem
         elif not ctx.allowed(
             conn, Operation.ALTER_CONFIGS, ResourceType.GROUP, resource.resource_name
         ):

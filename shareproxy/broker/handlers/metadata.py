@@ -12,10 +12,8 @@ from shareproxy.broker.context import BrokerContext, Connection, build, error, s
 from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.names import topic_name_problem
 from shareproxy.protocol.codec import Request
-
-UNKNOWN_TOPIC_OR_PARTITION = 3
-UNKNOWN_TOPIC_ID = 100
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
@@ -23,11 +21,17 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     m = schema_module(cls)
     body = request.body
     wanted = body.topics
+    if (
+        wanted
+        and request.api_version < 12
+        and any(t.name is None or getattr(t, "topic_id", None) is not None for t in wanted)
+    ):  # as Kafka: no topic ids before v12, so every name must be given
+        return _invalid(cls, m, wanted)
     try:
         if wanted is None:
             await ctx.upstream.refresh_metadata()
         else:
-            names = [t.name for t in wanted if getattr(t, "name", None)]
+            names = [t.name for t in wanted if t.name and topic_name_problem(t.name) is None]
             ids = [t.topic_id for t in wanted if getattr(t, "topic_id", None)]
             if ids and any(i not in ctx.upstream.topics_by_id for i in ids):
                 await ctx.upstream.refresh_metadata()
@@ -51,13 +55,19 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             else:
                 info = ctx.upstream.topics.get(t.name)
             name = info.name if info is not None else t.name
-            if name and not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.TOPIC, name):
+            if info is None and name and topic_name_problem(name) is not None:
+                code = ErrorCode.INVALID_TOPIC_EXCEPTION  # never asked of the cluster
+            elif name and not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.TOPIC, name):
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # whether or not it exists
             elif info is not None:
                 chosen.append(info)
                 continue
             else:
-                code = UNKNOWN_TOPIC_ID if tid is not None else UNKNOWN_TOPIC_OR_PARTITION
+                code = (
+                    ErrorCode.UNKNOWN_TOPIC_ID
+                    if tid is not None
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
             topics.append(
                 build(
                     m.MetadataResponseTopic,
@@ -110,4 +120,29 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         topics=tuple(topics),
         cluster_authorized_operations=-2147483648,
         error_code=error(0),
+    )
+
+
+def _invalid(cls: type, m: Any, wanted: Any) -> Any:
+    """Kafka's answer to topic ids before v12: INVALID_REQUEST for every topic asked for."""
+    topics = tuple(
+        build(
+            m.MetadataResponseTopic,
+            error_code=error(ErrorCode.INVALID_REQUEST),
+            name=t.name or "",
+            topic_id=getattr(t, "topic_id", None),
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=-2147483648,
+        )
+        for t in wanted
+    )
+    return build(
+        cls,
+        throttle_time=timedelta(0),
+        brokers=(),
+        cluster_id=None,
+        controller_id=-1,
+        topics=topics,
+        cluster_authorized_operations=-2147483648,
     )

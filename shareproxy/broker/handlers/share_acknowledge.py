@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 
-from shareproxy.broker.acknowledging import apply_acks, denied_topics, release_session
+from shareproxy.broker.acknowledging import apply_acks, denied_topics, not_a_member
 from shareproxy.broker.context import (
     BrokerContext,
     Connection,
@@ -20,11 +20,12 @@ from shareproxy.broker.context import (
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.share_session import CLOSE_EPOCH
+from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(79, request.api_version)
+    cls = load_response_schema(ApiKey.SHARE_ACKNOWLEDGE, request.api_version)
     m = schema_module(cls)
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""
@@ -51,13 +52,21 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}", {}
         )
     key = (group_id, member_id, ctx.node_id)
+    if not ctx.coordinator.is_member(group_id, member_id) and ctx.sessions.get(key) is None:
+        return reply(ErrorCode.UNKNOWN_MEMBER_ID, not_a_member(group_id, member_id), {})
     try:
-        ctx.sessions.begin(key, body.share_session_epoch, acknowledging_only=True)
+        ctx.sessions.begin(
+            key,
+            body.share_session_epoch,
+            ctx.clock_ms(),
+            (conn.principal, conn.client_host),
+            acknowledging_only=True,
+        )
     except ShareError as e:
         return reply(e.code, e.message, {})
     denied = denied_topics(ctx, conn, (t.topic_id for t in body.topics))
     codes = await apply_acks(ctx, group_id, member_id, body.topics, denied)
     if body.share_session_epoch == CLOSE_EPOCH:
         ctx.sessions.close(key)
-        await release_session(ctx, group_id, member_id)
-    return reply(0, None, codes)
+        await ctx.consumption.release(group_id, member_id)
+    return reply(ErrorCode.NONE, None, codes)

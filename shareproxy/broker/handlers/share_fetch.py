@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
-from uuid import UUID
 
 from kio.index import load_response_schema
 
-from shareproxy.broker.acknowledging import apply_acks, denied_topics, release_session
+from shareproxy.broker.acknowledging import apply_acks, denied_topics, not_a_member
+from shareproxy.broker.consumption import TopicPartition
 from shareproxy.broker.context import (
     BrokerContext,
     Connection,
@@ -19,19 +19,21 @@ from shareproxy.broker.context import (
     schema_module,
     share_response,
 )
-from shareproxy.broker.partitions import Acquisition, SharePartitionLeader
-from shareproxy.broker.upstream import UpstreamError
+from shareproxy.broker.leader import Acquisition
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
 from shareproxy.core.states import AcquireMode
+from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request
 
-TopicPartition = tuple[UUID, int]
+# the limits of a request that sets none (zero or less)
+DEFAULT_MAX_RECORDS = 500
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(78, request.api_version)
+    cls = load_response_schema(ApiKey.SHARE_FETCH, request.api_version)
     m = schema_module(cls)
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""
@@ -47,13 +49,21 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     epoch = body.share_session_epoch
     if epoch == OPEN_EPOCH and has_acks:
         return top_level(ErrorCode.INVALID_REQUEST, "acknowledgements cannot open a session")
+    mode = _acquire_mode(body)
+    if mode is None:
+        return top_level(ErrorCode.INVALID_REQUEST, "ShareAcquireMode must be 0 or 1")
     if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, group_id):
         return top_level(
             ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}"
         )
     key = (group_id, member_id, ctx.node_id)
+    member = ctx.coordinator.is_member(group_id, member_id)
+    if not member and (epoch == OPEN_EPOCH or ctx.sessions.get(key) is None):
+        # a member id the group does not know opens nothing and acquires nothing; one that
+        # has just left may still finish its open session (its last acknowledgements)
+        return top_level(ErrorCode.UNKNOWN_MEMBER_ID, not_a_member(group_id, member_id))
     try:
-        session = ctx.sessions.begin(key, epoch)
+        session = ctx.sessions.begin(key, epoch, ctx.clock_ms(), (conn.principal, conn.client_host))
     except ShareError as e:
         return top_level(e.code, e.message)
 
@@ -63,49 +73,40 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     ack_codes = await apply_acks(ctx, group_id, member_id, body.topics, denied)
     if epoch == CLOSE_EPOCH:
         ctx.sessions.close(key)
-        await release_session(ctx, group_id, member_id)
+        await ctx.consumption.release(group_id, member_id)
         return _response(ctx, m, cls, lock_timeout, {}, ack_codes, {})
 
     session.add((t.topic_id, p.partition_index) for t in body.topics for p in t.partitions)
     session.forget((t.topic_id, p) for t in body.forgotten_topics_data for p in t.partitions)
-    leaders: list[SharePartitionLeader] = []
-    errors: dict[TopicPartition, int] = {}
-    for tp in session.partitions:
-        if tp[0] in denied:
-            errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            continue
-        try:
-            leaders.append(await ctx.partitions.leader(group_id, *tp))
-        except ShareError as e:
-            errors[tp] = int(e.code) if e.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else 100
-        except UpstreamError as e:
-            errors[tp] = e.error_code
+    errors: dict[TopicPartition, int] = {
+        tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in session.partitions if tp[0] in denied
+    }
+    leaders, unled = await ctx.consumption.leaders(
+        group_id, [tp for tp in session.partitions if tp[0] not in denied]
+    )
+    errors.update(unled)
     # A member learns a new assignment only at its next heartbeat, seconds later. Until then
     # it still fetches partitions now assigned to others: it gets no new records from those
     # (it may still acknowledge what it holds), so a rebalance takes effect at once.
-    target = ctx.coordinator.target_of(group_id, member_id)
-    if target is not None:
-        leaders = [ld for ld in leaders if (ld.key.topic_id, ld.key.partition) in target]
-    mode = AcquireMode(getattr(body, "share_acquire_mode", 0) or 0)
-    got = await _acquire(ctx, leaders, member_id, body, mode)
-    return _response(ctx, m, cls, lock_timeout, got, ack_codes, errors)
-
-
-async def _acquire(
-    ctx: BrokerContext,
-    leaders: list[SharePartitionLeader],
-    member_id: str,
-    body: Any,
-    mode: AcquireMode,
-) -> dict[TopicPartition, Acquisition]:
-    return await ctx.partitions.acquire_for(
+    target = ctx.coordinator.target_of(group_id, member_id) or set()
+    leaders = [ld for ld in leaders if (ld.key.topic_id, ld.key.partition) in target]
+    got = await ctx.consumption.acquire(
         leaders,
         member_id,
         max_wait_ms=int(body.max_wait.total_seconds() * 1000),
-        max_records=body.max_records if body.max_records > 0 else 500,
-        max_bytes=body.max_bytes if body.max_bytes > 0 else 50 * 1024 * 1024,
+        max_records=body.max_records if body.max_records > 0 else DEFAULT_MAX_RECORDS,
+        max_bytes=body.max_bytes if body.max_bytes > 0 else DEFAULT_MAX_BYTES,
         mode=mode,
     )
+    return _response(ctx, m, cls, lock_timeout, got, ack_codes, errors)
+
+
+def _acquire_mode(body: Any) -> AcquireMode | None:
+    """v2's ShareAcquireMode (v1: batch_optimized); None for a value Kafka does not define."""
+    try:
+        return AcquireMode(getattr(body, "share_acquire_mode", 0))
+    except ValueError:
+        return None
 
 
 def _response(
@@ -122,9 +123,9 @@ def _response(
         return build(
             m.PartitionData,
             partition_index=tp[1],
-            error_code=error(errors.get(tp, 0)),
+            error_code=error(errors.get(tp, ErrorCode.NONE)),
             error_message=None,
-            acknowledge_error_code=ack_codes.get(tp, 0),
+            acknowledge_error_code=ack_codes.get(tp, ErrorCode.NONE),
             acknowledge_error_message=None,
             current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
             records=a.records if a else b"",

@@ -1,4 +1,4 @@
-"""ShareGroupDescribe v1: live membership as the coordinator holds it."""
+"""ShareGroupDescribe v1: the group view GroupAdmin builds (the REST API answers with it too)."""
 
 from __future__ import annotations
 
@@ -8,67 +8,72 @@ from typing import Any
 from kio.schema.share_group_describe.v1 import response as r
 
 from shareproxy.broker.context import BrokerContext, Connection, error
+from shareproxy.broker.group_admin import GroupView
 from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.core.errors import ErrorCode
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import group_id_problem
 from shareproxy.protocol.codec import Request
 
-GROUP_ID_NOT_FOUND = 69
+ASSIGNOR = "simple"
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    names = {t.topic_id: t.name for t in ctx.upstream.topics.values()}
+    assert ctx.admin is not None, "the proxy wires GroupAdmin into the broker context"
     described = []
     for group_id in request.body.group_ids:
-        group = ctx.coordinator.groups.get(group_id)
-        refused = not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, group_id)
-        if refused or (
-            group is None and not (ctx.admin is not None and await ctx.admin.exists(group_id))
-        ):
+        problem = group_id_problem(group_id)
+        if problem is not None:
+            described.append(_refused(group_id, ErrorCode.INVALID_GROUP_ID, problem))
+        elif not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, group_id):
             described.append(
-                r.DescribedGroup(
-                    error_code=error(
-                        ErrorCode.GROUP_AUTHORIZATION_FAILED if refused else GROUP_ID_NOT_FOUND
-                    ),
-                    error_message="not authorized" if refused else "no such share group",
-                    group_id=group_id,
-                    group_state="Dead",
-                    group_epoch=-1,
-                    assignment_epoch=-1,
-                    assignor_name="",
-                    members=(),
-                )
+                _refused(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
             )
-            continue
-        members = ()
-        if group is not None:
-            members = tuple(
-                r.Member(
-                    member_id=m.member_id,
-                    rack_id=m.rack_id,
-                    member_epoch=m.member_epoch,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    subscribed_topic_names=tuple(m.subscribed_topics),
-                    assignment=r.Assignment(
-                        topic_partitions=tuple(
-                            r.TopicPartitions(
-                                topic_id=t, topic_name=names.get(t, ""), partitions=ps
-                            )
-                            for t, ps in sorted(m.assignment.items())
-                        )
-                    ),
-                )
-                for m in group.members.values()
-            )
-        described.append(
-            r.DescribedGroup(
-                error_code=error(0),
-                group_id=group_id,
-                group_state=group.state.value if group else "Empty",
-                group_epoch=group.group_epoch if group else 0,
-                assignment_epoch=group.assignment_epoch if group else 0,
-                assignor_name="simple",
-                members=members,
-            )
-        )
+        else:
+            try:
+                described.append(_described(await ctx.admin.describe(group_id)))
+            except ShareError as e:
+                described.append(_refused(group_id, e.code, e.message))
     return r.ShareGroupDescribeResponse(throttle_time=timedelta(0), groups=tuple(described))
+
+
+def _described(view: GroupView) -> r.DescribedGroup:
+    return r.DescribedGroup(
+        error_code=error(ErrorCode.NONE),
+        group_id=view.group_id,
+        group_state=view.state,
+        group_epoch=view.group_epoch,
+        assignment_epoch=view.assignment_epoch,
+        assignor_name=ASSIGNOR,
+        members=tuple(
+            r.Member(
+                member_id=m.member_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=tuple(m.subscribed_topics),
+                assignment=r.Assignment(
+                    topic_partitions=tuple(
+                        r.TopicPartitions(
+                            topic_id=a.topic_id, topic_name=a.name, partitions=tuple(a.partitions)
+                        )
+                        for a in m.assignment
+                    )
+                ),
+            )
+            for m in view.members
+        ),
+    )
+
+
+def _refused(group_id: str, code: ErrorCode, message: str) -> r.DescribedGroup:
+    return r.DescribedGroup(
+        error_code=error(code),
+        error_message=message,
+        group_id=group_id,
+        group_state="Dead",
+        group_epoch=-1,
+        assignment_epoch=-1,
+        assignor_name="",
+        members=(),
+    )

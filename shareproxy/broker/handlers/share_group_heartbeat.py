@@ -10,32 +10,38 @@ from kio.schema.share_group_heartbeat.v1 import response as r
 from shareproxy.broker.context import BrokerContext, Connection, error
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.names import group_id_problem, topic_name_problem
 from shareproxy.protocol.codec import Request
-
-INVALID_REQUEST = 42
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     body = request.body
     settings = ctx.settings_for(body.group_id)
     interval = timedelta(milliseconds=settings.heartbeat_interval_ms)
-    if not body.group_id:
+
+    def refuse(code: ErrorCode, message: str) -> Any:
         return r.ShareGroupHeartbeatResponse(
             throttle_time=timedelta(0),
-            error_code=error(INVALID_REQUEST),
-            error_message="GroupId must be set",
+            error_code=error(code),
+            error_message=message,
             member_id=body.member_id,
             member_epoch=body.member_epoch,
             heartbeat_interval=interval,
         )
+
+    if not body.group_id:
+        return refuse(ErrorCode.INVALID_REQUEST, "GroupId must be set")
+    if not body.member_id:
+        return refuse(ErrorCode.INVALID_REQUEST, "MemberId must be set")
+    problem = group_id_problem(body.group_id)
+    if problem is not None:
+        return refuse(ErrorCode.INVALID_GROUP_ID, problem)
+    bad_topics = [p for p in map(topic_name_problem, body.subscribed_topic_names or ()) if p]
+    if bad_topics:
+        return refuse(ErrorCode.INVALID_REQUEST, f"SubscribedTopicNames: {bad_topics[0]}")
     if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
-        return r.ShareGroupHeartbeatResponse(
-            throttle_time=timedelta(0),
-            error_code=error(ErrorCode.GROUP_AUTHORIZATION_FAILED),
-            error_message=f"not authorized to read group {body.group_id!r}",
-            member_id=body.member_id,
-            member_epoch=body.member_epoch,
-            heartbeat_interval=interval,
+        return refuse(
+            ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {body.group_id!r}"
         )
     result = await ctx.coordinator.heartbeat(
         body.group_id,

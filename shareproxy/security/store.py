@@ -1,15 +1,17 @@
 """Users (SCRAM credentials), ACL bindings and admin API tokens in the state store.
 
-The proxy keeps all three in memory and reloads them every couple of seconds, so a change made
-through any proxy or the CLI applies everywhere without a restart.
+Security owns this data and its types; only the tables live with the others in
+``persistence.tables``, so that one set of migrations creates the whole schema. The proxy keeps
+all three in memory and reloads them every couple of seconds, so a change made through any proxy
+or the CLI applies everywhere without a restart.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
 from datetime import datetime
 
-from sqlalchemy import and_, delete, insert, select
+from sqlalchemy import and_, delete, insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -17,16 +19,7 @@ from shareproxy.core.acl import AclBinding, AclFilter, Operation, PatternType, P
 from shareproxy.core.acl import ResourceType as RT
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.tables import acls, api_tokens, scram_credentials
-
-
-@dataclass(frozen=True, slots=True)
-class ScramCredential:
-    username: str
-    mechanism: str
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
+from shareproxy.security.credentials import ScramCredential
 
 
 def _binding(row: object) -> AclBinding:
@@ -54,8 +47,11 @@ def _values(b: AclBinding) -> dict[str, object]:
 
 
 class SecurityStore:
+    """The users, ACL and token tables, read and written for the security guard and the CLI."""
+
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        self._users_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ users
     async def credentials(self) -> list[ScramCredential]:
@@ -69,9 +65,21 @@ class SecurityStore:
             ]
 
     async def put_credentials(self, creds: list[ScramCredential]) -> bool:
-        """Create or replace a user's credentials (all mechanisms at once); True if new."""
+        """Create or replace a user's credentials (all mechanisms at once); True if new.
+        Writers of one user take turns — in this process by a lock, across processes on
+        Postgres by an advisory lock on the name — so concurrent creates create it once."""
+        async with self._users_lock:
+            return await self._put_credentials(creds)
+
+    async def _put_credentials(self, creds: list[ScramCredential]) -> bool:
         names = {c.username for c in creds}
         async with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                for name in sorted(names):
+                    await conn.execute(
+                        text("SELECT pg_advisory_xact_lock(hashtext(:user_name))"),
+                        {"user_name": name},
+                    )
             existed = (
                 await conn.execute(
                     select(scram_credentials.c.username).where(

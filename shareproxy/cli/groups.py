@@ -2,73 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import os
-from enum import StrEnum
 from typing import Annotated, Any
 
-import httpx
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from shareproxy.cli.admin_client import (
+    DEFAULT_URL,
+    Output,
+    OutputOpt,
+    Url,
+    as_json,
+    call,
+    err,
+    out,
+)
+
 groups = typer.Typer(help="Manage share groups through a running proxy's admin API.")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-
-class Output(StrEnum):
-    table = "table"
-    json = "json"
-
-
-Url = Annotated[
-    str,
-    typer.Option(
-        "--admin-url",
-        envvar="SHAREPROXY_ADMIN_URL",
-        help="the proxy's admin API (env SHAREPROXY_ADMIN_URL)",
-    ),
-]
-OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table or json")]
 Topics = Annotated[list[str] | None, typer.Option("--topic", help="a topic (repeatable)")]
-DEFAULT_URL = "http://127.0.0.1:8080"
-
-
-def _credentials() -> dict[str, Any]:
-    """From the environment, never the command line: SHAREPROXY_ADMIN_TOKEN (bearer) or
-    SHAREPROXY_ADMIN_USER with SHAREPROXY_ADMIN_PASSWORD (HTTP Basic)."""
-    token = os.environ.get("SHAREPROXY_ADMIN_TOKEN")
-    if token:
-        return {"headers": {"Authorization": f"Bearer {token}"}}
-    user = os.environ.get("SHAREPROXY_ADMIN_USER")
-    if user:
-        return {"auth": (user, os.environ.get("SHAREPROXY_ADMIN_PASSWORD", ""))}
-    return {}
-
-
-def _call(method: str, url: str, path: str, **kwargs: Any) -> Any:
-    """One API call; a refusal or an unreachable proxy is a message and exit code 1."""
-    try:
-        response = httpx.request(
-            method, url.rstrip("/") + path, timeout=60, **_credentials(), **kwargs
-        )
-    except httpx.HTTPError as exc:
-        err.print(f"[red]error:[/red] cannot reach the admin API at {url}: {exc}")
-        raise typer.Exit(1) from exc
-    if response.status_code >= 400:
-        try:
-            problem = response.json()
-            text = f"{problem.get('error_code')}: {problem.get('message')}"
-        except ValueError:
-            text = response.text[:500]
-        err.print(f"[red]error:[/red] {text} (HTTP {response.status_code})")
-        raise typer.Exit(1)
-    return response.json() if response.content else None
-
-
-def _json(data: Any) -> None:
-    out.print_json(json.dumps(data))
 
 
 @groups.command("list")
@@ -78,9 +29,9 @@ def list_groups(
     output: OutputOpt = Output.table,
 ) -> None:
     """List share groups and their states."""
-    data = _call("GET", admin_url, "/v1/share-groups", params={"state": state or []})
+    data = call("GET", admin_url, "/v1/share-groups", params={"state": state or []})
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     table = Table("GROUP", "STATE")
     for g in data:
         table.add_row(g["group_id"], g["state"])
@@ -90,9 +41,9 @@ def list_groups(
 @groups.command()
 def describe(group: str, admin_url: Url = DEFAULT_URL, output: OutputOpt = Output.table) -> None:
     """A group's state, epochs and members with their assignments."""
-    data = _call("GET", admin_url, f"/v1/share-groups/{group}")
+    data = call("GET", admin_url, f"/v1/share-groups/{group}")
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     out.print(
         f"group [bold]{data['group_id']}[/bold]: {data['state']}, group epoch "
         f"{data['group_epoch']}, assignment epoch {data['assignment_epoch']}"
@@ -114,11 +65,11 @@ def offsets(
     output: OutputOpt = Output.table,
 ) -> None:
     """SPSO, SPEO, in-flight records and lag per share-partition."""
-    data = _call(
+    data = call(
         "GET", admin_url, f"/v1/share-groups/{group}/offsets", params={"topic": topic or []}
     )
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     table = Table("TOPIC", "PARTITION", "START", "END", "HIGH WATERMARK", "LAG", "IN FLIGHT")
     for p in data["partitions"]:
         in_flight = ", ".join(f"{k} {v}" for k, v in p["in_flight"].items() if v)
@@ -176,9 +127,9 @@ def reset_offsets(
         body["datetime"] = to_datetime
     if to_offset is not None:
         body["offset"] = to_offset
-    data = _call("POST", admin_url, f"/v1/share-groups/{group}/offsets/reset", json=body)
+    data = call("POST", admin_url, f"/v1/share-groups/{group}/offsets/reset", json=body)
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     table = Table("TOPIC", "PARTITION", "CURRENT START", "NEW START")
     for p in data["partitions"]:
         current = p["current_start_offset"]
@@ -201,18 +152,18 @@ def delete_offsets(
     output: OutputOpt = Output.table,
 ) -> None:
     """Delete a group's state for topics it no longer subscribes to."""
-    data = _call("DELETE", admin_url, f"/v1/share-groups/{group}/offsets", params={"topic": topic})
+    data = call("DELETE", admin_url, f"/v1/share-groups/{group}/offsets", params={"topic": topic})
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     out.print(f"deleted the offsets of {', '.join(data['topics'])} for group {group}")
 
 
 @groups.command()
 def delete(group: str, admin_url: Url = DEFAULT_URL, output: OutputOpt = Output.table) -> None:
     """Delete an empty group and all its state."""
-    _call("DELETE", admin_url, f"/v1/share-groups/{group}")
+    call("DELETE", admin_url, f"/v1/share-groups/{group}")
     if output is Output.json:
-        return _json({"group_id": group, "deleted": True})
+        return as_json({"group_id": group, "deleted": True})
     out.print(f"deleted share group {group}")
 
 
@@ -238,11 +189,11 @@ def config(
         changes[name] = None
     path = f"/v1/share-groups/{group}/config"
     if changes:
-        data = _call("PUT", admin_url, path, json={"configs": changes})
+        data = call("PUT", admin_url, path, json={"configs": changes})
     else:
-        data = _call("GET", admin_url, path)
+        data = call("GET", admin_url, path)
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     table = Table("CONFIG", "VALUE", "SOURCE")
     for name, entry in data["configs"].items():
         table.add_row(name, entry["value"], entry["source"])

@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
-from shareproxy.cli_groups import DEFAULT_URL, Output, OutputOpt, Url, _call, _json, err, out
+from shareproxy.cli.admin_client import DEFAULT_URL, Output, OutputOpt, Url, as_json, call, err, out
 
 T = TypeVar("T")
 
@@ -28,27 +28,30 @@ StoreUrl = Annotated[
 
 
 def _direct(state_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
-    from shareproxy.persistence.engine import StateUrlError, create_engine
-    from shareproxy.persistence.security_store import SecurityStore
+    """Run ``work`` on the store itself: a bad URL exits 2; a store that is down or has no
+    schema yet exits 3, saying which store and what to do."""
+    from shareproxy.cli.serve import fail
+    from shareproxy.exits import CommandError, UsageError
+    from shareproxy.persistence.engine import StateUrlError, create_engine, shown_url, store_errors
+    from shareproxy.persistence.migrate import require_current
+    from shareproxy.security.store import SecurityStore
 
     async def run() -> T:
         try:
             engine = create_engine(state_url)
         except StateUrlError as exc:
-            err.print(f"[red]error:[/red] --state-url: {exc}")
-            raise typer.Exit(2) from exc
+            raise UsageError(f"--state-url {shown_url(state_url)}: {exc}") from exc
         try:
-            return await work(SecurityStore(engine))
+            with store_errors(shown_url(state_url)):
+                await require_current(state_url)
+                return await work(SecurityStore(engine))
         finally:
             await engine.dispose()
 
     try:
         return asyncio.run(run())
-    except typer.Exit:
-        raise
-    except Exception as exc:
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
-        raise typer.Exit(1) from exc
+    except CommandError as exc:
+        raise fail(exc) from exc
 
 
 def _read_password(password_stdin: bool) -> str:
@@ -83,7 +86,7 @@ def add_user(
             raise typer.Exit(2) from exc
         created = _direct(state_url, lambda store: store.put_credentials(creds))
     else:
-        _call("POST", admin_url, "/v1/users", json={"name": name, "password": password})
+        call("POST", admin_url, "/v1/users", json={"name": name, "password": password})
         created = True
     out.print(f"user {name} {'created' if created else 'updated'}")
 
@@ -100,9 +103,9 @@ def list_users(
             by_user.setdefault(c.username, []).append(c.mechanism)
         data = [{"name": u, "mechanisms": sorted(m)} for u, m in sorted(by_user.items())]
     else:
-        data = _call("GET", admin_url, "/v1/users")
+        data = call("GET", admin_url, "/v1/users")
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     table = Table("USER", "MECHANISMS")
     for u in data:
         table.add_row(u["name"], ", ".join(u["mechanisms"]))
@@ -117,7 +120,7 @@ def remove_user(name: str, admin_url: Url = DEFAULT_URL, state_url: StoreUrl = N
             err.print(f"[red]error:[/red] no user {name!r}")
             raise typer.Exit(1)
     else:
-        _call("DELETE", admin_url, f"/v1/users/{name}")
+        call("DELETE", admin_url, f"/v1/users/{name}")
     out.print(f"user {name} removed")
 
 
@@ -143,7 +146,7 @@ def _resource(group: str | None, topic: str | None, cluster: bool) -> tuple[str,
 
 def _show(data: list[dict[str, Any]], output: Output) -> None:
     if output is Output.json:
-        return _json(data)
+        return as_json(data)
     table = Table("PRINCIPAL", "HOST", "RESOURCE", "PATTERN", "NAME", "OPERATION", "PERMISSION")
     for a in data:
         table.add_row(
@@ -189,7 +192,7 @@ def add_acl(
         }
         for op in operation
     ]
-    _show(_call("POST", admin_url, "/v1/acls", json=body), output)
+    _show(call("POST", admin_url, "/v1/acls", json=body), output)
 
 
 def _filter(
@@ -219,7 +222,7 @@ def list_acls(
 ) -> None:
     """Rules matching the filter (all without one)."""
     params = _filter(principal, host, _resource(group, topic, cluster), pattern, operation)
-    _show(_call("GET", admin_url, "/v1/acls", params=params), output)
+    _show(call("GET", admin_url, "/v1/acls", params=params), output)
 
 
 @acls.command("remove")
@@ -244,4 +247,4 @@ def remove_acls(
         raise typer.Exit(2)
     if all_rules:
         params["all"] = "true"
-    _show(_call("DELETE", admin_url, "/v1/acls", params=params), output)
+    _show(call("DELETE", admin_url, "/v1/acls", params=params), output)

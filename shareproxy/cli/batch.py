@@ -9,11 +9,14 @@ from pathlib import Path
 
 import typer
 
+import shareproxy
+from shareproxy import exits
+
 
 def jobs_dir() -> Path:
     """Packaged copy in a wheel, else the repository's top-level ``spark/``."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_spark", here.parent / "spark"):
+    package = Path(shareproxy.__file__).resolve().parent
+    for candidate in (package / "_spark", package.parent / "spark"):
         if (candidate / "reconcile.py").is_file():
             return candidate
     raise FileNotFoundError("shareproxy's Spark jobs are missing from this install")
@@ -26,19 +29,19 @@ def run_job(name: str, args: list[str]) -> int:
         typer.echo(
             "the Spark jobs need PySpark: pip install 'shareproxy[spark]' (and Java 17)", err=True
         )
-        return 2
+        return exits.USAGE
     job = runpy.run_path(str(jobs_dir() / f"{name}.py"), run_name=f"shareproxy_{name}")
     try:
         return int(job["main"](args))
     except SystemExit as exc:  # argparse: --help (0) or bad arguments (2)
         return int(exc.code or 0)
+    except exits.CommandError as exc:  # e.g. no Java: what to install
+        typer.echo(f"error: {exc}", err=True)
+        return exc.exit_code
     except Exception as exc:  # the store or the cluster could not be read: say so, briefly
         first = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
         typer.echo(f"{name} failed: {type(exc).__name__}: {first[:500]}", err=True)
-        return EXIT_FAILED
-
-
-EXIT_FAILED = 3
+        return exits.UNAVAILABLE
 
 
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}

@@ -1,0 +1,190 @@
+"""Fetch and acknowledge for a member of a share group: the one runtime behind ShareFetch,
+ShareAcknowledge and the HTTP records API, so a record a Kafka consumer holds is never handed
+out over HTTP, and the reverse.
+
+The front ends name share-partitions their own way: the Kafka ones by topic id, with an error
+code per partition in the answer; the HTTP one by topic name, with a refusal raised (the REST
+layer gives it its HTTP status). Acquiring (with the long poll) and acknowledging are the same
+for both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from uuid import UUID
+
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.broker.leader import Acquisition, SharePartitionLeader
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.upstream import UpstreamError
+from shareproxy.broker.upstream_feed import UpstreamFeed, topic_named
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.states import AcquireMode
+from shareproxy.core.store import ShareStateStore
+
+TopicPartition = tuple[UUID, int]
+NamedPartition = tuple[str, int]
+
+
+class Consumption:
+    """Acquire and acknowledge on behalf of share-group members, whichever front end asks."""
+
+    def __init__(
+        self,
+        partitions: SharePartitions,
+        feed: UpstreamFeed,
+        store: ShareStateStore,
+        settings_for: Callable[[str], GroupSettings],
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self.partitions = partitions
+        self.feed = feed
+        self.upstream = feed.upstream
+        self.store = store
+        self.settings_for = settings_for
+        self.clock_ms = clock_ms
+
+    # ------------------------------------------------------------------ Kafka: by topic id
+    async def leaders(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> tuple[list[SharePartitionLeader], dict[TopicPartition, int]]:
+        """The leaders of a share session's partitions, and an error code for each one that
+        cannot be led: UNKNOWN_TOPIC_ID for a topic id (or partition) upstream does not have,
+        the upstream's retriable error when it cannot answer."""
+        found: list[SharePartitionLeader] = []
+        errors: dict[TopicPartition, int] = {}
+        for tp in partitions:
+            try:
+                found.append(await self.partitions.leader(group_id, *tp))
+            except ShareError as e:
+                unknown = e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_ID if unknown else e.code
+            except UpstreamError as e:
+                errors[tp] = e.error_code
+        return found, errors
+
+    async def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        acks: Mapping[TopicPartition, Sequence[AckBatch]],
+    ) -> dict[TopicPartition, int]:
+        """Each share-partition's acknowledgements, all at once (group commit takes them in
+        one transaction), each answered with its own error code once durable."""
+        jobs = [self._acknowledge_one(group_id, member_id, tp, acks[tp]) for tp in acks]
+        return dict(zip(acks, await asyncio.gather(*jobs), strict=True))
+
+    async def _acknowledge_one(
+        self, group_id: str, member_id: str, tp: TopicPartition, batches: Sequence[AckBatch]
+    ) -> int:
+        try:
+            leader = await self.partitions.leader(group_id, *tp)
+        except ShareError as e:
+            return e.code
+        except UpstreamError as e:
+            return e.error_code
+        return await leader.acknowledge(member_id, batches)
+
+    async def release(self, group_id: str, member_id: str) -> None:
+        """The member's share session closed (epoch -1): its remaining locks end now."""
+        await self.partitions.release_member(member_id, group_id)
+
+    # ------------------------------------------------------------------ HTTP: by topic name
+    async def fetch_named(
+        self,
+        group_id: str,
+        member_id: str,
+        topics: Sequence[str],
+        *,
+        max_wait_ms: int,
+        max_records: int,
+        max_bytes: int,
+        mode: AcquireMode,
+    ) -> list[tuple[NamedPartition, Acquisition]]:
+        """Acquire from every partition of the named topics, in topic and partition order;
+        the group is created if it is new (HTTP consumers send no heartbeat)."""
+        leaders = []
+        for name in dict.fromkeys(topics):
+            info = await topic_named(self.upstream, name)
+            for p in sorted(info.leaders):
+                leaders.append(await self.partitions.leader(group_id, info.topic_id, p))
+        await self.store.ensure_group(group_id)
+        got = await self.acquire(
+            leaders,
+            member_id,
+            max_wait_ms=max_wait_ms,
+            max_records=max_records,
+            max_bytes=max_bytes,
+            mode=mode,
+        )
+        names = {info.topic_id: name for name, info in self.upstream.topics.items()}
+        return [((names[tid], p), a) for (tid, p), a in sorted(got.items())]
+
+    async def acknowledge_named(
+        self,
+        group_id: str,
+        member_id: str,
+        acks: Mapping[NamedPartition, Sequence[AckBatch]],
+    ) -> dict[NamedPartition, ErrorCode]:
+        """Acknowledgements by topic name, one share-partition after another, each durable
+        before the next; UNKNOWN_TOPIC_OR_PARTITION for one upstream does not have."""
+        results: dict[NamedPartition, ErrorCode] = {}
+        for (topic, partition), batches in acks.items():
+            info = self.upstream.topics.get(topic)
+            if info is None or partition not in info.leaders:
+                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            leader = await self.partitions.leader(group_id, info.topic_id, partition)
+            results[(topic, partition)] = await leader.acknowledge(member_id, batches)
+        return results
+
+    def lock_expiry_ms(self, group_id: str) -> int:
+        """When an acquisition lock taken now ends (the group's share.record.lock.duration.ms)."""
+        return self.clock_ms() + self.settings_for(group_id).record_lock_duration_ms
+
+    # ------------------------------------------------------------------ acquiring
+    async def acquire(
+        self,
+        leaders: Sequence[SharePartitionLeader],
+        member_id: str,
+        *,
+        max_wait_ms: int,
+        max_records: int,
+        max_bytes: int,
+        mode: AcquireMode,
+    ) -> dict[TopicPartition, Acquisition]:
+        """Acquire for ``member_id`` from these share-partitions, waiting up to ``max_wait_ms``
+        while there is nothing to give (the long poll of ShareFetch and of HTTP fetch)."""
+        deadline = self.clock_ms() + max_wait_ms
+        got: dict[TopicPartition, Acquisition] = {}
+        if not leaders:
+            await asyncio.sleep(max_wait_ms / 1000)
+            return got
+        while True:
+            # interest first, then look: a change between the two cannot be missed
+            changed = [leader.changed() for leader in leaders]
+            # an unreachable upstream leaves the caches as they are: answered empty, retried
+            with contextlib.suppress(UpstreamError):
+                await self.feed.read(leaders, max_wait_ms=1)
+            budget, room = max_records, max_bytes
+            for leader in leaders:
+                if budget <= 0 or room <= 0:
+                    break
+                a = await leader.acquire(member_id, budget, mode, room)
+                if a.acquired:
+                    self.feed.read_ahead(leader)
+                    got[(leader.key.topic_id, leader.key.partition)] = a
+                    budget -= sum(r.last_offset - r.first_offset + 1 for r in a.acquired)
+                    room -= len(a.records)
+            remaining = deadline - self.clock_ms()
+            if got or remaining <= 0:
+                return got
+            # Wait for a release, timeout or acknowledgement on these partitions, or for new
+            # upstream data (the shared tail poller fetches it); never spin.
+            self.feed.watch(leaders)
+            await asyncio.wait(
+                changed, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED
+            )

@@ -1,0 +1,232 @@
+"""One share-partition at run time: the pure ``SharePartition`` with the log cache it acquires
+from, the mutex that keeps its changes in order, and the way of each change to the store.
+
+An acknowledgement, release, lock timeout or log-start move is committed (group commit) before
+anything reports it. A refused write (a newer state epoch, the store failing) retires the
+leader: whoever holds it sees ``valid`` turn False, and the registry loads the share-partition
+afresh from the store on next use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from shareproxy import metrics
+from shareproxy.broker.group_commit import GroupCommitter
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.broker.log_cache import LogCache
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.persisted import StateDelta
+from shareproxy.core.share_partition import SharePartition
+from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.core.store import PartitionWrite, SharePartitionKey
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Acquisition:
+    """What one share-partition handed out: the acquired offset ranges, and the upstream record
+    batches holding them, whole and as they came (the client filters by the ranges)."""
+
+    acquired: list[AcquiredRange]
+    records: bytes
+
+
+class SharePartitionLeader:
+    """The leader of one share-partition: every change goes through ``mutex`` and is written
+    before the next one starts, so deltas reach the store in the order they were made."""
+
+    def __init__(
+        self,
+        key: SharePartitionKey,
+        topic: str,
+        sp: SharePartition,
+        state_epoch: int,
+        settings: GroupSettings,
+        committer: GroupCommitter,
+        clock_ms: Callable[[], int],
+        on_refused: Callable[[SharePartitionLeader], None],
+    ) -> None:
+        self.key = key
+        self.topic = topic
+        self.sp = sp
+        self.state_epoch = state_epoch
+        self.settings = settings
+        self.committer = committer
+        self.clock_ms = clock_ms
+        self.on_refused = on_refused
+        self.mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
+        self.cache = LogCache(settings.isolation_level)
+        self.valid = True  # False once a write was refused or the state replaced: reload
+        self.reading_ahead = False  # an upstream read-ahead for this cache is under way
+        self._reported = (sp.lock_timeouts, sp.archived_at_limit)
+        self._changed: asyncio.Future[None] | None = None
+
+    # ------------------------------------------------------------------ waking long polls
+    def changed(self) -> asyncio.Future[None]:
+        """Resolves when records may have become acquirable (release, timeout, SPSO move)."""
+        if self._changed is None or self._changed.done():
+            self._changed = asyncio.get_running_loop().create_future()
+        return self._changed
+
+    def notify(self) -> None:
+        if self._changed is not None and not self._changed.done():
+            self._changed.set_result(None)
+
+    def invalidate(self) -> None:
+        """The stored state was replaced (reset, delete, a batch repair): stop using this one."""
+        self.valid = False
+        self.notify()
+
+    def apply_settings(self, settings: GroupSettings) -> None:
+        """A group config changed: the next acquisition, lock and delivery use it."""
+        if settings.isolation_level != self.settings.isolation_level:
+            self.cache = LogCache(settings.isolation_level)  # refilled on next read
+        self.settings = settings
+        self.sp.limits = settings.limits
+        self.notify()  # a higher lock limit may let waiting fetches acquire
+
+    # ------------------------------------------------------------------ changes
+    async def acquire(
+        self, member_id: str, max_records: int, mode: AcquireMode, max_bytes: int
+    ) -> Acquisition:
+        """Acquire for ``member_id`` from what is cached; nothing if this leader is retired."""
+        async with self.mutex:
+            if not self.valid:
+                return Acquisition([], b"")
+            return self._acquire_cached(member_id, self.clock_ms(), max_records, mode, max_bytes)
+
+    def _acquire_cached(
+        self, member_id: str, now_ms: int, max_records: int, mode: AcquireMode, max_bytes: int
+    ) -> Acquisition:
+        sp = self.sp
+        batches = self.cache.from_offset(sp.next_fetch_offset(), max_bytes)
+        if not batches:
+            return Acquisition([], b"")
+        acquired = sp.acquire(member_id, [b.header for b in batches], now_ms, max_records, mode)
+        if not acquired:
+            return Acquisition([], b"")
+        _count_deliveries(self.key.group_id, acquired)
+        # whole batches holding any acquired offset, each once, in log order
+        parts = [
+            b.data
+            for b in batches
+            if any(
+                a.first_offset <= b.info.last_offset and b.info.base_offset <= a.last_offset
+                for a in acquired
+            )
+        ]
+        return Acquisition(acquired, b"".join(parts))
+
+    async def acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> ErrorCode:
+        """Apply a member's acknowledgements; NONE once they are durable, else why not."""
+        async with self.mutex:
+            if not self.valid:
+                return ErrorCode.FENCED_STATE_EPOCH
+            if not self.settings.renew_acknowledge and any(
+                AcknowledgeType.RENEW in b.acknowledge_types for b in batches
+            ):
+                return ErrorCode.INVALID_REQUEST  # share.renew.acknowledge.enable is false
+            try:
+                delta = self.sp.acknowledge(member_id, batches, self.clock_ms())
+            except ShareError as e:
+                return e.code
+            code = await self._write(delta)
+        if code == ErrorCode.NONE:
+            _count_acknowledgements(self.key.group_id, batches)
+        return code
+
+    async def release_member(self, member_id: str) -> None:
+        """The member's share session closed or it left: its acquisition locks end now."""
+        async with self.mutex:
+            if self.valid:
+                await self._write(self.sp.release_member(member_id))
+
+    async def expire_locks(self) -> None:
+        """Acquisition locks past their deadline end as if released."""
+        async with self.mutex:
+            if self.valid:
+                await self._write(self.sp.expire_locks(self.clock_ms()))
+
+    async def log_start_moved(self, log_start_offset: int, *, reset_cache: bool = False) -> None:
+        """Retention moved the upstream log start: Available records below it are archived
+        and SPSO moves on. ``reset_cache``: the cache learns it here (a fetch that brought
+        batches has told it already)."""
+        async with self.mutex:
+            if not self.valid:
+                return
+            if reset_cache:
+                self.cache.log_start_offset = log_start_offset
+            await self._write(self.sp.update_log_start_offset(log_start_offset))
+
+    # ------------------------------------------------------------------ durability
+    async def _write(self, delta: StateDelta) -> ErrorCode:
+        """Commit ``delta`` (call with ``mutex`` held); a refusal retires this leader."""
+        if delta.is_empty:
+            return ErrorCode.NONE
+        self._report_counters()
+        archived: tuple[tuple[int, int, int], ...] = ()
+        if self.sp.archived_log:  # rare: a rejection or the delivery limit
+            archived = tuple(self.sp.archived_log)
+            self.sp.archived_log.clear()
+        code = await self.committer.commit(
+            PartitionWrite(self.key, self.state_epoch, delta, archived)
+        )
+        if code != ErrorCode.NONE:
+            log.warning("write for %s refused (%s): reloading it", self.key, code.name)
+            self.valid = False
+            self.on_refused(self)
+        else:
+            self.cache.trim(self.sp.spso)
+        self.notify()
+        return code
+
+    def _report_counters(self) -> None:
+        """Move the metrics by what the pure share-partition counted since the last report."""
+        timeouts, archived = self.sp.lock_timeouts, self.sp.archived_at_limit
+        group = self.key.group_id
+        if timeouts != self._reported[0]:
+            metrics.LOCK_TIMEOUTS.labels(group).inc(timeouts - self._reported[0])
+        if archived != self._reported[1]:
+            metrics.ARCHIVED.labels(group, "delivery_limit").inc(archived - self._reported[1])
+        self._reported = (timeouts, archived)
+
+
+_ACK_NAMES = {t: t.name.lower() for t in AcknowledgeType}
+
+
+def _count_deliveries(group_id: str, acquired: Sequence[AcquiredRange]) -> None:
+    first = redelivered = 0
+    for a in acquired:
+        n = a.last_offset - a.first_offset + 1
+        if a.delivery_count == 1:
+            first += n
+        else:
+            redelivered += n
+    if first:
+        metrics.DELIVERIES.labels(group_id, "first").inc(first)
+    if redelivered:
+        metrics.DELIVERIES.labels(group_id, "redelivery").inc(redelivered)
+
+
+def _count_acknowledgements(group_id: str, batches: Sequence[AckBatch]) -> None:
+    """Records acknowledged, per type (one type for a whole batch, or one per offset): summed
+    first, so the metric is touched once per type, not once per offset."""
+    counts: dict[int, int] = {}
+    for b in batches:
+        types = b.acknowledge_types
+        if len(types) == 1:
+            counts[types[0]] = counts.get(types[0], 0) + b.last_offset - b.first_offset + 1
+        else:
+            for t in types:
+                counts[t] = counts.get(t, 0) + 1
+    for t, n in counts.items():
+        metrics.ACKNOWLEDGEMENTS.labels(group_id, _ACK_NAMES[AcknowledgeType(t)]).inc(n)
+        if t == AcknowledgeType.REJECT:
+            metrics.ARCHIVED.labels(group_id, "rejected").inc(n)

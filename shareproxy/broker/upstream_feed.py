@@ -1,0 +1,221 @@
+"""The upstream cluster as the runtime reads it: topics and offsets looked up, and records fed
+into the share-partition leaders' log caches — what a request needs now, a read-ahead in the
+background before a cache runs dry, and one long poll (the tail) for every partition some
+request is waiting on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from uuid import UUID
+
+from shareproxy.broker.leader import SharePartitionLeader
+from shareproxy.broker.upstream import EARLIEST, TopicInfo, Upstream, UpstreamError
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import require_topic_name
+from shareproxy.core.store import SharePartitionKey
+
+log = logging.getLogger(__name__)
+
+# read ahead in large chunks: consumers sharing a partition are then served from the cache
+UPSTREAM_PARTITION_BYTES = 8 * 1024 * 1024
+# refill a partition's cache in the background when less than this is read ahead of SPEO
+READ_AHEAD_LOW_BYTES = 4 * 1024 * 1024
+# how long one upstream long poll for idle partitions may wait
+TAIL_POLL_MS = 250
+
+
+async def topic_named(upstream: Upstream, name: str) -> TopicInfo:
+    """The upstream topic, asking the cluster if it is not known yet."""
+    require_topic_name(name)
+    info = upstream.topics.get(name)
+    if info is None:
+        await upstream.refresh_metadata([name])
+        info = upstream.topics.get(name)
+    if info is None:
+        raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+    return info
+
+
+async def topic_holding(upstream: Upstream, topic_id: UUID, partition: int) -> TopicInfo:
+    """The upstream topic with this id and partition, asking the cluster if it is not known."""
+    info = upstream.topics_by_id.get(topic_id)
+    if info is None:
+        await upstream.refresh_metadata()
+        info = upstream.topics_by_id.get(topic_id)
+    if info is None or partition not in info.leaders:
+        raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic partition")
+    return info
+
+
+class UpstreamOffsets:
+    """ListOffsets of one upstream partition, as the core's OffsetLookup."""
+
+    def __init__(self, upstream: Upstream, topic: str, partition: int) -> None:
+        self.upstream, self.topic, self.partition = upstream, topic, partition
+
+    async def earliest_offset(self) -> int:
+        return await self.upstream.list_offset(self.topic, self.partition, EARLIEST) or 0
+
+    async def latest_offset(self) -> int:
+        start = await self.earliest_offset()
+        return await self.upstream.log_end_offset(self.topic, self.partition, start)
+
+    async def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        found = await self.upstream.list_offset(self.topic, self.partition, timestamp_ms)
+        if found is None:
+            return None
+        return found
+
+
+def wanted_offset(leader: SharePartitionLeader) -> int | None:
+    """Where upstream must be read for this share-partition to make progress, if anywhere."""
+    if not leader.valid or not leader.sp.has_acquirable():
+        return None
+    offset = leader.sp.next_fetch_offset()
+    cache = leader.cache
+    if cache.covers(offset):
+        if cache.waiting_on_transaction(offset):
+            return cache.end_offset  # read on until the transaction's marker
+        return None
+    return max(offset, cache.log_start_offset)
+
+
+def _read_ahead_offset(leader: SharePartitionLeader) -> int | None:
+    """Where to read on in the background, before a request finds the cache empty."""
+    cache = leader.cache
+    if (
+        not leader.valid
+        or leader.reading_ahead
+        or not cache.batches
+        or cache.end_offset >= cache.high_watermark
+        or cache.bytes_from(leader.sp.speo) >= READ_AHEAD_LOW_BYTES
+    ):
+        return None
+    return cache.end_offset
+
+
+class UpstreamFeed:
+    """Fills the leaders' log caches from upstream and wakes the requests waiting on them."""
+
+    def __init__(self, upstream: Upstream, clock_ms: Callable[[], int]) -> None:
+        self.upstream = upstream
+        self.clock_ms = clock_ms
+        self._tail: asyncio.Task[None] | None = None
+        self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
+        self._watch_wakeup = asyncio.Event()
+        self._background: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._tail = asyncio.create_task(self._tail_forever(), name="tail-poll")
+
+    async def stop(self) -> None:
+        for task in (self._tail, *self._background):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def read(self, leaders: Sequence[SharePartitionLeader], max_wait_ms: int) -> None:
+        """Fill the caches of the leaders that need data, in one upstream fetch per node."""
+        wanted: dict[tuple[str, int], int] = {}
+        owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
+        for leader in leaders:
+            offset = wanted_offset(leader)
+            if offset is not None:
+                tp = (leader.topic, leader.key.partition)
+                if tp not in wanted or offset < wanted[tp]:
+                    wanted[tp] = offset
+                owners.setdefault(tp, []).append(leader)
+        if not wanted:
+            return
+        isolation = max(leader.settings.isolation_level for leader in leaders)
+        data = await self.upstream.fetch(
+            wanted,
+            max_wait_ms=max_wait_ms,
+            isolation_level=isolation,
+            partition_max_bytes=UPSTREAM_PARTITION_BYTES,
+        )
+        for tp, d in data.items():
+            for leader in owners.get(tp, []):
+                if d.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:  # the log start moved
+                    await self._log_start_lost(leader)
+                    continue
+                if leader.cache.add(d):
+                    leader.notify()  # requests waiting on this partition can acquire now
+                if d.log_start_offset > leader.sp.log_start_offset:
+                    await leader.log_start_moved(d.log_start_offset)
+
+    async def _log_start_lost(self, leader: SharePartitionLeader) -> None:
+        """The offset read is below the log start now: ask where the log starts."""
+        start = await self.upstream.list_offset(leader.topic, leader.key.partition, EARLIEST)
+        if start is not None:
+            await leader.log_start_moved(start, reset_cache=True)
+
+    # ------------------------------------------------------------------ read-ahead
+    def read_ahead(self, leader: SharePartitionLeader) -> None:
+        """Start a background upstream read for ``leader`` if its cache is running low."""
+        offset = _read_ahead_offset(leader)
+        if offset is None:
+            return
+        leader.reading_ahead = True
+        task = asyncio.create_task(self._read_ahead(leader, offset))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _read_ahead(self, leader: SharePartitionLeader, offset: int) -> None:
+        tp = (leader.topic, leader.key.partition)
+        try:
+            data = await self.upstream.fetch(
+                {tp: offset},
+                max_wait_ms=1,
+                isolation_level=leader.settings.isolation_level,
+                partition_max_bytes=UPSTREAM_PARTITION_BYTES,
+            )
+            d = data.get(tp)
+            if d is not None and d.error_code == ErrorCode.NONE and leader.cache.add(d):
+                leader.notify()
+        except UpstreamError as exc:
+            log.warning("read-ahead of %s-%d failed: %s", *tp, exc)
+        finally:
+            leader.reading_ahead = False
+
+    # ------------------------------------------------------------------ the tail
+    def watch(self, leaders: Sequence[SharePartitionLeader]) -> None:
+        """Ask the tail poller to long-poll upstream for these partitions' next records; a
+        leader is notified (``changed``) when data arrives or the poll ends."""
+        added = False
+        for leader in leaders:
+            if wanted_offset(leader) is not None and leader.key not in self._watched:
+                self._watched[leader.key] = leader
+                added = True
+        if added:
+            self._watch_wakeup.set()
+
+    async def _tail_forever(self) -> None:
+        """One long poll at a time for every partition some request is waiting on, on its own
+        upstream connection, so waiting never delays the reads of busy partitions."""
+        while True:
+            await self._watch_wakeup.wait()
+            self._watch_wakeup.clear()
+            watched = list(self._watched.values())
+            self._watched.clear()
+            if not watched:
+                continue
+            started = self.clock_ms()
+            try:
+                await self.read(watched, max_wait_ms=TAIL_POLL_MS)
+                log.debug(
+                    "tail poll of %s took %d ms",
+                    [(w.topic, w.key.partition, wanted_offset(w)) for w in watched],
+                    self.clock_ms() - started,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("upstream tail poll failed: %s", exc)
+                await asyncio.sleep(TAIL_POLL_MS / 1000)
+            for leader in watched:
+                leader.notify()

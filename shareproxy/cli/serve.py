@@ -1,0 +1,132 @@
+"""``shareproxy serve``: one flag per setting, made from ``config.Settings`` so that each setting
+has one name, one description and one validation, whether given as a flag, an environment
+variable or a key of the ``--config`` file."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from shareproxy import config, terminal
+from shareproxy.exits import CommandError
+
+err = Console(stderr=True, soft_wrap=True)
+out = terminal.stdout()
+
+
+def fail(exc: CommandError) -> typer.Exit:
+    """Print the error's line(s) and make the exit that carries its code."""
+    for line in str(exc).splitlines():
+        err.print(f"[red]error:[/red] {escape(line)}")
+    return typer.Exit(exc.exit_code)
+
+
+def _metavar(annotation: Any) -> tuple[type, str]:
+    """(what typer parses, the metavar): flags are parsed as text and validated by pydantic
+    alone, like the same value from the environment or the file; booleans are switches."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if annotation is bool:
+        return bool, ""
+    if get_origin(annotation) is Literal:
+        return str, "|".join(get_args(annotation))
+    return str, {int: "INTEGER"}.get(annotation, "TEXT")
+
+
+def _options() -> list[inspect.Parameter]:
+    params = []
+    for name, field in config.Settings.model_fields.items():
+        if name in config.SECRET:
+            continue
+        kind, metavar = _metavar(field.annotation)
+        env = f"{config.ENV_PREFIX}{name.upper()}"
+        default = "" if field.default is None else f"; default {field.default}"
+        flag = config.FLAG_NAMES.get(name)
+        option = typer.Option(
+            *([flag] if flag else []),
+            help=f"{field.description} (env {env}{default})",
+            metavar=metavar or None,
+        )
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                # typing.Optional, not ``kind | None``: older typer reads only the former
+                annotation=Annotated[Optional[kind], option],  # noqa: UP045
+            )
+        )
+    return params
+
+
+def serve(config_file: Path | None = None, print_config: bool = False, **flags: Any) -> None:
+    """Serve share groups to Kafka share consumers, reading topics from the upstream cluster.
+
+    Each setting is a flag, else SHAREPROXY_<NAME>, else a key of --config, else its default."""
+    import asyncio
+
+    import uvloop
+
+    from shareproxy import logs
+    from shareproxy.server import serve as run_server
+
+    try:
+        settings = config.load(flags, config_file)
+    except CommandError as exc:
+        raise fail(exc) from exc
+    if print_config:
+        out.print(config.render(settings), markup=False, highlight=False, end="")
+        return
+    logs.configure(settings.log_level, settings.log_format)  # type: ignore[arg-type]
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(run_server(settings))
+    except CommandError as exc:
+        raise fail(exc) from exc
+
+
+def register(app: typer.Typer) -> None:
+    own = [
+        inspect.Parameter(
+            "config_file",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                Optional[Path],  # noqa: UP045
+                typer.Option(
+                    "--config",
+                    metavar="FILE",
+                    help="a TOML or YAML file of settings (keys as --print-config writes them); "
+                    "flags and SHAREPROXY_* variables override it",
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "print_config",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False,
+            annotation=Annotated[
+                bool,
+                typer.Option(
+                    "--print-config",
+                    help="print the settings in force, with their descriptions, as a TOML "
+                    "config file, and exit",
+                ),
+            ],
+        ),
+    ]
+    params = own + _options()
+
+    def command(**values: Any) -> None:
+        serve(values.pop("config_file"), values.pop("print_config"), **values)
+
+    command.__doc__ = serve.__doc__
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    app.command("serve")(command)

@@ -1,0 +1,94 @@
+"""The demo's helpers: the proxy on a thread of its own, librdkafka's log kept off the screen,
+and offsets written as ranges."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from shareproxy.config import Settings
+
+
+class ProxyThread:
+    """The proxy on its own event loop, beside the (blocking) consumer threads."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.thread = threading.Thread(target=self._run, name="shareproxy", daemon=True)
+
+    def _run(self) -> None:
+        from shareproxy.server import Proxy
+
+        async def main() -> None:
+            proxy = Proxy(self.settings)
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            try:
+                await proxy.start()
+                self.ready.set()
+                await self._stop.wait()
+            finally:
+                await proxy.stop()
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            self.error = exc
+            self.ready.set()
+
+    def start(self) -> None:
+        self.thread.start()
+        self.ready.wait(60)
+        if self.error is not None:
+            raise RuntimeError(f"the proxy failed to start: {self.error}") from self.error
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self.thread.join(30)
+
+
+class ClientLog:
+    """librdkafka writes its log to the terminal from C, through any progress display; given a
+    logger (``config``) it hands the lines to Python instead, and they are kept here."""
+
+    _ids = itertools.count()
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        logger = logging.getLogger(f"shareproxy.demo.clients.{next(self._ids)}")
+        logger.propagate = False
+        logger.setLevel(logging.DEBUG)
+        logger.handlers[:] = [_Collect(self.lines)]
+        self.config: dict[str, Any] = {"logger": logger}
+
+
+class _Collect(logging.Handler):
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def offset_ranges(offsets: Sequence[int], shown: int) -> str:
+    """``0-17 40-52 90`` (sorted, distinct), at most ``shown`` ranges and how many more."""
+    ranges: list[tuple[int, int]] = []
+    for o in sorted(set(offsets)):
+        if ranges and o == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], o)
+        else:
+            ranges.append((o, o))
+    text = " ".join(f"{a}-{b}" if b > a else str(a) for a, b in ranges[:shown])
+    if len(ranges) > shown:
+        text += f" … +{len(ranges) - shown} more ranges"
+    return text

@@ -1,0 +1,89 @@
+"""Share-group rows and their dynamic configs; deleting a group takes all it owns with it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from shareproxy.core.store import ShareGroupRecord
+from shareproxy.persistence.sql import insert_ignore
+from shareproxy.persistence.tables import (
+    share_archived,
+    share_groups,
+    share_snapshots,
+    share_updates,
+)
+
+
+async def insert_group(conn: AsyncConnection, group_id: str) -> None:
+    """Record the share group unless it exists: its state and membership rows refer to it."""
+    values = {"group_id": group_id, "group_type": "share", "configs": {}}
+    await conn.execute(insert_ignore(conn, share_groups, ["group_id"]).values(**values))
+
+
+async def _group(
+    conn: AsyncConnection, group_id: str, for_update: bool = False
+) -> ShareGroupRecord | None:
+    query = select(share_groups).where(share_groups.c.group_id == group_id)
+    if for_update:
+        query = query.with_for_update()
+    row = (await conn.execute(query)).first()
+    return ShareGroupRecord(row.group_id, dict(row.configs)) if row else None
+
+
+class GroupRecords:
+    """The ``share_groups`` rows as the coordinator and the admin API see them."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def ensure_group(self, group_id: str) -> ShareGroupRecord:
+        async with self.engine.begin() as conn:
+            await insert_group(conn, group_id)
+            return await _group(conn, group_id)  # type: ignore[return-value]
+
+    async def get_group(self, group_id: str) -> ShareGroupRecord | None:
+        async with self.engine.connect() as conn:
+            return await _group(conn, group_id)
+
+    async def list_groups(self) -> list[ShareGroupRecord]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(share_groups).order_by(share_groups.c.group_id))
+            return [ShareGroupRecord(r.group_id, dict(r.configs)) for r in rows]
+
+    async def set_group_configs(
+        self, group_id: str, configs: Mapping[str, str | None]
+    ) -> ShareGroupRecord:
+        """Merge ``configs`` into the stored ones (None removes one) under the row's lock, so
+        two admins changing different configs at once both keep their change."""
+        async with self.engine.begin() as conn:
+            await insert_group(conn, group_id)
+            current = await _group(conn, group_id, for_update=True)
+            assert current is not None
+            merged = dict(current.configs)
+            for name, value in configs.items():
+                if value is None:
+                    merged.pop(name, None)
+                else:
+                    merged[name] = value
+            await conn.execute(
+                update(share_groups)
+                .where(share_groups.c.group_id == group_id)
+                .values(configs=merged)
+            )
+            return ShareGroupRecord(group_id, merged)
+
+    async def delete_group(self, group_id: str) -> bool:
+        """The group's record, configs and all its share-partition state; False if unknown."""
+        async with self.engine.begin() as conn:
+            await conn.execute(delete(share_updates).where(share_updates.c.group_id == group_id))
+            await conn.execute(delete(share_archived).where(share_archived.c.group_id == group_id))
+            await conn.execute(
+                delete(share_snapshots).where(share_snapshots.c.group_id == group_id)
+            )
+            result = await conn.execute(
+                delete(share_groups).where(share_groups.c.group_id == group_id)
+            )
+            return result.rowcount > 0

@@ -1,0 +1,78 @@
+"""Share-group membership as the expiry rules need it: what the live group subscribes to, since
+when, and since when it has had no members. The coordinator records it; the batch jobs read it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from shareproxy.persistence.engine import aware_utc
+from shareproxy.persistence.groups import insert_group
+from shareproxy.persistence.tables import share_groups
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMembership:
+    """A share group as the expiry rules see it."""
+
+    group_id: str
+    configs: Mapping[str, str]
+    subscribed_topics: tuple[str, ...] | None  # None: no member ever joined
+    subscription_changed_at: datetime | None
+    empty_since: datetime | None
+
+
+class MembershipRecords:
+    """The membership columns of ``share_groups``."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def record_membership(
+        self, group_id: str, subscribed_topics: Sequence[str], now: datetime
+    ) -> None:
+        """The live group's subscribed topics (empty: it has no members). Only a change moves
+        ``subscription_changed_at``; ``empty_since`` is set when the group becomes empty."""
+        topics = sorted(set(subscribed_topics))
+        async with self.engine.begin() as conn:
+            await insert_group(conn, group_id)
+            row = (
+                await conn.execute(
+                    select(
+                        share_groups.c.subscribed_topics,
+                        share_groups.c.empty_since,
+                    )
+                    .where(share_groups.c.group_id == group_id)
+                    .with_for_update()
+                )
+            ).one()
+            values: dict[str, Any] = {}
+            if row.subscribed_topics is None or sorted(row.subscribed_topics) != topics:
+                values.update(subscribed_topics=topics, subscription_changed_at=now)
+            if not topics and row.empty_since is None:
+                values["empty_since"] = now
+            elif topics and row.empty_since is not None:
+                values["empty_since"] = None
+            if values:
+                await conn.execute(
+                    update(share_groups).where(share_groups.c.group_id == group_id).values(**values)
+                )
+
+    async def memberships(self) -> list[GroupMembership]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(select(share_groups).order_by(share_groups.c.group_id))
+            return [
+                GroupMembership(
+                    r.group_id,
+                    dict(r.configs),
+                    None if r.subscribed_topics is None else tuple(r.subscribed_topics),
+                    aware_utc(r.subscription_changed_at),
+                    aware_utc(r.empty_since),
+                )
+                for r in rows
+            ]

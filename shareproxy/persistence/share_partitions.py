@@ -1,0 +1,147 @@
+"""A share-partition's stored state from creation to deletion: initialize, read, claim (a new
+leader takes the next state epoch), reset, delete, and the lists and epochs around them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from shareproxy.core.store import LoadedState, SharePartitionKey
+from shareproxy.persistence import stored_state
+from shareproxy.persistence.groups import insert_group
+from shareproxy.persistence.sql import (
+    ARCHIVED_KEY,
+    KEYS_PER_QUERY,
+    SNAPSHOT_KEY,
+    UPDATE_KEY,
+    insert_ignore,
+    key_in,
+    key_is,
+    key_of,
+)
+from shareproxy.persistence.tables import share_archived, share_snapshots, share_updates
+
+
+def _new_snapshot(
+    key: SharePartitionKey, start_offset: int, topic_name: str | None
+) -> dict[str, Any]:
+    """A share-partition's first snapshot row: state epoch 0, nothing in flight."""
+    return {
+        "group_id": key.group_id,
+        "topic_id": key.topic_id,
+        "partition": key.partition,
+        "state_epoch": 0,
+        "snapshot_epoch": 0,
+        "start_offset": start_offset,
+        "state_batches": [],
+        "update_count": 0,
+        "topic_name": topic_name,
+    }
+
+
+async def _delete(conn: AsyncConnection, keys: Sequence[SharePartitionKey]) -> int:
+    """Snapshot, update and archive-log rows of ``keys``; how many had a snapshot."""
+    await conn.execute(delete(share_updates).where(key_in(UPDATE_KEY, keys)))
+    await conn.execute(delete(share_archived).where(key_in(ARCHIVED_KEY, keys)))
+    result = await conn.execute(delete(share_snapshots).where(key_in(SNAPSHOT_KEY, keys)))
+    return result.rowcount
+
+
+class SharePartitionStates:
+    """The lifecycle of the ``share_snapshots`` rows (and the rows that hang off them)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def initialize(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState:
+        async with self.engine.begin() as conn:
+            await insert_group(conn, key.group_id)
+            await conn.execute(
+                insert_ignore(conn, share_snapshots, ["group_id", "topic_id", "partition"]).values(
+                    **_new_snapshot(key, start_offset, topic_name)
+                )
+            )
+            loaded = await stored_state.load(conn, key)
+            assert loaded is not None
+            return loaded
+
+    async def read(self, key: SharePartitionKey) -> LoadedState | None:
+        async with self.engine.connect() as conn:
+            return await stored_state.load(conn, key)
+
+    async def state_epochs(self, keys: Sequence[SharePartitionKey]) -> dict[SharePartitionKey, int]:
+        out: dict[SharePartitionKey, int] = {}
+        async with self.engine.connect() as conn:
+            for i in range(0, len(keys), KEYS_PER_QUERY):
+                out.update(await stored_state.state_epochs(conn, keys[i : i + KEYS_PER_QUERY]))
+        return out
+
+    async def claim(self, key: SharePartitionKey) -> LoadedState | None:
+        """Take the next state epoch (fencing the previous leader) and load the state."""
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                update(share_snapshots)
+                .where(key_is(SNAPSHOT_KEY, key))
+                .values(state_epoch=share_snapshots.c.state_epoch + 1)
+            )
+            if result.rowcount == 0:
+                return None
+            return await stored_state.load(conn, key)
+
+    async def reset(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState:
+        """Start over at ``start_offset`` with nothing in flight, under new epochs."""
+        async with self.engine.begin() as conn:
+            await insert_group(conn, key.group_id)
+            existing = await stored_state.locked_snapshots(conn, [key])
+            await conn.execute(delete(share_updates).where(key_is(UPDATE_KEY, key)))
+            if key in existing:
+                row = existing[key]
+                await conn.execute(
+                    update(share_snapshots)
+                    .where(key_is(SNAPSHOT_KEY, key))
+                    .values(
+                        state_epoch=row.state_epoch + 1,
+                        snapshot_epoch=row.snapshot_epoch + 1,
+                        start_offset=start_offset,
+                        state_batches=[],
+                        update_count=0,
+                    )
+                )
+            else:
+                await conn.execute(
+                    insert(share_snapshots).values(**_new_snapshot(key, start_offset, topic_name))
+                )
+            loaded = await stored_state.load(conn, key)
+            assert loaded is not None
+            return loaded
+
+    async def delete(self, keys: Sequence[SharePartitionKey]) -> int:
+        if not keys:
+            return 0
+        async with self.engine.begin() as conn:
+            return await _delete(conn, keys)
+
+    async def delete_at_epoch(self, key: SharePartitionKey, state_epoch: int) -> bool:
+        """Delete the state only if its epoch is still ``state_epoch``: a leader that claimed it
+        since (a proxy using it) wins, and nothing is deleted."""
+        async with self.engine.begin() as conn:
+            rows = await stored_state.locked_snapshots(conn, [key])
+            if key not in rows or rows[key].state_epoch != state_epoch:
+                return False
+            return await _delete(conn, [key]) == 1
+
+    async def list_partitions(self, group_id: str) -> list[SharePartitionKey]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(*SNAPSHOT_KEY)
+                .where(share_snapshots.c.group_id == group_id)
+                .order_by(share_snapshots.c.topic_id, share_snapshots.c.partition)
+            )
+            return [key_of(r) for r in rows]

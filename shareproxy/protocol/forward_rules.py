@@ -1,0 +1,41 @@
+"""What the proxy checks in a Produce, Fetch or ListOffsets before forwarding it: the values
+Kafka's broker refuses, and those a Kafka-compatible upstream may answer by dropping the
+connection. A refused request or partition is answered by the proxy and never sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shareproxy.core.errors import ErrorCode
+from shareproxy.protocol.api_keys import ApiKey
+from shareproxy.protocol.record_batch import produce_problem
+
+Problem = tuple[ErrorCode, str]
+_ISOLATION_LEVELS = (0, 1)  # read_uncommitted, read_committed
+_LATEST, _EARLIEST, _MAX_TIMESTAMP = -1, -2, -3
+
+
+def request_problem(api_key: int, version: int, body: Any) -> Problem | None:
+    """A fault of the whole request: every partition of it is refused."""
+    level = getattr(body, "isolation_level", 0)
+    if api_key in (ApiKey.FETCH, ApiKey.LIST_OFFSETS) and level not in _ISOLATION_LEVELS:
+        return ErrorCode.INVALID_REQUEST, f"IsolationLevel {level} is neither 0 nor 1"
+    if api_key == ApiKey.FETCH and min(body.max_bytes, body.min_bytes) < 0:
+        return ErrorCode.INVALID_REQUEST, "MinBytes and MaxBytes cannot be negative"
+    return None
+
+
+def partition_problem(api_key: int, version: int, partition: Any) -> Problem | None:
+    """A fault of one partition's entry: that partition is refused, the others go on."""
+    if api_key == ApiKey.PRODUCE:
+        return produce_problem(partition.records, version)
+    if api_key == ApiKey.FETCH and partition.partition_max_bytes < 0:
+        return ErrorCode.INVALID_REQUEST, "PartitionMaxBytes cannot be negative"
+    if api_key == ApiKey.LIST_OFFSETS:
+        lowest = _MAX_TIMESTAMP if version >= 7 else _EARLIEST
+        if partition.timestamp < lowest:
+            return ErrorCode.INVALID_REQUEST, (
+                f"Timestamp {partition.timestamp} is not a time, -1 (latest) or -2 (earliest)"
+                + (" or -3 (max timestamp)" if version >= 7 else "")
+            )
+    return None

@@ -1,0 +1,107 @@
+"""Bad input to the REST admin API: every refusal is a 4xx naming the problem, never a 500,
+and changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+import pytest
+
+BAD_GROUPS = {"nul": "a%00b", "long": "g" * 256}
+
+
+def _group_routes(group: str) -> list[tuple[str, str, dict | None]]:
+    base = f"/v1/share-groups/{group}"
+    return [
+        ("GET", base, None),
+        ("GET", f"{base}/offsets", None),
+        ("POST", f"{base}/offsets/reset", {"to": "earliest", "dry_run": True}),
+        ("DELETE", f"{base}/offsets?topic=t", None),
+        ("DELETE", base, None),
+        ("GET", f"{base}/config", None),
+        ("PUT", f"{base}/config", {"configs": {"share.delivery.count.limit": "4"}}),
+        ("POST", f"{base}/records/fetch", {"topics": ["t"], "max_wait_ms": 0}),
+        (
+            "POST",
+            f"{base}/records/acknowledge",
+            {
+                "consumer_id": "c",
+                "acknowledgements": [
+                    {"topic": "t", "partition": 0, "first_offset": 0, "last_offset": 0}
+                ],
+            },
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def admin(broker, postgres):
+    from tests.support.proxy import ProxyProcess
+
+    url = postgres.create_database(f"r{uuid.uuid4().hex[:6]}", template="template_migrated")
+    p = ProxyProcess(broker.bootstrap, url).start()
+    yield p
+    p.stop()
+    errors = [x for x in p.log().splitlines() if " ERROR " in x or x.startswith("Traceback")]
+    assert not errors, "the proxy logged errors:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_GROUPS))
+def test_every_group_route_refuses_a_group_id_the_store_cannot_hold(admin, kind):
+    with httpx.Client(base_url=admin.admin_url, timeout=10) as http:
+        for method, path, body in _group_routes(BAD_GROUPS[kind]):
+            r = http.request(method, path, json=body)
+            assert r.status_code == 422, (method, path, r.status_code, r.text)
+            assert r.json()["error_code"] == "INVALID_REQUEST"
+            assert "group id" in r.json()["message"], r.text
+
+
+def test_a_topic_name_no_topic_can_have_is_refused(admin):
+    with httpx.Client(base_url=admin.admin_url, timeout=10) as http:
+        http.put("/v1/share-groups/g-topics/config", json={"configs": {}})
+        r = http.get("/v1/share-groups/g-topics/offsets", params={"topic": "bad\x00name"})
+        assert r.status_code in (404, 422), r.text
+        r = http.post(
+            "/v1/share-groups/g-topics/records/fetch",
+            json={"topics": ["bad\x00name"], "max_wait_ms": 0},
+        )
+        assert (r.status_code, r.json()["error_code"]) == (422, "INVALID_TOPIC_EXCEPTION"), r.text
+
+
+def test_user_names_and_passwords_are_checked(admin):
+    with httpx.Client(base_url=admin.admin_url, timeout=10) as http:
+        for body in (
+            {"name": "a\x00b", "password": "secret"},
+            {"name": "a,b", "password": "secret"},
+            {"name": "alice", "password": "pa\x07ss"},
+            {"name": "alice", "password": "\ufffe"},
+        ):
+            r = http.post("/v1/users", json=body)
+            assert r.status_code == 422, (body, r.text)
+        assert http.delete("/v1/users/a%00b").status_code == 422
+        assert http.get("/v1/users").json() == []
+
+
+def test_tokens_without_security_are_a_400_that_says_why(admin):
+    r = httpx.post(f"{admin.admin_url}/v1/tokens", timeout=10)
+    assert r.status_code == 400
+    assert r.json()["error_code"] == "SECURITY_DISABLED"
+    assert "enable SASL" in r.json()["message"]
+
+
+def test_concurrent_creates_of_one_user_create_it_once(admin):
+    async def create_many() -> list[int]:
+        async with httpx.AsyncClient(base_url=admin.admin_url, timeout=30) as http:
+            answers = await asyncio.gather(
+                *(
+                    http.post("/v1/users", json={"name": "racer", "password": f"pw{i}"})
+                    for i in range(8)
+                )
+            )
+        return sorted(r.status_code for r in answers)
+
+    assert asyncio.run(create_many()) == [200] * 7 + [201]
+    users = httpx.get(f"{admin.admin_url}/v1/users", timeout=10).json()
+    assert [u["name"] for u in users] == ["racer"]

@@ -1,0 +1,135 @@
+"""The group committer on SQLite: writes that arrive together commit together, each gets its
+own outcome, and a failing store answers every write in its batch without stopping the
+committer."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from shareproxy.broker.group_commit import GroupCommitter
+from shareproxy.core.errors import ErrorCode
+from shareproxy.core.persisted import StateDelta
+from shareproxy.core.store import PartitionWrite, SharePartitionKey
+from shareproxy.persistence.repository import SqlShareStateStore
+from tests.support.runtime import SlowWrites
+
+TOPIC = uuid.UUID("3b0e8a52-7a55-4a0e-9c57-2f6e1f4b9d30")
+
+
+async def claimed(store: SqlShareStateStore, n: int) -> list[tuple[SharePartitionKey, int]]:
+    """``n`` share-partitions at SPSO 0, each with the state epoch a writer must hold."""
+    out = []
+    for p in range(n):
+        key = SharePartitionKey("g-commit", TOPIC, p)
+        await store.initialize(key, 0)
+        loaded = await store.claim(key)
+        assert loaded is not None
+        out.append((key, loaded.state_epoch))
+    return out
+
+
+class FailingOnce:
+    """The real store, whose first write fails as an unreachable database would."""
+
+    def __init__(self, store: SqlShareStateStore) -> None:
+        self.store = store
+        self.failed = False
+
+    async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("the database went away")
+        return await self.store.write(writes)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+async def test_writes_arriving_together_commit_in_one_transaction(
+    sqlite_store: SqlShareStateStore,
+):
+    committer = GroupCommitter(sqlite_store)
+    committer.start()
+    try:
+        keys = await claimed(sqlite_store, 50)
+        codes = await asyncio.gather(
+            *(
+                committer.commit(PartitionWrite(key, epoch, StateDelta(start_offset=7)))
+                for key, epoch in keys
+            )
+        )
+        assert codes == [ErrorCode.NONE] * 50
+        assert (committer.commits, committer.writes) == (1, 50)
+        for key, _ in keys:
+            stored = await sqlite_store.read(key)
+            assert stored is not None and stored.state.start_offset == 7
+    finally:
+        await committer.stop()
+
+
+async def test_a_fenced_write_is_refused_alone(sqlite_store: SqlShareStateStore):
+    committer = GroupCommitter(sqlite_store)
+    committer.start()
+    try:
+        (stale, stale_epoch), (fresh, fresh_epoch) = await claimed(sqlite_store, 2)
+        await sqlite_store.claim(stale)  # a newer writer took this one over
+        codes = await asyncio.gather(
+            committer.commit(PartitionWrite(stale, stale_epoch, StateDelta(start_offset=3))),
+            committer.commit(PartitionWrite(fresh, fresh_epoch, StateDelta(start_offset=3))),
+        )
+        assert codes == [ErrorCode.FENCED_STATE_EPOCH, ErrorCode.NONE]
+        refused = await sqlite_store.read(stale)
+        assert refused is not None and refused.state.start_offset == 0
+    finally:
+        await committer.stop()
+
+
+async def test_a_failing_store_answers_its_batch_and_the_committer_goes_on(
+    sqlite_store: SqlShareStateStore,
+):
+    committer = GroupCommitter(FailingOnce(sqlite_store))  # type: ignore[arg-type]
+    committer.start()
+    try:
+        [(key, epoch)] = await claimed(sqlite_store, 1)
+        write = PartitionWrite(key, epoch, StateDelta(start_offset=5))
+        assert await committer.commit(write) == ErrorCode.UNKNOWN_SERVER_ERROR
+        assert await committer.commit(write) == ErrorCode.NONE
+        stored = await sqlite_store.read(key)
+        assert stored is not None and stored.state.start_offset == 5
+    finally:
+        await committer.stop()
+
+
+async def test_stopping_commits_what_is_queued_first(sqlite_store: SqlShareStateStore):
+    committer = GroupCommitter(sqlite_store)
+    committer.start()
+    keys = await claimed(sqlite_store, 3)
+    pending = [
+        asyncio.create_task(committer.commit(PartitionWrite(k, e, StateDelta(start_offset=2))))
+        for k, e in keys
+    ]
+    await asyncio.sleep(0)  # each write is queued
+    await committer.stop()
+    assert [t.result() for t in pending] == [ErrorCode.NONE] * 3
+    with pytest.raises(RuntimeError):
+        await committer.commit(PartitionWrite(keys[0][0], keys[0][1], StateDelta(start_offset=4)))
+
+
+async def test_stopping_waits_for_the_transaction_under_way(sqlite_store: SqlShareStateStore):
+    committer = GroupCommitter(SlowWrites(sqlite_store))  # type: ignore[arg-type]
+    committer.start()
+    [(key, epoch)] = await claimed(sqlite_store, 1)
+    pending = asyncio.create_task(
+        committer.commit(PartitionWrite(key, epoch, StateDelta(start_offset=2)))
+    )
+    await asyncio.sleep(0.05)  # taken from the queue, being written
+    await committer.stop()
+    assert pending.done(), "a write under way was left unanswered"
+    assert pending.result() == ErrorCode.NONE
+    stored = await sqlite_store.read(key)
+    assert stored is not None and stored.state.start_offset == 2

@@ -1,0 +1,285 @@
+"""Share consumption through the runtime, in-process: the partitions registry, the leaders,
+the upstream feed and consumption on SQLite and a real Tansu broker. Each test follows one rule
+a user relies on (DESIGN.md), from acquisition to the stored state."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+
+from shareproxy.broker.leader import Acquisition
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.core.store import SharePartitionKey
+from tests.support.runtime import Runtime, SlowWrites
+
+GROUP = "g-runtime"
+ACCEPT, RELEASE = (AcknowledgeType.ACCEPT,), (AcknowledgeType.RELEASE,)
+TopicPartition = tuple[uuid.UUID, int]
+
+
+async def acquire(
+    rt: Runtime,
+    member_id: str,
+    tp: TopicPartition,
+    *,
+    wait_ms: int = 3_000,
+    max_records: int = 500,
+    mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+) -> Acquisition | None:
+    """A ShareFetch's acquisition from one share-partition."""
+    leaders, errors = await rt.consumption.leaders(GROUP, [tp])
+    assert errors == {}
+    got = await rt.consumption.acquire(
+        leaders,
+        member_id,
+        max_wait_ms=wait_ms,
+        max_records=max_records,
+        max_bytes=1 << 20,
+        mode=mode,
+    )
+    return got.get(tp)
+
+
+async def fetch(
+    rt: Runtime,
+    member_id: str,
+    tp: TopicPartition,
+    *,
+    wait_ms: int = 3_000,
+    max_records: int = 500,
+    mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+) -> list[tuple[int, int, int]]:
+    """(first, last, delivery count) of each range acquired."""
+    return ranges(
+        await acquire(rt, member_id, tp, wait_ms=wait_ms, max_records=max_records, mode=mode)
+    )
+
+
+def ranges(acquisition: Acquisition | None) -> list[tuple[int, int, int]]:
+    if acquisition is None:
+        return []
+    return [(r.first_offset, r.last_offset, r.delivery_count) for r in acquisition.acquired]
+
+
+async def ack(
+    rt: Runtime, member_id: str, tp: TopicPartition, first: int, last: int, types: tuple[int, ...]
+) -> int:
+    codes = await rt.consumption.acknowledge(GROUP, member_id, {tp: [AckBatch(first, last, types)]})
+    return codes[tp]
+
+
+def key(tp: TopicPartition) -> SharePartitionKey:
+    return SharePartitionKey(GROUP, *tp)
+
+
+async def test_accepted_records_are_stored_before_the_answer_and_never_delivered_again(
+    runtime: Runtime,
+):
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    got = await acquire(runtime, "m1", tp)
+    assert ranges(got) == [(0, 9, 1)]
+    assert got is not None and got.records, "the upstream batches come with the ranges"
+    assert await ack(runtime, "m1", tp, 0, 9, ACCEPT) == ErrorCode.NONE
+    stored = await runtime.store.read(key(tp))
+    assert stored is not None
+    assert stored.state.start_offset == 10  # SPSO moved past them, in the store
+    assert await fetch(runtime, "m2", tp, wait_ms=300) == []
+
+
+async def test_acknowledging_records_another_member_holds_changes_nothing(runtime: Runtime):
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
+    before = await runtime.store.read(key(tp))
+    assert await ack(runtime, "m2", tp, 0, 4, ACCEPT) == ErrorCode.INVALID_RECORD_STATE
+    assert await ack(runtime, "m2", tp, 7, 9, ACCEPT) == ErrorCode.INVALID_RECORD_STATE
+    assert await runtime.store.read(key(tp)) == before
+    assert await ack(runtime, "m1", tp, 0, 4, ACCEPT) == ErrorCode.NONE  # m1 still holds them
+
+
+async def test_a_refused_write_drops_the_leader_and_the_next_use_reloads_the_stored_state(
+    runtime: Runtime,
+):
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp, max_records=4, mode=AcquireMode.RECORD_LIMIT) == [
+        (0, 3, 1)
+    ]
+    assert await ack(runtime, "m1", tp, 0, 3, ACCEPT) == ErrorCode.NONE
+    assert await fetch(runtime, "m1", tp) == [(4, 9, 1)]
+    leader = runtime.partitions.leaders[key(tp)]
+    taken = await runtime.store.claim(key(tp))  # another writer takes the share-partition over
+    assert taken is not None and taken.state_epoch > leader.state_epoch
+    assert await ack(runtime, "m1", tp, 4, 9, ACCEPT) == ErrorCode.FENCED_STATE_EPOCH
+    assert not leader.valid
+    assert key(tp) not in runtime.partitions.leaders
+    # reloaded from the store: the first acceptance held, the refused one never happened, and
+    # acquired state was not durable, so 4-9 are on their first delivery again
+    assert await fetch(runtime, "m2", tp) == [(4, 9, 1)]
+    reloaded = runtime.partitions.leaders[key(tp)]
+    assert reloaded is not leader
+    assert reloaded.state_epoch == taken.state_epoch + 1
+
+
+async def test_a_retired_leader_never_writes_nor_evicts_its_successor(runtime: Runtime):
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
+    old = runtime.partitions.leaders[key(tp)]
+    runtime.committer.store = SlowWrites(runtime.store)  # type: ignore[assignment]
+    accepting = asyncio.create_task(ack(runtime, "m1", tp, 0, 4, ACCEPT))
+    await asyncio.sleep(0.05)  # the acceptance is being written...
+    runtime.partitions.evict([key(tp)])  # ...when an admin reset replaces the state
+    new = await runtime.partitions.leader(GROUP, *tp)  # and a fetch loads it again
+    assert await accepting == ErrorCode.FENCED_STATE_EPOCH
+    assert runtime.partitions.leaders[key(tp)] is new
+    writes = runtime.committer.writes
+    await old.release_member("m1")  # a holder of the retired leader changes nothing
+    await old.log_start_moved(3)
+    assert runtime.committer.writes == writes
+    assert await fetch(runtime, "m2", tp) == [(0, 4, 1)]
+
+
+async def test_concurrent_first_uses_load_a_share_partition_once(runtime: Runtime):
+    t = runtime.topic()
+    tp = await runtime.partition(t)
+    loaded = await asyncio.gather(*(runtime.partitions.leader(GROUP, *tp) for _ in range(5)))
+    assert all(leader is loaded[0] for leader in loaded)
+    stored = await runtime.store.read(key(tp))
+    assert stored is not None and stored.state_epoch == loaded[0].state_epoch == 1
+
+
+async def test_a_long_poll_wakes_on_a_release(runtime: Runtime):
+    # at the in-flight cap nothing is read upstream (the tail poll stays quiet): only the
+    # release itself can wake the waiting fetch
+    runtime.configure(GROUP, max_record_locks=5)
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
+    waiting = asyncio.create_task(fetch(runtime, "m2", tp, wait_ms=20_000))
+    await asyncio.sleep(0.5)
+    assert not waiting.done(), "nothing was acquirable: the fetch should still wait"
+    released = time.monotonic()
+    assert await ack(runtime, "m1", tp, 0, 4, RELEASE) == ErrorCode.NONE
+    assert await asyncio.wait_for(waiting, 5) == [(0, 4, 2)]
+    assert time.monotonic() - released < 1.0
+
+
+async def test_a_long_poll_wakes_on_new_upstream_records(runtime: Runtime):
+    t = runtime.topic()
+    tp = await runtime.partition(t)
+    waiting = asyncio.create_task(fetch(runtime, "m1", tp, wait_ms=20_000))
+    await asyncio.sleep(0.5)
+    assert not waiting.done()
+    await asyncio.to_thread(runtime.produce, t, 3)
+    produced = time.monotonic()
+    assert await asyncio.wait_for(waiting, 5) == [(0, 2, 1)]
+    assert time.monotonic() - produced < 2.0  # the tail poll, not the 20 s wait
+
+
+async def test_a_lock_timeout_makes_records_available_and_wakes_a_waiting_fetch(
+    runtime: Runtime,
+):
+    runtime.configure(GROUP, record_lock_duration_ms=400)
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
+    waiting = asyncio.create_task(fetch(runtime, "m2", tp, wait_ms=20_000))
+    assert await asyncio.wait_for(waiting, 5) == [(0, 4, 2)]
+    stored = await runtime.store.read(key(tp))  # the timeout was written: delivery count 1
+    assert stored is not None
+    assert [(b.first_offset, b.last_offset, b.delivery_count) for b in stored.state.batches] == [
+        (0, 4, 1)
+    ]
+    assert await ack(runtime, "m1", tp, 0, 4, ACCEPT) == ErrorCode.INVALID_RECORD_STATE
+
+
+async def test_a_closed_session_releases_what_its_member_holds(runtime: Runtime):
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
+    await runtime.consumption.release(GROUP, "m1")
+    assert await fetch(runtime, "m2", tp, wait_ms=0) == [(0, 4, 2)]
+
+
+async def test_state_replaced_by_a_batch_repair_is_reloaded(runtime: Runtime):
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 9, 1)]
+    leader = runtime.partitions.leaders[key(tp)]
+    await runtime.store.reset(key(tp), 8, t)  # what reconcile --apply does
+    assert await runtime.partitions.evict_replaced() == [key(tp)]
+    assert not leader.valid
+    assert await fetch(runtime, "m2", tp) == [(8, 9, 1)]
+    assert await runtime.partitions.evict_replaced() == []
+
+
+async def test_a_share_session_naming_unknown_partitions_gets_unknown_topic_id(
+    runtime: Runtime,
+):
+    t = runtime.topic()
+    topic_id, _ = await runtime.partition(t)
+    unknown = [(uuid.uuid4(), 0), (topic_id, 7)]
+    leaders, errors = await runtime.consumption.leaders(GROUP, [*unknown, (topic_id, 0)])
+    assert errors == dict.fromkeys(unknown, ErrorCode.UNKNOWN_TOPIC_ID)
+    assert [(ld.key.topic_id, ld.key.partition) for ld in leaders] == [(topic_id, 0)]
+
+
+async def test_http_and_kafka_consumers_share_a_group_without_sharing_a_record(
+    runtime: Runtime,
+):
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "kafka", tp, max_records=4, mode=AcquireMode.RECORD_LIMIT) == [
+        (0, 3, 1)
+    ]
+    got = await runtime.consumption.fetch_named(
+        GROUP,
+        "http-1",
+        [t, t],
+        max_wait_ms=3_000,
+        max_records=100,
+        max_bytes=1 << 20,
+        mode=AcquireMode.RECORD_LIMIT,
+    )
+    assert [(where, ranges(a)) for where, a in got] == [((t, 0), [(4, 9, 1)])]
+    assert await runtime.store.get_group(GROUP) is not None  # HTTP fetch creates the group
+    codes = await runtime.consumption.acknowledge_named(
+        GROUP,
+        "http-1",
+        {(t, 0): [AckBatch(0, 3, ACCEPT)], (t, 5): [AckBatch(0, 0, ACCEPT)]},
+    )
+    assert codes == {
+        (t, 0): ErrorCode.INVALID_RECORD_STATE,  # the Kafka consumer holds 0-3
+        (t, 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    codes = await runtime.consumption.acknowledge_named(
+        GROUP, "http-1", {(t, 0): [AckBatch(4, 9, ACCEPT)]}
+    )
+    assert codes == {(t, 0): ErrorCode.NONE}
+    with pytest.raises(ShareError) as refused:
+        await runtime.consumption.fetch_named(
+            GROUP,
+            "http-1",
+            ["no-such-topic"],
+            max_wait_ms=0,
+            max_records=1,
+            max_bytes=1 << 20,
+            mode=AcquireMode.RECORD_LIMIT,
+        )
+    assert refused.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

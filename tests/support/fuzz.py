@@ -1,0 +1,142 @@
+"""A frame fuzzer for a live Kafka listener: requests of every served API and version generated
+from the kio schemas (hypothesis), sent as they are, mutated, or replaced by garbage, over
+several connections at once. It only needs the listener to answer or close; the test decides
+what counts as a failure (the process gone, an unhandled exception in its log, a consumer
+that stopped receiving)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import struct
+import time
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from tests.support.kio_strategies import frames, served_versions
+
+_ANSWER_WAIT_S = 0.5  # a held ShareFetch or Fetch answers later: drop the connection instead
+
+
+def frame_pool(served: dict[int, tuple[int, int]], per_version: int = 8) -> list[bytes]:
+    """Well-formed request frames (no size prefix) of every served API version; the same
+    frames every run (derandomized), so a finding can be replayed."""
+    pool: list[bytes] = []
+    for key, version in served_versions(served):
+
+        @settings(
+            max_examples=per_version,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(frames(key, version))
+        def collect(frame: bytes) -> None:
+            pool.append(frame)
+
+        collect()
+    return pool
+
+
+def mutate(frame: bytes, rng: random.Random) -> bytes:
+    """One to four edits that keep the api key and version, so the mutant reaches that API's
+    decoder and handler: a byte changed, a length that claims everything, a cut, an insertion,
+    a 32-bit field set to an extreme."""
+    out = bytearray(frame)
+    for _ in range(rng.randint(1, 4)):
+        at = rng.randint(4, max(4, len(out)))
+        kind = rng.randrange(5)
+        if kind == 0 and at < len(out):
+            out[at] = rng.randrange(256)
+        elif kind == 1:
+            out[at:at] = rng.choice([b"\xff\xff\xff\xff\x0f", b"\x7f\xff\xff\xff", b"\xff\xff"])
+        elif kind == 2:
+            del out[at:]
+        elif kind == 3:
+            out[at:at] = rng.randbytes(rng.randint(1, 16))
+        elif at + 4 <= len(out):
+            out[at : at + 4] = rng.choice([b"\x80\x00\x00\x00", b"\x7f\xff\xff\xff", b"\xff" * 4])
+    return bytes(out)
+
+
+def garbage(rng: random.Random, served: list[tuple[int, int]]) -> bytes:
+    """Random bytes, or a plausible header (a served api key, any version) over random bytes."""
+    if rng.random() < 0.5:
+        return rng.randbytes(rng.randint(0, 64))
+    key, version = rng.choice(served)
+    version = rng.choice([version, rng.randint(-1, 20)])
+    return struct.pack(">hhi", key, version, rng.randrange(2**31)) + rng.randbytes(
+        rng.randint(0, 48)
+    )
+
+
+@dataclass
+class FuzzStats:
+    cases: int = 0
+    answered: int = 0
+    closed: int = 0
+    held: int = 0
+    seconds: float = 0.0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def per_second(self) -> float:
+        return self.cases / self.seconds if self.seconds else 0.0
+
+
+class FrameFuzzer:
+    def __init__(self, port: int, pool: list[bytes], seed: int = 0) -> None:
+        self.port = port
+        self.pool = pool
+        self.rng = random.Random(seed)
+        self.versions = sorted({struct.unpack_from(">hh", f) for f in pool})
+        self.stats = FuzzStats()
+
+    def case(self) -> tuple[str, bytes]:
+        r = self.rng.random()
+        if r < 0.15:
+            return "garbage", garbage(self.rng, self.versions)
+        frame = self.rng.choice(self.pool)
+        if r < 0.35:
+            return "valid", frame
+        return "mutated", mutate(frame, self.rng)
+
+    async def run(self, seconds: float, connections: int = 8) -> FuzzStats:
+        started = time.monotonic()
+        deadline = started + seconds
+        await asyncio.gather(*(self._worker(deadline) for _ in range(connections)))
+        self.stats.seconds = time.monotonic() - started
+        return self.stats
+
+    async def _worker(self, deadline: float) -> None:
+        writer: asyncio.StreamWriter | None = None
+        reader: asyncio.StreamReader | None = None
+        try:
+            while time.monotonic() < deadline:
+                if writer is None:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                assert reader is not None
+                kind, frame = self.case()
+                self.stats.cases += 1
+                self.stats.kinds[kind] = self.stats.kinds.get(kind, 0) + 1
+                try:
+                    writer.write(struct.pack(">i", len(frame)) + frame)
+                    await writer.drain()
+                    size = struct.unpack(
+                        ">i", await asyncio.wait_for(reader.readexactly(4), _ANSWER_WAIT_S)
+                    )[0]
+                    await asyncio.wait_for(reader.readexactly(size), _ANSWER_WAIT_S)
+                    self.stats.answered += 1
+                    continue
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    self.stats.closed += 1
+                except TimeoutError:
+                    self.stats.held += 1  # no answer yet (a long poll, or acks=0): start over
+                writer.close()
+                writer = reader = None
+        finally:
+            if writer is not None:
+                writer.close()

@@ -1,0 +1,23 @@
+"""Lines a client can cause are rate-limited per kind; errors never are."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from shareproxy.logs import RateLimit
+
+
+def test_lines_of_one_kind_are_limited_per_window_and_the_next_window_counts_the_rest():
+    f = RateLimit(burst=2, window_s=0.2)
+
+    def line(msg: str, level: int = logging.WARNING) -> logging.LogRecord:
+        return logging.LogRecord("x", level, __file__, 1, msg, ("a",), None)
+
+    assert [f.filter(line("closing %s")) for _ in range(5)] == [True, True, False, False, False]
+    assert f.filter(line("other %s"))  # another kind has its own budget
+    assert f.filter(line("closing %s", logging.ERROR))  # errors always pass
+    time.sleep(0.25)
+    first = line("closing %s")
+    assert f.filter(first)
+    assert first.getMessage() == "closing a [3 more like this not logged]"

@@ -1,0 +1,155 @@
+"""Settings: one validation for serve and for group configs, precedence flags > environment >
+config file > defaults, and errors that name where the bad value came from."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from shareproxy import config
+from shareproxy.broker.group_settings import GroupSettings
+from shareproxy.core import group_config as gc
+from shareproxy.exits import UsageError
+
+PROBES = {
+    "int": [
+        -1, 0, 1, 2, 10, 11, 99, 100, 500, 999, 1000, 2000, 45_000, 100_000, 100_001,
+        300_000, 300_001, 1_800_000, 1_800_001, 3_600_000, 3_600_001,
+    ],
+    "string": [
+        "earliest", "latest", "yesterday", "by_duration:PT1H", "by_duration:forever",
+        "read_committed", "read_uncommitted", "dirty",
+    ],
+    "boolean": [True, False],
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def no_shareproxy_environment(monkeypatch):
+    for name in [k for k in __import__("os").environ if k.upper().startswith("SHAREPROXY_")]:
+        monkeypatch.delenv(name)
+
+
+@pytest.mark.parametrize(("setting", "name"), sorted(config.GROUP_DEFAULTS.items()))
+def test_serve_takes_exactly_the_values_a_group_config_takes(setting, name):
+    defaults = GroupSettings().as_configs()
+    kind = gc.DEFINITIONS[name].kind
+    for value in PROBES[kind]:
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        try:
+            gc.validate({name: text}, {}, defaults)
+            group_ok = True
+        except gc.GroupConfigError:
+            group_ok = False
+        try:
+            config.load({setting: value})
+            serve_ok = True
+        except UsageError as exc:
+            serve_ok = False
+            assert str(exc).startswith(f"--{setting.replace('_', '-')} {value}: "), exc
+        assert serve_ok == group_ok, (setting, value)
+
+
+def test_serve_defaults_are_the_group_configs_defaults():
+    assert config.load().group_configs() == {n: d.default for n, d in gc.DEFINITIONS.items()}
+    assert set(config.GROUP_DEFAULTS.values()) == set(gc.DEFINITIONS)
+
+
+def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused_as_in_group_configs():
+    with pytest.raises(UsageError, match=r"^--heartbeat-interval-ms 50000: must be below"):
+        config.load({"heartbeat_interval_ms": 50_000})
+    assert config.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000})
+
+
+def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
+    toml = tmp_path / "proxy.toml"
+    toml.write_text('delivery_count_limit = 7\nlisten = "127.0.0.1:1111"\nnode_id = 9\n')
+    monkeypatch.setenv("SHAREPROXY_DELIVERY_COUNT_LIMIT", "4")
+    monkeypatch.setenv("SHAREPROXY_LISTEN", "127.0.0.1:2222")
+    s = config.load({"delivery_count_limit": 3}, toml)
+    assert s.delivery_count_limit == 3  # flag over environment and file
+    assert s.listen == "127.0.0.1:2222"  # environment over file
+    assert s.node_id == 9  # file over default
+    assert s.state_url == config.DEFAULT_STATE_URL  # default
+
+
+def test_yaml_files_are_read_too_and_unset_flags_do_not_override(tmp_path):
+    yaml = tmp_path / "proxy.yaml"
+    yaml.write_text("delivery_count_limit: 6\nauto_migrate: false\nlog_level: debug\n")
+    s = config.load({"delivery_count_limit": None}, yaml)
+    assert (s.delivery_count_limit, s.auto_migrate, s.log_level) == (6, False, "DEBUG")
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ("flag", "--delivery-count-limit 50: 50 is outside [2, 10]"),
+        ("env", "SHAREPROXY_DELIVERY_COUNT_LIMIT=50: 50 is outside [2, 10]"),
+        ("file", "delivery_count_limit = 50 in {file}: 50 is outside [2, 10]"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_its_source(where, expected, tmp_path, monkeypatch):
+    toml = tmp_path / "proxy.toml"
+    toml.write_text("delivery_count_limit = 50\n" if where == "file" else "")
+    if where == "env":
+        monkeypatch.setenv("SHAREPROXY_DELIVERY_COUNT_LIMIT", "50")
+    flags = {"delivery_count_limit": 50} if where == "flag" else {}
+    with pytest.raises(UsageError) as caught:
+        config.load(flags, toml)
+    assert str(caught.value) == expected.format(file=toml)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("proxy.toml", "bogus = 1\n", "unknown setting 'bogus' in {file}"),
+        ("proxy.toml", "listen = \n", "--config {file}: not valid TOML: Invalid value"),
+        ("proxy.yaml", "listen: [\n", "--config {file}: not valid YAML: "),
+        ("proxy.ini", "listen=x\n", "--config {file}: use a .toml, .yaml or .yml file"),
+        ("missing.toml", None, "--config {file}: no such file"),
+    ],
+)
+def test_config_file_mistakes_name_the_file(name, content, expected, tmp_path):
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(UsageError) as caught:
+        config.load({}, path)
+    assert str(caught.value).startswith(expected.format(file=path)), caught.value
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({"auto_offset_reset": "yesterday"}, "--auto-offset-reset yesterday: "),
+        ({"log_format": "xml"}, "--log-format xml: "),
+        ({"listen": "nowhere"}, "--listen nowhere: 'nowhere' is not HOST:PORT"),
+        ({"ssl_certfile": "/no/such.pem"}, "--ssl-certfile /no/such.pem: no such file"),
+        ({"listeners": "SSL://127.0.0.1:0"}, "--listeners SSL://127.0.0.1:0: "),
+        ({"state_url": "mysql://h/db"}, "--state-url mysql://h/db: unsupported state store"),
+        ({"upstream_security_protocol": "SASL_SSL"}, "--upstream-security-protocol SASL_SSL: "),
+        ({"sasl_enabled_mechanisms": "GSSAPI"}, "--sasl-enabled-mechanisms GSSAPI: unknown"),
+        ({"node_id": "one"}, "--node-id one: "),
+    ],
+)
+def test_bad_flags_are_one_line_naming_flag_and_value(flags, expected):
+    with pytest.raises(UsageError) as caught:
+        config.load(flags)
+    assert str(caught.value).startswith(expected), caught.value
+    assert "\n" not in str(caught.value)
+
+
+def test_every_setting_is_documented_and_print_config_reads_back(tmp_path, monkeypatch):
+    assert all(f.description for f in config.Settings.model_fields.values())
+    monkeypatch.setenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD", "never-Shown-1")
+    s = config.load({"node_id": 7, "listeners": "PLAINTEXT://127.0.0.1:0", "fail_fast": True})
+    text = config.render(s)
+    assert "never-Shown-1" not in text
+    assert set(tomllib.loads(text)) <= set(config.Settings.model_fields)
+    monkeypatch.delenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD")
+    path = tmp_path / "printed.toml"
+    path.write_text(text)
+    again = config.load({}, path).model_dump()
+    assert again == {**s.model_dump(), "upstream_sasl_password": None}
