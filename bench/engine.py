@@ -17,7 +17,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from shareproxy.core.acknowledgement import AckBatch
-from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
+from shareproxy.core.acquisition import BatchHeader, PartitionLimits
+from shareproxy.core.share_partition import SharePartition
 
 FETCH = 500
 BATCHES_PER_FETCH = 5  # upstream record batches of 100 records each

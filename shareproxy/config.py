@@ -27,6 +27,7 @@ from pydantic_settings import (
 from shareproxy.core import group_config as gc
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE
 from shareproxy.exits import UsageError
+from shareproxy.security.listeners import parse_listeners, plan, split_host_port
 
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"
 ENV_PREFIX = "SHAREPROXY_"
@@ -51,14 +52,6 @@ _FILES = (
     "upstream_ssl_certfile",
     "upstream_ssl_keyfile",
 )
-
-
-def split_host_port(value: str, default_host: str = "0.0.0.0") -> tuple[str, int]:
-    """``HOST:PORT`` (or ``:PORT``) → (host, port); ValueError with a clear message otherwise."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{value!r} is not HOST:PORT")
-    return (host.strip("[]") or default_host), int(port)
 
 
 def _group_default(name: str) -> Any:
@@ -221,8 +214,6 @@ class Settings(BaseSettings):
     @field_validator("listeners", "advertised_listeners")
     @classmethod
     def _listeners(cls, value: str | None) -> str | None:
-        from shareproxy.security.listeners import parse_listeners
-
         if value is not None:
             parse_listeners(value)
         return value
@@ -257,8 +248,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _together(self) -> Settings:
-        from shareproxy.security.listeners import plan
-
         try:
             gc.check_heartbeat(self.group_configs())
         except gc.GroupConfigError:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import signal
 import socket
-import ssl
 import time
 from typing import Any
 
@@ -19,29 +17,38 @@ from shareproxy import metrics
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.consumption import Consumption
-from shareproxy.broker.context import BrokerContext
 from shareproxy.broker.coordinator import Coordinator
-from shareproxy.broker.dispatch import SERVED
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.group_configs import GroupConfigs
-from shareproxy.broker.group_settings import GroupSettings
-from shareproxy.broker.listener import KafkaListener
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream import Upstream, UpstreamError, UpstreamSettings
 from shareproxy.broker.upstream_feed import UpstreamFeed
-from shareproxy.config import Settings, split_host_port
+from shareproxy.config import Settings
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.lag import partition_lag
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
-from shareproxy.exits import CannotListen, Unavailable, UsageError, first_line
+from shareproxy.kafka.context import BrokerContext
+from shareproxy.kafka.dispatch import SERVED
+from shareproxy.kafka.listener import KafkaListener
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine, shown_url, store_errors
 from shareproxy.persistence.repository import SqlShareStateStore
 from shareproxy.protocol.codec import warm
 from shareproxy.security import listeners
 from shareproxy.security.guard import Security
+from shareproxy.security.listeners import split_host_port
 from shareproxy.security.store import SecurityStore
+from shareproxy.startup import (
+    MAX_RETRY_DELAY_S,
+    UpstreamUnavailable,
+    bind_socket,
+    listen_errors,
+    listener_tls,
+    upstream_hint,
+    upstream_settings,
+)
+from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger("shareproxy")
 
@@ -74,8 +81,8 @@ class Proxy:
         self.defaults = GroupSettings(max_size=settings.group_max_size).with_configs(
             settings.group_configs()
         )
-        self.tls = _listener_tls(settings)
-        self.upstream_settings = _upstream_settings(settings)
+        self.tls = listener_tls(settings)
+        self.upstream_settings = upstream_settings(settings)
         self.listener: KafkaListener | None = None  # the first; all of them in self.listeners
         self.listeners: list[KafkaListener] = []
         self.admin: AdminServer | None = None
@@ -170,7 +177,7 @@ class Proxy:
                 protocol=spec.protocol,
                 ssl_context=self.tls if spec.uses_tls else None,
             )
-            with _listen_errors(what):
+            with listen_errors(what):
                 await listener.start(sock)
             self.listeners.append(listener)
             self._running.push_async_callback(listener.stop)
@@ -187,7 +194,7 @@ class Proxy:
             create_app(probes, self.group_admin, self.security, self.consumption),
             admin_socket,
         )
-        with _listen_errors(admin_what):
+        with listen_errors(admin_what):
             await self.admin.start()
         self._running.push_async_callback(self.admin.stop)
 
@@ -207,8 +214,8 @@ class Proxy:
         wanted.append((host, port, f"--admin-listen {s.admin_listen}"))
         sockets = []
         for host, port, what in wanted:
-            with _listen_errors(what):
-                sock = _bind_socket(host, port)
+            with listen_errors(what):
+                sock = bind_socket(host, port)
             self._running.callback(sock.close)
             sockets.append((sock, what))
         return sockets
@@ -254,7 +261,7 @@ class Proxy:
             try:
                 await self.upstream.start()
             except UpstreamError as exc:
-                hint = _upstream_hint(s, exc)
+                hint = upstream_hint(s, exc)
                 if s.fail_fast:
                     raise UpstreamUnavailable(
                         f"--bootstrap-servers {s.bootstrap_servers}: {exc} ({hint})"
@@ -284,98 +291,6 @@ class Proxy:
     async def stop(self) -> None:
         """Stop what started, in reverse order (also after a start that failed midway)."""
         await self._running.aclose()
-
-
-MAX_RETRY_DELAY_S = 30.0
-
-
-class UpstreamUnavailable(Unavailable):
-    """The upstream cluster could not be reached and ``fail_fast`` is on."""
-
-
-def _upstream_hint(s: Settings, exc: Exception) -> str:
-    text = f"{exc} {exc.__cause__!r}"
-    if "Sasl" in text or "SASL" in text or "authentication" in text.lower():
-        return (
-            "check --upstream-sasl-mechanism, --upstream-sasl-username and "
-            "SHAREPROXY_UPSTREAM_SASL_PASSWORD"
-        )
-    if "SSL" in text or "certificate" in text.lower():
-        return "check --upstream-security-protocol and --upstream-ssl-cafile"
-    return f"check --bootstrap-servers ({s.bootstrap_servers}) and that the cluster is up"
-
-
-def _bind_socket(host: str, port: int) -> socket.socket:
-    """Bound, not yet listening: asyncio and uvicorn listen on it when they serve."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
-
-
-@contextlib.contextmanager
-def _listen_errors(what: str) -> Any:
-    try:
-        yield
-    except OSError as exc:  # socket.gaierror too: a host name that does not resolve
-        reason = {
-            errno.EADDRINUSE: "address already in use",
-            errno.EACCES: "permission denied (ports below 1024 need privileges)",
-            errno.EADDRNOTAVAIL: "not an address of this host",
-        }.get(exc.errno or 0, first_line(exc))
-        raise CannotListen(f"{what}: {reason}") from exc
-
-
-def _listener_tls(s: Settings) -> ssl.SSLContext | None:
-    if not s.ssl_certfile:
-        return None
-    try:
-        return listeners.server_ssl_context(
-            s.ssl_certfile, s.ssl_keyfile, s.ssl_cafile, s.ssl_client_auth
-        )
-    except (ssl.SSLError, OSError) as exc:
-        files = " ".join(
-            f"--{n.replace('_', '-')} {getattr(s, n)}"
-            for n in ("ssl_certfile", "ssl_keyfile", "ssl_cafile")
-            if getattr(s, n)
-        )
-        raise UsageError(
-            f"{files}: not a usable PEM certificate and key: {first_line(exc)}"
-        ) from exc
-
-
-def _upstream_settings(s: Settings) -> UpstreamSettings:
-    """How the proxy itself authenticates to the upstream cluster."""
-    tls = None
-    if s.upstream_security_protocol in ("SSL", "SASL_SSL"):
-        try:
-            tls = listeners.client_ssl_context(
-                s.upstream_ssl_cafile, s.upstream_ssl_certfile, s.upstream_ssl_keyfile
-            )
-        except (ssl.SSLError, OSError) as exc:
-            raise UsageError(
-                f"--upstream-ssl-cafile {s.upstream_ssl_cafile}: not usable: {first_line(exc)}"
-            ) from exc
-    sasl = s.upstream_security_protocol.startswith("SASL_")
-    return UpstreamSettings(
-        s.bootstrap_servers,
-        security_protocol=s.upstream_security_protocol,
-        sasl_mechanism=s.upstream_sasl_mechanism if sasl else None,
-        sasl_plain_username=s.upstream_sasl_username if sasl else None,
-        sasl_plain_password=(
-            s.upstream_sasl_password.get_secret_value()
-            if sasl and s.upstream_sasl_password
-            else None
-        ),
-        ssl_context=tls,
-    )
 
 
 async def serve(settings: Settings) -> None:

@@ -9,9 +9,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from shareproxy.admin.auth import Unauthenticated
-from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
+from shareproxy.upstream.client import UpstreamError
 
 STATUS = {
     ErrorCode.GROUP_ID_NOT_FOUND: 404,

@@ -115,8 +115,8 @@ class StateSource(DataSource):
 
 # ----------------------------------------------------------------------------- the cluster
 def upstream_settings(options: dict[str, str]) -> Any:
-    from shareproxy.broker.upstream import UpstreamSettings
     from shareproxy.security.listeners import client_ssl_context
+    from shareproxy.upstream.client import UpstreamSettings
 
     protocol = options.get("security_protocol", "PLAINTEXT")
     sasl = protocol.startswith("SASL_")
@@ -133,7 +133,7 @@ def upstream_settings(options: dict[str, str]) -> Any:
 
 
 async def _offsets(options: dict[str, str], topics: Sequence[str] | None) -> list[tuple]:
-    from shareproxy.broker.upstream import Upstream
+    from shareproxy.upstream.client import Upstream
 
     upstream = Upstream(upstream_settings(options))
     await upstream.start()

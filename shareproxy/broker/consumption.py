@@ -15,15 +15,15 @@ import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from uuid import UUID
 
-from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.leader import Acquisition, SharePartitionLeader
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream import UpstreamError
 from shareproxy.broker.upstream_feed import UpstreamFeed, topic_named
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.states import AcquireMode
 from shareproxy.core.store import ShareStateStore
+from shareproxy.upstream.client import UpstreamError
 
 TopicPartition = tuple[UUID, int]
 NamedPartition = tuple[str, int]

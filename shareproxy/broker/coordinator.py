@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
-from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream import Upstream, UpstreamError
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.share_group import HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import ShareStateStore
+from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Coordinator:
         self.forget_group = forget_group
         self.groups: dict[str, ShareGroup] = {}
         self._task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()
+        self._mutex = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.leave_grace_s = 5.0
         self._recorded: dict[str, tuple[str, ...]] = {}  # membership last written to the store
@@ -67,7 +67,7 @@ class Coordinator:
         client_id: str,
         client_host: str,
     ) -> HeartbeatResult:
-        async with self._lock:
+        async with self._mutex:
             group = self.groups.get(group_id)
             if group is None:
                 await self.store.ensure_group(group_id)
@@ -115,8 +115,8 @@ class Coordinator:
         jobs' expiry rules read it); written only when it changed. One write per group at a
         time, of the membership as it is when the write starts, so concurrent heartbeats
         cannot leave an older view stored last."""
-        lock = self._recording.setdefault(group.group_id, asyncio.Lock())
-        async with lock:
+        in_order = self._recording.setdefault(group.group_id, asyncio.Lock())
+        async with in_order:
             topics = tuple(sorted(group.subscribed_topic_names()))
             if self._recorded.get(group.group_id) == topics:
                 return
@@ -187,7 +187,7 @@ class Coordinator:
             return []
         stored = {record.group_id for record in await self.store.list_groups()}
         dropped = []
-        async with self._lock:  # a member may have joined meanwhile: then it stays
+        async with self._mutex:  # a member may have joined meanwhile: then it stays
             for group_id in empty:
                 group = self.groups.get(group_id)
                 if group is not None and not group.members and group_id not in stored:
@@ -211,7 +211,7 @@ class Coordinator:
             try:
                 now = self.clock_ms()
                 gone: list[tuple[str, str]] = []
-                async with self._lock:
+                async with self._mutex:
                     for group in self.groups.values():
                         timeout = self.settings_for(group.group_id).session_timeout_ms
                         for member_id in group.expire_members(now, timeout):
@@ -236,7 +236,7 @@ class Coordinator:
                     )
                     if names:
                         await self.upstream.refresh_metadata(names)
-                        async with self._lock:
+                        async with self._mutex:
                             for group in self.groups.values():
                                 group.update_topics(self._topics(group.subscribed_topic_names()))
             except asyncio.CancelledError:

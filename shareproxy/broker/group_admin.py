@@ -17,7 +17,6 @@ from uuid import UUID
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream import Upstream
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.lag import PartitionLag, partition_lag
@@ -25,6 +24,7 @@ from shareproxy.core.names import require_group_id
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
+from shareproxy.upstream.client import Upstream
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from shareproxy import metrics
 from shareproxy.broker.group_commit import GroupCommitter
-from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.log_cache import LogCache
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.share_partition import SharePartition

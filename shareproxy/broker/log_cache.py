@@ -6,14 +6,15 @@ from __future__ import annotations
 import dataclasses
 from bisect import bisect_right
 
-from shareproxy.broker.upstream import PartitionData
-from shareproxy.core.share_partition import BatchHeader
+from shareproxy.core.acquisition import BatchHeader
+from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.record_batch import (
     ABORT_MARKER,
     BatchInfo,
     control_marker,
     scan_batches,
 )
+from shareproxy.upstream.client import PartitionData
 
 
 class CachedBatch:
@@ -58,7 +59,7 @@ class LogCache:
         """Take a fetch's batches in; True if any batch was new."""
         if isolation_level is not None:
             self.isolation_level = isolation_level
-        if data.error_code != 0:
+        if data.error_code != ErrorCode.NONE:
             return False
         self.high_watermark = data.high_watermark
         self.last_stable_offset = data.last_stable_offset

@@ -12,13 +12,13 @@ from uuid import UUID
 
 from shareproxy import metrics
 from shareproxy.broker.group_commit import GroupCommitter
-from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.leader import SharePartitionLeader
-from shareproxy.broker.upstream import Upstream
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_holding
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
+from shareproxy.upstream.client import Upstream
 
 log = logging.getLogger(__name__)
 

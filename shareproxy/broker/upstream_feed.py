@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from shareproxy.broker.leader import SharePartitionLeader
-from shareproxy.broker.upstream import EARLIEST, TopicInfo, Upstream, UpstreamError
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import require_topic_name
 from shareproxy.core.store import SharePartitionKey
+from shareproxy.upstream.client import EARLIEST, TopicInfo, Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
-"""Kafka error codes the core decides, and the exception that carries one."""
+"""Kafka error codes (one home for every code the proxy names) and the exception carrying one."""
 
 from enum import IntEnum
 
 
 class ErrorCode(IntEnum):
-    """The subset of Kafka's error codes that share-partition and store decisions produce."""
+    """The Kafka error codes the proxy decides or reads, numbered as in Kafka's ``Errors``."""
 
     UNKNOWN_SERVER_ERROR = -1
     NONE = 0
@@ -14,6 +14,7 @@ class ErrorCode(IntEnum):
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     NETWORK_EXCEPTION = 13
+    COORDINATOR_NOT_AVAILABLE = 15
     INVALID_TOPIC_EXCEPTION = 17
     INVALID_GROUP_ID = 24
     UNKNOWN_MEMBER_ID = 25
@@ -21,14 +22,16 @@ class ErrorCode(IntEnum):
     GROUP_AUTHORIZATION_FAILED = 30
     CLUSTER_AUTHORIZATION_FAILED = 31
     UNSUPPORTED_SASL_MECHANISM = 33
-    UNSUPPORTED_VERSION = 35
     ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_VERSION = 35
     INVALID_CONFIG = 40
     INVALID_REQUEST = 42
     SECURITY_DISABLED = 54
     SASL_AUTHENTICATION_FAILED = 58
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
     UNSUPPORTED_COMPRESSION_TYPE = 76
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87

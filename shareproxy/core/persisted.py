@@ -158,6 +158,34 @@ class PersistedState:
         return out
 
 
+def write_intervals(
+    dirty: Iterable[tuple[int, int]], spso: int, persisted_end: int
+) -> tuple[list[tuple[int, int]], int]:
+    """The offset intervals one write must carry, and the stored end after it: the changed
+    intervals (sorted) at or past SPSO, merged, with any stretch between the stored end and them
+    filled in so the stored state stays contiguous (first deliveries read as Available)."""
+    persisted_end = max(persisted_end, spso - 1)
+    intervals: list[tuple[int, int]] = []
+    for first, last in dirty:
+        first = max(first, spso)
+        if first > last:
+            continue
+        if intervals and first <= intervals[-1][1] + 1:
+            if last > intervals[-1][1]:
+                intervals[-1] = (intervals[-1][0], last)
+        else:
+            intervals.append((first, last))
+    if intervals and intervals[-1][1] > persisted_end:
+        gap_first = persisted_end + 1
+        # every interval past the stored end joins one stretch from gap_first
+        keep = [iv for iv in intervals if iv[1] < gap_first]
+        tail_first = min(gap_first, *(iv[0] for iv in intervals if iv[1] >= gap_first))
+        keep.append((tail_first, intervals[-1][1]))
+        intervals = keep
+        persisted_end = intervals[-1][1]
+    return intervals, persisted_end
+
+
 def _first_offset(b: PersistedBatch) -> int:
     return b.first_offset
 

@@ -8,9 +8,9 @@ answered). Acquisition changes nothing durable: an Acquired record is stored as 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
+from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange, InFlightRange, RangeList
 from shareproxy.core.persisted import (
@@ -19,6 +19,7 @@ from shareproxy.core.persisted import (
     PersistedState,
     StateDelta,
     coalesce,
+    write_intervals,
 )
 from shareproxy.core.states import (
     ACK_TARGET,
@@ -27,56 +28,6 @@ from shareproxy.core.states import (
     RecordState,
     released_state,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """What the leader needs of an upstream record batch: its offsets and whether it is data."""
-
-    base_offset: int
-    last_offset: int
-    is_control: bool = False
-    is_aborted: bool = False
-
-    @property
-    def delivers_records(self) -> bool:
-        return not (self.is_control or self.is_aborted)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionLimits:
-    """The group configs the leader applies; replaced in place when a config changes."""
-
-    record_lock_duration_ms: int = 30_000
-    delivery_count_limit: int = 5
-    max_record_locks: int = 2_000
-
-    @property
-    def throttle_threshold(self) -> int:
-        """Delivery count from which a record is handed out in smaller batches (half the limit)."""
-        return (self.delivery_count_limit + 1) // 2
-
-    def throttled_cap(self, delivery_count: int, max_records: int) -> int | None:
-        """How many records one acquisition may hold when it holds a record on this delivery."""
-        if delivery_count < 2 or delivery_count < self.throttle_threshold:
-            return None
-        if delivery_count >= self.delivery_count_limit:
-            return 1  # the last attempt goes out alone
-        return max(1, max_records >> (delivery_count - self.throttle_threshold + 1))
-
-
-@dataclass(slots=True)
-class _AcquisitionRun:
-    """One call of ``SharePartition.acquire``: for whom, until when, and how far it got."""
-
-    member_id: str
-    deadline_ms: int
-    max_records: int
-    limit: int  # max_records, or less once a record on a late delivery narrows it
-    strict: bool  # limits are exact (RECORD_LIMIT mode, or throttled)
-    throttled: bool = False
-    count: int = 0
-    acquired: list[AcquiredRange] = field(default_factory=list)
 
 
 class SharePartition:
@@ -182,7 +133,7 @@ class SharePartition:
         """
         if max_records <= 0:
             raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
-        run = _AcquisitionRun(
+        run = AcquisitionRun(
             member_id,
             deadline_ms=now_ms + self.limits.record_lock_duration_ms,
             max_records=max_records,
@@ -204,7 +155,7 @@ class SharePartition:
                 break
         return run.acquired
 
-    def _acquire_available(self, run: _AcquisitionRun, lo: int, last: int) -> bool:
+    def _acquire_available(self, run: AcquisitionRun, lo: int, last: int) -> bool:
         """Acquire the Available in-flight records among ``lo..last`` (released or timed out,
         so on a redelivery); ``lo`` is below SPEO. False when the acquisition must end here."""
         hi = min(last, self.speo - 1)
@@ -227,7 +178,7 @@ class SharePartition:
                 return False
         return True
 
-    def _throttle(self, run: _AcquisitionRun, delivery_count: int) -> bool:
+    def _throttle(self, run: AcquisitionRun, delivery_count: int) -> bool:
         """Narrow the run for a record on a late delivery (poison throttling); False if the
         run already holds records it cannot go on with."""
         cap = self.limits.throttled_cap(delivery_count, run.max_records)
@@ -239,7 +190,7 @@ class SharePartition:
         return True
 
     def _lock_slice(
-        self, run: _AcquisitionRun, i: int, start: int, end: int, delivery_count: int
+        self, run: AcquisitionRun, i: int, start: int, end: int, delivery_count: int
     ) -> int:
         """Acquire ``start..end`` of the Available range at index ``i``, cutting it where the
         slice ends inside it; the index of the range after the slice."""
@@ -259,7 +210,7 @@ class SharePartition:
         run.count += r.last - r.first + 1
         return i + 1
 
-    def _acquire_new(self, run: _AcquisitionRun, batch: BatchHeader) -> bool:
+    def _acquire_new(self, run: AcquisitionRun, batch: BatchHeader) -> bool:
         """Acquire the batch's records past SPEO (first deliveries) while the in-flight count
         is below the cap. False when the acquisition must end here."""
         if batch.base_offset > self.speo:
@@ -450,29 +401,7 @@ class SharePartition:
         if spso != self._persisted_spso:
             start_offset = spso
             self._persisted_spso = spso
-        self._persisted_end = max(self._persisted_end, spso - 1)
-        intervals: list[tuple[int, int]] = []
-        for first, last in dirty:
-            first = max(first, spso)
-            if first > last:
-                continue
-            if intervals and first <= intervals[-1][1] + 1:
-                if last > intervals[-1][1]:
-                    intervals[-1] = (intervals[-1][0], last)
-            else:
-                intervals.append((first, last))
-        if intervals and intervals[-1][1] > self._persisted_end:
-            gap_first = self._persisted_end + 1
-            # fill: every interval past the stored end joins one stretch from gap_first
-            keep = [iv for iv in intervals if iv[1] < gap_first]
-            keep.append(
-                (
-                    min(gap_first, *(iv[0] for iv in intervals if iv[1] >= gap_first)),
-                    intervals[-1][1],
-                )
-            )
-            intervals = keep
-            self._persisted_end = intervals[-1][1]
+        intervals, self._persisted_end = write_intervals(dirty, spso, self._persisted_end)
         batches: list[PersistedBatch] = []
         for first, last in intervals:
             batches.extend(self._persisted_slice(first, last))

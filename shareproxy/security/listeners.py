@@ -6,9 +6,15 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
-from shareproxy.config import split_host_port
-
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def split_host_port(value: str, default_host: str = "0.0.0.0") -> tuple[str, int]:
+    """``HOST:PORT`` (or ``:PORT``) → (host, port); ValueError with a clear message otherwise."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{value!r} is not HOST:PORT")
+    return (host.strip("[]") or default_host), int(port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,7 @@ class SecurityStore:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._users_lock = asyncio.Lock()
+        self._users_mutex = asyncio.Lock()
 
     # ------------------------------------------------------------------ users
     async def credentials(self) -> list[ScramCredential]:
@@ -68,7 +68,7 @@ class SecurityStore:
         """Create or replace a user's credentials (all mechanisms at once); True if new.
         Writers of one user take turns — in this process by a lock, across processes on
         Postgres by an advisory lock on the name — so concurrent creates create it once."""
-        async with self._users_lock:
+        async with self._users_mutex:
             return await self._put_credentials(creds)
 
     async def _put_credentials(self, creds: list[ScramCredential]) -> bool:

@@ -19,8 +19,8 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from shareproxy.broker.dispatch import SERVED
 from shareproxy.embedded import TansuBroker
+from shareproxy.kafka.dispatch import SERVED
 from tests.support.consumers import share_consumer
 from tests.support.fuzz import FrameFuzzer, frame_pool
 

@@ -8,7 +8,7 @@ import struct
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from shareproxy.broker.dispatch import SERVED
+from shareproxy.kafka.dispatch import SERVED
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import decode_response, encode_request
 from tests.support.kafka_client import KafkaConnection, call

@@ -6,9 +6,10 @@ import asyncio
 import uuid
 
 from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.persisted import PersistedState, StateDelta
-from shareproxy.core.share_partition import BatchHeader, SharePartition
+from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.persistence.repository import SqlShareStateStore
 from tests.support.kip_tables import ACK, ARC, AV, pb

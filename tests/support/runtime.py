@@ -11,15 +11,15 @@ from uuid import UUID
 
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.group_commit import GroupCommitter
-from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream import Upstream, UpstreamSettings
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.offset_reset import AutoOffsetReset, ResetStrategy
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.embedded import TansuBroker
 from shareproxy.persistence.repository import SqlShareStateStore
+from shareproxy.upstream.client import Upstream, UpstreamSettings
 from tests.support.topics import create_topic, produce
 
 # consumers of the tests' topics read from the start, as the e2e proxies are configured

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shareproxy.broker.dispatch import SERVED
+from shareproxy.kafka.dispatch import SERVED
 from shareproxy.protocol.codec import decode_response, encode_response, response_type
 from shareproxy.protocol.error_response import error_entity
 from tests.support.kio_strategies import served_versions

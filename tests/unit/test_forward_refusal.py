@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from shareproxy.broker.dispatch import SERVED
-from shareproxy.broker.handlers.forward import _DENIED, _SHAPES, _errors_response
+from shareproxy.kafka.dispatch import SERVED
+from shareproxy.kafka.handlers.forward import _DENIED, _SHAPES, _errors_response
 from shareproxy.protocol.codec import Request, decode_response, encode_response_chunks
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shareproxy.broker.dispatch import SERVED
+from shareproxy.kafka.dispatch import SERVED
 from shareproxy.protocol.bounds import FrameBoundsError, check_request
 from shareproxy.protocol.codec import (
     MalformedRequest,

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.persisted import PersistedState, StateDelta
-from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
+from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import TRANSITIONS, AcknowledgeType, AcquireMode, RecordState
 
 AV, ACQ, ACK, ARC = (

@@ -5,13 +5,13 @@ from __future__ import annotations
 import struct
 
 from shareproxy.broker.log_cache import LogCache
-from shareproxy.broker.upstream import PartitionData
 from shareproxy.protocol.record_batch import (
     ABORT_MARKER,
     COMMIT_MARKER,
     control_marker,
     scan_batches,
 )
+from shareproxy.upstream.client import PartitionData
 
 
 def _varint(n: int) -> bytes:

@@ -8,8 +8,8 @@ import tomllib
 import pytest
 
 from shareproxy import config
-from shareproxy.broker.group_settings import GroupSettings
 from shareproxy.core import group_config as gc
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.exits import UsageError
 
 PROBES = {

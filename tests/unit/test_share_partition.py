@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import StateDelta
-from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
+from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from tests.support.kip_tables import ACK, ACQ, ARC, AV, inflight, pb
 

@@ -6,9 +6,10 @@ Acquisitions in the example are not written.
 """
 
 from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import PersistedState, StateDelta
-from shareproxy.core.share_partition import BatchHeader, PartitionLimits, SharePartition
+from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from tests.support.kip_tables import ACK, ACQ, AV, inflight, pb
 

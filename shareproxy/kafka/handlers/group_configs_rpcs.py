@@ -6,15 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.core.names import group_id_problem, shown
-from shareproxy.protocol.codec import Request
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.protocol.codec import Request, response_type
 
 GROUP = 32  # ConfigResource.Type GROUP
 CONFIG_SOURCE_GROUP = 8  # GROUP_CONFIG
@@ -25,7 +23,7 @@ NOT_GROUP = "the proxy serves configs of GROUP resources (type 32) only"
 
 
 async def describe_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(32, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
     results = []
@@ -92,7 +90,7 @@ def _describe_result(
 
 
 async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(44, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
     responses = []

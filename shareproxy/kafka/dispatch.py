@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from shareproxy.broker.context import BrokerContext, Connection
-from shareproxy.broker.handlers import (
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.handlers import (
     acl_rpcs,
     api_versions,
     find_coordinator,

@@ -15,12 +15,13 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.broker.group_settings import GroupSettings
-from shareproxy.broker.upstream import Upstream, UpstreamLink
 from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange
+from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.link import UpstreamLink
 
 T = TypeVar("T")
 

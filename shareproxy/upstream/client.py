@@ -14,21 +14,24 @@ from typing import Any
 from uuid import UUID
 
 from aiokafka.client import AIOKafkaClient, ConnectionGroup
-from aiokafka.conn import AIOKafkaConnection, CloseReason, create_conn
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
 from kio.static.primitive import i8, i32, i64
 
 from shareproxy import metrics
-from shareproxy.broker.kio_over_aiokafka import KioRequest
+from shareproxy.core.errors import ErrorCode
+from shareproxy.upstream.kio_over_aiokafka import KioRequest
 
 log = logging.getLogger(__name__)
 
 EARLIEST = -2
 LATEST = -1
-NOT_LEADER_ERRORS = {6, 74, 75}  # NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH
-NETWORK_EXCEPTION = 13  # the upstream connection broke before an answer: retriable
+NOT_LEADER_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_LEADER_EPOCH,
+}
 
 
 @contextlib.contextmanager
@@ -53,7 +56,7 @@ def _quiet_aiokafka(said: list[str]) -> Iterator[None]:
 class UpstreamError(Exception):
     """The upstream cluster could not answer; callers answer clients with a retriable error."""
 
-    def __init__(self, message: str, error_code: int = 7) -> None:  # 7: REQUEST_TIMED_OUT
+    def __init__(self, message: str, error_code: int = ErrorCode.REQUEST_TIMED_OUT) -> None:
         super().__init__(message)
         self.error_code = error_code
 
@@ -156,10 +159,6 @@ class Upstream:
         except Exception as exc:
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
 
-    def link(self) -> UpstreamLink:
-        """Connections of one client connection's own (see UpstreamLink)."""
-        return UpstreamLink(self)
-
     async def any_node(self) -> int:
         node = self.client.get_random_node()
         if node is None:
@@ -186,7 +185,12 @@ class Upstream:
         self.cluster_id = response.cluster_id
         found: dict[str, TopicInfo] = {}
         for t in response.topics:
-            if t.error_code != 0 or t.name is None or t.topic_id is None or t.is_internal:
+            if (
+                t.error_code != ErrorCode.NONE
+                or t.name is None
+                or t.topic_id is None
+                or t.is_internal
+            ):
                 continue
             info = TopicInfo(
                 t.name, t.topic_id, {p.partition_index: p.leader_id for p in t.partitions}
@@ -216,7 +220,10 @@ class Upstream:
             await self.refresh_metadata([topic])
             info = self.topics.get(topic)
         if info is None or partition not in info.leaders:
-            raise UpstreamError(f"{topic}-{partition} does not exist upstream", error_code=3)
+            raise UpstreamError(
+                f"{topic}-{partition} does not exist upstream",
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            )
         return info.leaders[partition]
 
     # ------------------------------------------------------------------ fetch
@@ -309,7 +316,7 @@ class Upstream:
             ),
         )
         p = response.topics[0].partitions[0]
-        if p.error_code != 0:
+        if p.error_code != ErrorCode.NONE:
             raise UpstreamError(
                 f"ListOffsets {topic}-{partition} failed with error {p.error_code}",
                 int(p.error_code),
@@ -323,7 +330,9 @@ class Upstream:
         data = (await self.fetch({(topic, partition): log_start}, partition_max_bytes=1)).get(
             (topic, partition)
         )
-        fetched = data.high_watermark if data is not None and data.error_code == 0 else 0
+        fetched = (
+            data.high_watermark if data is not None and data.error_code == ErrorCode.NONE else 0
+        )
         return max(listed, fetched, log_start)
 
     async def partition_offsets(self, topic: str) -> list[tuple[int, int, int, int]]:
@@ -332,7 +341,9 @@ class Upstream:
         ``log_end_offset``); a broker without transactions reports no LSO: the HWM is."""
         info = self.topics.get(topic)
         if info is None:
-            raise UpstreamError(f"{topic} does not exist upstream", error_code=3)
+            raise UpstreamError(
+                f"{topic} does not exist upstream", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
         starts = {p: await self.list_offset(topic, p, EARLIEST) or 0 for p in info.leaders}
         data = await self.fetch(
             {(topic, p): start for p, start in starts.items()}, partition_max_bytes=1
@@ -340,60 +351,8 @@ class Upstream:
         out = []
         for p, start in sorted(starts.items()):
             d = data.get((topic, p))
-            ok = d is not None and d.error_code == 0
+            ok = d is not None and d.error_code == ErrorCode.NONE
             hwm = max(d.high_watermark if ok else start, start)  # type: ignore[union-attr]
             lso = d.last_stable_offset if ok and d.last_stable_offset >= 0 else hwm  # type: ignore[union-attr]
             out.append((p, start, hwm, lso))
         return out
-
-
-class UpstreamLink:
-    """One client connection's own connections to the upstream brokers, for the requests it
-    forwards. A request the upstream answers by dropping the connection (a broker that chokes
-    on a malformed produce, say) then fails only its sender's requests, never those of other
-    clients or the proxy's own reads, and each client's requests reach a broker in the order
-    the client sent them."""
-
-    def __init__(self, upstream: Upstream) -> None:
-        self.upstream = upstream
-        self._conns: dict[int, AIOKafkaConnection] = {}
-        self._connecting: dict[int, asyncio.Lock] = {}
-
-    async def send(self, node_id: int, body: Any) -> Any:
-        """The node's answer; UpstreamError (NETWORK_EXCEPTION) if the connection fails."""
-        try:
-            conn = await self._conn(node_id)
-            return await conn.send(KioRequest(body))
-        except UpstreamError:
-            raise
-        except Exception as exc:
-            self._drop(node_id)
-            raise UpstreamError(
-                f"forwarding to upstream node {node_id} failed: {exc!r}", NETWORK_EXCEPTION
-            ) from exc
-
-    async def _conn(self, node_id: int) -> AIOKafkaConnection:
-        conn = self._conns.get(node_id)
-        if conn is not None and conn.connected():
-            return conn
-        async with self._connecting.setdefault(node_id, asyncio.Lock()):
-            conn = self._conns.get(node_id)
-            if conn is not None and conn.connected():
-                return conn
-            broker = self.upstream.client.cluster.broker_metadata(node_id)
-            if broker is None:
-                raise UpstreamError(f"upstream node {node_id} is not known", NETWORK_EXCEPTION)
-            options = self.upstream.connection_options()
-            conn = await create_conn(broker.host, broker.port, **options)
-            self._conns[node_id] = conn
-            return conn
-
-    def _drop(self, node_id: int) -> None:
-        conn = self._conns.pop(node_id, None)
-        if conn is not None:
-            conn.close(reason=CloseReason.CONNECTION_BROKEN)
-
-    async def close(self) -> None:
-        conns, self._conns = list(self._conns.values()), {}
-        for conn in conns:
-            conn.close(reason=CloseReason.SHUTDOWN)

@@ -6,24 +6,21 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
-from shareproxy.protocol.codec import Request
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.protocol.codec import Request, response_type
 
 GROUP_KEY = 0
-COORDINATOR_NOT_AVAILABLE = 15
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(10, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     body = request.body
     key_type = getattr(body, "key_type", GROUP_KEY)
     served = key_type == GROUP_KEY
     host, port = ctx.address(conn)
-    code = 0 if served else COORDINATOR_NOT_AVAILABLE
+    code = ErrorCode.NONE if served else ErrorCode.COORDINATOR_NOT_AVAILABLE
     message = None if served else "shareproxy coordinates groups only"
     if request.api_version < 4:
         if served and not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, body.key):

@@ -13,17 +13,16 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
-from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
-from shareproxy.protocol.codec import Request
+from shareproxy.protocol.codec import Request, response_type
 from shareproxy.protocol.forward_rules import partition_problem, request_problem
+from shareproxy.upstream.client import UpstreamError
+from shareproxy.upstream.link import UpstreamLink
 
 log = logging.getLogger(__name__)
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
@@ -84,7 +83,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     if not by_leader:
         by_leader[await _any_node(ctx)] = {}
     if conn.link is None:
-        conn.link = ctx.upstream.link()
+        conn.link = UpstreamLink(ctx.upstream)
     if acks_zero:  # sent with acks=1 and the answer dropped: an upstream that answers acks=0
         body = dataclasses.replace(body, acks=1)  # anyway would otherwise desynchronise the link
     subs = [
@@ -158,7 +157,7 @@ def _errors_response(
 ) -> Any:
     """The upstream's answers plus, for every partition in ``failed``, the proxy's own error."""
     _, name_f, _, index_f, resp_f = _SHAPES[request.api_key]
-    cls = load_response_schema(request.api_key, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     topic_cls, topic_parts_f, part_cls = _ENTRIES[request.api_key]
     out = list(answered)

@@ -14,10 +14,10 @@ import ssl
 import time
 
 from shareproxy import metrics
-from shareproxy.broker.context import ANONYMOUS, BrokerContext, Connection
-from shareproxy.broker.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
-from shareproxy.broker.handlers import api_versions
 from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection
+from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
+from shareproxy.kafka.handlers import api_versions
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.acknowledging import apply_acks, denied_topics, not_a_member
-from shareproxy.broker.context import (
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.share_session import CLOSE_EPOCH
+from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
+from shareproxy.kafka.context import (
     BrokerContext,
     Connection,
     by_topic,
@@ -17,15 +18,11 @@ from shareproxy.broker.context import (
     schema_module,
     share_response,
 )
-from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.share_session import CLOSE_EPOCH
-from shareproxy.protocol.api_keys import ApiKey
-from shareproxy.protocol.codec import Request
+from shareproxy.protocol.codec import Request, response_type
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(ApiKey.SHARE_ACKNOWLEDGE, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""

@@ -6,9 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.core.acl import (
     CLUSTER_NAME,
     AclBinding,
@@ -20,7 +17,8 @@ from shareproxy.core.acl import (
     ResourceType,
 )
 from shareproxy.core.errors import ErrorCode
-from shareproxy.protocol.codec import Request
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.protocol.codec import Request, response_type
 
 NO_THROTTLE = timedelta(0)
 
@@ -50,7 +48,7 @@ def _filter(f: Any, version: int) -> AclFilter:
 
 
 async def create_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(30, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     allowed = _cluster(ctx, conn, Operation.ALTER)
     results, valid = [], []
@@ -86,7 +84,7 @@ async def create_acls(ctx: BrokerContext, conn: Connection, request: Request) ->
 
 
 async def describe_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(29, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     if not _cluster(ctx, conn, Operation.DESCRIBE):
         return build(
@@ -137,7 +135,7 @@ async def describe_acls(ctx: BrokerContext, conn: Connection, request: Request) 
 
 
 async def delete_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(31, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     allowed = _cluster(ctx, conn, Operation.ALTER)
     filters: list[AclFilter] = []

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, response_type
 

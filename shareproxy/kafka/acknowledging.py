@@ -9,10 +9,10 @@ from typing import Any
 from uuid import UUID
 
 from shareproxy.broker.consumption import TopicPartition
-from shareproxy.broker.context import BrokerContext, Connection
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.context import BrokerContext, Connection
 
 
 def not_a_member(group_id: str, member_id: str) -> str:

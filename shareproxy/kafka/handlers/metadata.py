@@ -6,18 +6,16 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
-from shareproxy.broker.upstream import UpstreamError
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.protocol.codec import Request
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.protocol.codec import Request, response_type
+from shareproxy.upstream.client import UpstreamError
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(3, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
     wanted = body.topics

@@ -8,19 +8,17 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
 from shareproxy import metrics
-from shareproxy.broker.context import BrokerContext, Connection, build, error
 from shareproxy.core.errors import ErrorCode
-from shareproxy.protocol.codec import Request
+from shareproxy.kafka.context import BrokerContext, Connection, build, error
+from shareproxy.protocol.codec import Request, response_type
 from shareproxy.security.sasl import SaslExchange, SaslFailed
 
 log = logging.getLogger("shareproxy.audit")
 
 
 async def handshake(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(17, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     mechanisms = tuple(ctx.sasl_mechanisms)
     code = ErrorCode.NONE
     if conn.authenticated or conn.sasl is not None:
@@ -35,7 +33,7 @@ async def handshake(ctx: BrokerContext, conn: Connection, request: Request) -> A
 
 
 async def authenticate(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(36, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
 
     def reply(code: ErrorCode, message: str | None, token: bytes = b"") -> Any:
         return build(

@@ -7,10 +7,10 @@ from typing import Any
 
 from kio.schema.share_group_heartbeat.v1 import response as r
 
-from shareproxy.broker.context import BrokerContext, Connection, error
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import group_id_problem, topic_name_problem
+from shareproxy.kafka.context import BrokerContext, Connection, error
 from shareproxy.protocol.codec import Request
 
 

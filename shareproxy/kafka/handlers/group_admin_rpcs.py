@@ -8,13 +8,11 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.protocol.codec import Request
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.protocol.codec import Request, response_type
 
 NO_THROTTLE = timedelta(0)
 
@@ -25,7 +23,7 @@ def _admin(ctx: BrokerContext) -> GroupAdmin:
 
 
 def _module(api_key: int, request: Request) -> tuple[type, Any]:
-    cls = load_response_schema(api_key, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     return cls, schema_module(cls)
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from kio.schema.share_group_describe.v1 import response as r
 
-from shareproxy.broker.context import BrokerContext, Connection, error
 from shareproxy.broker.group_admin import GroupView
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
+from shareproxy.kafka.context import BrokerContext, Connection, error
 from shareproxy.protocol.codec import Request
 
 ASSIGNOR = "simple"

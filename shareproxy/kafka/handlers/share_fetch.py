@@ -6,11 +6,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
-
-from shareproxy.broker.acknowledging import apply_acks, denied_topics, not_a_member
 from shareproxy.broker.consumption import TopicPartition
-from shareproxy.broker.context import (
+from shareproxy.broker.leader import Acquisition
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
+from shareproxy.core.states import AcquireMode
+from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
+from shareproxy.kafka.context import (
     BrokerContext,
     Connection,
     build,
@@ -19,13 +22,7 @@ from shareproxy.broker.context import (
     schema_module,
     share_response,
 )
-from shareproxy.broker.leader import Acquisition
-from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
-from shareproxy.core.states import AcquireMode
-from shareproxy.protocol.api_keys import ApiKey
-from shareproxy.protocol.codec import Request
+from shareproxy.protocol.codec import Request, response_type
 
 # the limits of a request that sets none (zero or less)
 DEFAULT_MAX_RECORDS = 500
@@ -33,7 +30,7 @@ DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = load_response_schema(ApiKey.SHARE_FETCH, request.api_version)
+    cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""

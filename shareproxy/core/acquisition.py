@@ -1,0 +1,58 @@
+"""What one acquisition works with: the upstream batches it reads (``BatchHeader``), the group
+configs that bound it (``PartitionLimits``) and its own progress (``AcquisitionRun``). Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shareproxy.core.inflight import AcquiredRange
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """What the leader needs of an upstream record batch: its offsets and whether it is data."""
+
+    base_offset: int
+    last_offset: int
+    is_control: bool = False
+    is_aborted: bool = False
+
+    @property
+    def delivers_records(self) -> bool:
+        return not (self.is_control or self.is_aborted)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLimits:
+    """The group configs the leader applies; replaced in place when a config changes."""
+
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2_000
+
+    @property
+    def throttle_threshold(self) -> int:
+        """Delivery count from which a record is handed out in smaller batches (half the limit)."""
+        return (self.delivery_count_limit + 1) // 2
+
+    def throttled_cap(self, delivery_count: int, max_records: int) -> int | None:
+        """How many records one acquisition may hold when it holds a record on this delivery."""
+        if delivery_count < 2 or delivery_count < self.throttle_threshold:
+            return None
+        if delivery_count >= self.delivery_count_limit:
+            return 1  # the last attempt goes out alone
+        return max(1, max_records >> (delivery_count - self.throttle_threshold + 1))
+
+
+@dataclass(slots=True)
+class AcquisitionRun:
+    """One call of ``SharePartition.acquire``: for whom, until when, and how far it got."""
+
+    member_id: str
+    deadline_ms: int
+    max_records: int
+    limit: int  # max_records, or less once a record on a late delivery narrows it
+    strict: bool  # limits are exact (RECORD_LIMIT mode, or throttled)
+    throttled: bool = False
+    count: int = 0
+    acquired: list[AcquiredRange] = field(default_factory=list)

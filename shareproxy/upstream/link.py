@@ -1,0 +1,67 @@
+"""Each client connection's own way to the upstream brokers, for the requests it forwards."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiokafka.conn import AIOKafkaConnection, CloseReason, create_conn
+
+from shareproxy.core.errors import ErrorCode
+from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.kio_over_aiokafka import KioRequest
+
+
+class UpstreamLink:
+    """One client connection's own connections to the upstream brokers, for the requests it
+    forwards. A request the upstream answers by dropping the connection (a broker that chokes
+    on a malformed produce, say) then fails only its sender's requests, never those of other
+    clients or the proxy's own reads, and each client's requests reach a broker in the order
+    the client sent them."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self._conns: dict[int, AIOKafkaConnection] = {}
+        self._connecting: dict[int, asyncio.Lock] = {}
+
+    async def send(self, node_id: int, body: Any) -> Any:
+        """The node's answer; UpstreamError (NETWORK_EXCEPTION) if the connection fails."""
+        try:
+            conn = await self._conn(node_id)
+            return await conn.send(KioRequest(body))
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            self._drop(node_id)
+            raise UpstreamError(
+                f"forwarding to upstream node {node_id} failed: {exc!r}",
+                ErrorCode.NETWORK_EXCEPTION,
+            ) from exc
+
+    async def _conn(self, node_id: int) -> AIOKafkaConnection:
+        conn = self._conns.get(node_id)
+        if conn is not None and conn.connected():
+            return conn
+        async with self._connecting.setdefault(node_id, asyncio.Lock()):
+            conn = self._conns.get(node_id)
+            if conn is not None and conn.connected():
+                return conn
+            broker = self.upstream.client.cluster.broker_metadata(node_id)
+            if broker is None:
+                raise UpstreamError(
+                    f"upstream node {node_id} is not known", ErrorCode.NETWORK_EXCEPTION
+                )
+            options = self.upstream.connection_options()
+            conn = await create_conn(broker.host, broker.port, **options)
+            self._conns[node_id] = conn
+            return conn
+
+    def _drop(self, node_id: int) -> None:
+        conn = self._conns.pop(node_id, None)
+        if conn is not None:
+            conn.close(reason=CloseReason.CONNECTION_BROKEN)
+
+    async def close(self) -> None:
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            conn.close(reason=CloseReason.SHUTDOWN)
