@@ -1,7 +1,7 @@
 """Engine throughput: acquire + accept cycles over 500-record fetches.
 
 Prints records/s for the range engine and, measured in the same run, for a per-record baseline
-(one dict entry per in-flight record, the design DESIGN.md warns against), and their ratio.
+(one dict entry per in-flight record, the design ARCHITECTURE.md argues against), and their ratio.
 
     python -m bench.engine [--records 5000000]
 """

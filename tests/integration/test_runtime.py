@@ -1,6 +1,6 @@
 """Share consumption through the runtime, in-process: the partitions registry, the leaders,
 the upstream feed and consumption on SQLite and a real Tansu broker. Each test follows one rule
-a user relies on (DESIGN.md), from acquisition to the stored state."""
+a user relies on (ARCHITECTURE.md), from acquisition to the stored state."""
 
 from __future__ import annotations
 
