@@ -29,7 +29,7 @@ from shareproxy.core.lag import partition_lag
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.kafka.context import BrokerContext
-from shareproxy.kafka.dispatch import SERVED
+from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine, shown_url, store_errors
@@ -49,6 +49,7 @@ from shareproxy.startup import (
     upstream_settings,
 )
 from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.coordinators import Coordinators, cluster_versions
 
 log = logging.getLogger("shareproxy")
 
@@ -122,6 +123,12 @@ class Proxy:
         self._running.push_async_callback(self.upstream.close)
         await self._connect_upstream()
         await self.upstream.refresh_metadata()
+        try:
+            upstream_versions = await cluster_versions(self.upstream)
+        except UpstreamError as exc:  # brokers that do not say: assume what the proxy speaks
+            log.warning("upstream API versions unknown (%s): advertising the proxy's own", exc)
+            upstream_versions = dict(SERVED)
+        served = advertised(upstream_versions)
         self.committer = GroupCommitter(self.store)
         self.committer.start()
         self._running.push_async_callback(self.committer.stop)
@@ -164,10 +171,11 @@ class Proxy:
             settings_for=self.settings_for,
             clock_ms=clock_ms,
             admin=self.group_admin,
-            served=SERVED,
+            served=served,
+            coordinators=Coordinators(self.upstream, upstream_versions),
         )
         self.ctx = ctx
-        warm(SERVED)
+        warm(served)
         for (spec, address), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             listener = KafkaListener(
                 ctx,

@@ -130,16 +130,23 @@ Host = Annotated[str | None, typer.Option(help="client address or *")]
 Group = Annotated[str | None, typer.Option("--group", help="a Group resource")]
 Topic = Annotated[str | None, typer.Option("--topic", help="a Topic resource")]
 Cluster = Annotated[bool, typer.Option("--cluster", help="the Cluster resource")]
+TransactionalId = Annotated[
+    str | None, typer.Option("--transactional-id", help="a TransactionalId resource")
+]
 Pattern = Annotated[str | None, typer.Option("--pattern", help="LITERAL or PREFIXED")]
 Operation = Annotated[str | None, typer.Option("--operation", help="Read, Describe, Alter, …")]
 
 
-def _resource(group: str | None, topic: str | None, cluster: bool) -> tuple[str, str] | None:
-    chosen = [(t, n) for t, n in (("GROUP", group), ("TOPIC", topic)) if n] + (
-        [("CLUSTER", "kafka-cluster")] if cluster else []
-    )
+_ONE_OF = "--group, --topic, --transactional-id, --cluster"
+
+
+def _resource(
+    group: str | None, topic: str | None, cluster: bool, transactional_id: str | None = None
+) -> tuple[str, str] | None:
+    named = (("GROUP", group), ("TOPIC", topic), ("TRANSACTIONAL_ID", transactional_id))
+    chosen = [(t, n) for t, n in named if n] + ([("CLUSTER", "kafka-cluster")] if cluster else [])
     if len(chosen) > 1:
-        err.print("[red]error:[/red] give one of --group, --topic, --cluster")
+        err.print(f"[red]error:[/red] give one of {_ONE_OF}")
         raise typer.Exit(2)
     return chosen[0] if chosen else None
 
@@ -169,6 +176,7 @@ def add_acl(
     group: Group = None,
     topic: Topic = None,
     cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
     pattern: Annotated[str, typer.Option("--pattern", help="LITERAL or PREFIXED")] = "LITERAL",
     host: Annotated[str, typer.Option(help="client address or *")] = "*",
     deny: Annotated[bool, typer.Option("--deny", help="a DENY rule (default ALLOW)")] = False,
@@ -176,9 +184,9 @@ def add_acl(
     output: OutputOpt = Output.table,
 ) -> None:
     """Add rules: one per operation."""
-    resource = _resource(group, topic, cluster)
+    resource = _resource(group, topic, cluster, transactional_id)
     if resource is None:
-        err.print("[red]error:[/red] give one of --group, --topic, --cluster")
+        err.print(f"[red]error:[/red] give one of {_ONE_OF}")
         raise typer.Exit(2)
     body = [
         {
@@ -215,13 +223,16 @@ def list_acls(
     group: Group = None,
     topic: Topic = None,
     cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
     pattern: Pattern = None,
     operation: Operation = None,
     admin_url: Url = DEFAULT_URL,
     output: OutputOpt = Output.table,
 ) -> None:
     """Rules matching the filter (all without one)."""
-    params = _filter(principal, host, _resource(group, topic, cluster), pattern, operation)
+    params = _filter(
+        principal, host, _resource(group, topic, cluster, transactional_id), pattern, operation
+    )
     _show(call("GET", admin_url, "/v1/acls", params=params), output)
 
 
@@ -232,6 +243,7 @@ def remove_acls(
     group: Group = None,
     topic: Topic = None,
     cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
     pattern: Pattern = None,
     operation: Operation = None,
     all_rules: Annotated[bool, typer.Option("--all", help="remove every rule")] = False,
@@ -240,7 +252,7 @@ def remove_acls(
 ) -> None:
     """Remove the rules matching the filter; prints what was removed."""
     params: dict[str, Any] = _filter(
-        principal, host, _resource(group, topic, cluster), pattern, operation
+        principal, host, _resource(group, topic, cluster, transactional_id), pattern, operation
     )
     if not params and not all_rules:
         err.print("[red]error:[/red] give a filter, or --all to remove every rule")

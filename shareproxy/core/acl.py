@@ -67,6 +67,13 @@ class Permission(IntEnum):
 
 
 CLUSTER_NAME = "kafka-cluster"  # the one Cluster resource's name
+# the resource types a rule may name: those the proxy checks
+BINDABLE = (
+    ResourceType.TOPIC,
+    ResourceType.GROUP,
+    ResourceType.CLUSTER,
+    ResourceType.TRANSACTIONAL_ID,
+)
 
 # An ALLOW of any of these also allows the key.
 _IMPLIED_BY = {
@@ -108,9 +115,10 @@ class AclBinding:
             raise AclError(f"principal {self.principal!r} is not User:<name> or User:*")
         if not self.host:
             raise AclError("host must be an address or *")
-        if self.resource_type not in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER):
+        if self.resource_type not in BINDABLE:
             raise AclError(
-                f"resource type {self.resource_type.name} is not Topic, Group or Cluster"
+                f"resource type {self.resource_type.name} is not Topic, Group, Cluster "
+                "or TransactionalId"
             )
         if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
             raise AclError(f"pattern type {self.pattern_type.name} is not LITERAL or PREFIXED")
@@ -198,6 +206,39 @@ def authorize(
     if allow is not None:
         return Decision(True, f"allowed by {describe(allow)}")
     return Decision(False, "no ACL allows it")
+
+
+def authorize_any(
+    bindings: Iterable[AclBinding],
+    principal: str,
+    host: str,
+    operation: Operation,
+    resource_type: ResourceType,
+    super_users: frozenset[str] = frozenset(),
+) -> Decision:
+    """May ``principal`` perform ``operation`` on some resource of the type? (Kafka's
+    ``authorizeByResourceType``: an idempotent producer needs Write on any topic.) An ALLOW
+    on any resource says yes, unless a DENY covers every resource of the type."""
+    if principal in super_users:
+        return Decision(True, "super user")
+    allow: AclBinding | None = None
+    allowing = _IMPLIED_BY.get(operation, {operation})
+    for b in bindings:
+        if b.principal not in (principal, WILDCARD_PRINCIPAL) or b.host not in (host, WILDCARD):
+            continue
+        if b.resource_type != resource_type:
+            continue
+        every = (b.pattern_type == PatternType.LITERAL and b.resource_name == WILDCARD) or (
+            b.pattern_type == PatternType.PREFIXED and b.resource_name == ""
+        )
+        if b.permission == Permission.DENY and every and b.operation in (operation, Operation.ALL):
+            return Decision(False, f"denied by {describe(b)}")
+        granted = b.operation == Operation.ALL or b.operation in allowing
+        if b.permission == Permission.ALLOW and allow is None and granted:
+            allow = b
+    if allow is not None:
+        return Decision(True, f"allowed by {describe(allow)}")
+    return Decision(False, f"no ACL allows {operation.name} on any {resource_type.name}")
 
 
 def describe(b: AclBinding) -> str:

@@ -21,6 +21,7 @@ from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange
 from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.coordinators import Coordinators
 from shareproxy.upstream.link import UpstreamLink
 
 T = TypeVar("T")
@@ -39,6 +40,7 @@ class BrokerContext:
     security: Security
     admin: GroupAdmin | None = None  # the admin RPCs' implementation (shared with REST)
     served: Mapping[int, tuple[int, int]] = field(default_factory=dict)  # api key → versions
+    coordinators: Coordinators | None = None  # the upstream's, for relayed group/txn requests
     sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
     def address(self, conn: Connection) -> tuple[str, int]:
@@ -57,6 +59,11 @@ class BrokerContext:
         return self.security.allowed(
             conn.principal, conn.client_host, operation, resource_type, name, audit=audit
         )
+
+    def allowed_any(
+        self, conn: Connection, operation: Operation, resource_type: ResourceType
+    ) -> bool:
+        return self.security.allowed_any(conn.principal, conn.client_host, operation, resource_type)
 
 
 ANONYMOUS = "User:ANONYMOUS"

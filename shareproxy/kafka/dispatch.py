@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from shareproxy.kafka.context import BrokerContext, Connection
@@ -14,14 +14,16 @@ from shareproxy.kafka.handlers import (
     group_admin_rpcs,
     group_configs_rpcs,
     metadata,
+    relay,
     sasl,
     share_acknowledge,
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
 )
+from shareproxy.kafka.routes import ROUTES
 from shareproxy.protocol.api_keys import ApiKey, api_name
-from shareproxy.protocol.codec import Request
+from shareproxy.protocol.codec import Request, kio_versions
 
 Handler = Callable[[BrokerContext, Connection, Request], Awaitable[Any]]
 
@@ -35,6 +37,8 @@ _TABLE: dict[ApiKey, tuple[int, int, Handler]] = {
     ApiKey.PRODUCE: (3, 11, forward.handle),  # the share client requires >= 3 advertised
     ApiKey.FETCH: (4, 12, forward.handle),  # >= 4 advertised; v13+ would route by topic id
     ApiKey.LIST_OFFSETS: (1, 7, forward.handle),
+    ApiKey.DELETE_RECORDS: (0, 2, forward.handle),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4, forward.handle),  # v2+: with leader epochs
     ApiKey.METADATA: (4, 13, metadata.handle),
     ApiKey.FIND_COORDINATOR: (0, 6, find_coordinator.handle),
     ApiKey.LIST_GROUPS: (0, 5, group_admin_rpcs.list_groups),  # v4 states, v5 types filter
@@ -45,6 +49,7 @@ _TABLE: dict[ApiKey, tuple[int, int, Handler]] = {
     ApiKey.DELETE_ACLS: (1, 3, acl_rpcs.delete_acls),
     ApiKey.SASL_AUTHENTICATE: (0, 2, sasl.authenticate),
     ApiKey.DESCRIBE_CONFIGS: (1, 4, group_configs_rpcs.describe_configs),
+    ApiKey.ALTER_CONFIGS: (0, 2, group_configs_rpcs.alter_configs),
     ApiKey.DELETE_GROUPS: (0, 2, group_admin_rpcs.delete_groups),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1, group_configs_rpcs.incremental_alter_configs),
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1, share_group_heartbeat.handle),
@@ -56,11 +61,39 @@ _TABLE: dict[ApiKey, tuple[int, int, Handler]] = {
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0, group_admin_rpcs.delete_share_group_offsets),
 }
 
+# Relayed whole to an upstream coordinator or the controller (kafka/routes.py): every version
+# kio reads, up to the route's limit; what the upstream cluster speaks narrows it at start.
+for _key, _route in ROUTES.items():
+    _low, _high = kio_versions(_key)
+    _TABLE[_key] = (_low, min(_high, _route.max_version or _high), relay.handle)
+
+# the proxy's own answers: ApiVersions advertises them whatever the upstream speaks
+OWN = frozenset(
+    k
+    for k, (_, _, h) in _TABLE.items()
+    if h not in (forward.handle, relay.handle, group_configs_rpcs.alter_configs)
+)
+
 SERVED: dict[int, tuple[int, int]] = {k: (lo, hi) for k, (lo, hi, _) in _TABLE.items()}
+
+
+def advertised(upstream: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """What ApiVersions advertises: the proxy's own APIs, and each forwarded or relayed API in
+    the versions both the proxy and every upstream broker handle."""
+    out = {}
+    for key, (low, high) in SERVED.items():
+        if key not in OWN:
+            if key not in upstream:
+                continue
+            low, high = max(low, upstream[key][0]), min(high, upstream[key][1])
+            if low > high:
+                continue
+        out[key] = (low, high)
+    return out
 
 
 def handler_for(api_key: int) -> Handler:
     return _TABLE[api_key][2]
 
 
-__all__ = ["BEFORE_AUTHENTICATION", "SERVED", "api_name", "handler_for"]
+__all__ = ["BEFORE_AUTHENTICATION", "SERVED", "advertised", "api_name", "handler_for"]

@@ -111,3 +111,11 @@ def api_name(api_key: int) -> str:
         return ApiKey(api_key).kafka_name
     except ValueError:
         return str(api_key)
+
+
+class CoordinatorType(IntEnum):
+    """FindCoordinator's key types."""
+
+    GROUP = 0
+    TRANSACTION = 1
+    SHARE = 2

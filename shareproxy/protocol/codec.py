@@ -42,6 +42,17 @@ class Request:
     correlation_id: int
     client_id: str | None
     body: Any
+    raw_body: bytes | memoryview = b""  # the body as the client sent it, for relaying unchanged
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A response body as the upstream broker encoded it (no header): relayed unchanged, under
+    the client's correlation id."""
+
+    api_key: int
+    api_version: int
+    body: bytes | memoryview
 
 
 @cache
@@ -62,6 +73,21 @@ def request_type(api_key: int, api_version: int) -> type:
 @cache
 def response_type(api_key: int, api_version: int) -> type:
     return load_response_schema(api_key, api_version)
+
+
+@cache
+def kio_versions(api_key: int) -> tuple[int, int]:
+    """The request versions kio has a schema for (lowest, highest)."""
+    found = []
+    for version in range(32):
+        try:
+            request_type(api_key, version)
+        except KioIndexError:
+            continue
+        found.append(version)
+    if not found:
+        raise KioIndexError(f"kio has no schema for api key {api_key}")
+    return found[0], found[-1]
 
 
 def warm(served: Mapping[int, tuple[int, int]]) -> None:
@@ -100,13 +126,15 @@ def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Reque
         raise UnsupportedRequest(api_key, api_version, correlation_id) from exc
     try:
         check_request(frame, 0, cls)  # before the native reader allocates what lengths claim
-        header, offset = reader_for(cls.__header_schema__)(frame, 0)
-        body, offset = reader_for(cls)(frame, offset)
+        header, start = reader_for(cls.__header_schema__)(frame, 0)
+        body, _ = reader_for(cls)(frame, start)
     except FrameBoundsError as exc:
         raise MalformedRequest(f"api key {api_key} v{api_version}: {exc}") from exc
     except Exception as exc:  # kio raises several types for bad bytes
         raise MalformedRequest(f"api key {api_key} v{api_version}: {exc}") from exc
-    return Request(api_key, api_version, correlation_id, header.client_id, body)
+    return Request(
+        api_key, api_version, correlation_id, header.client_id, body, memoryview(frame)[start:]
+    )
 
 
 class _Chunks:
@@ -127,7 +155,14 @@ class _Chunks:
 
 def encode_response_chunks(correlation_id: int, body: Any) -> list[bytes | bytearray | memoryview]:
     """A response frame as chunks (size prefix first), for ``writelines``: large record data
-    is referenced, not copied."""
+    is referenced, not copied; a ``RawResponse`` goes out as it came."""
+    if isinstance(body, RawResponse):
+        header_cls = response_type(body.api_key, body.api_version).__header_schema__
+        out = _Chunks()
+        writer_for(header_cls)(out, header_cls(correlation_id=correlation_id))
+        out.write(body.body)
+        out.parts[0] = struct.pack(">i", out.size)
+        return out.parts
     cls = type(body)
     header_cls = cls.__header_schema__
     out = _Chunks()

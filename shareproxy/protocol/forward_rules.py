@@ -1,6 +1,7 @@
-"""What the proxy checks in a Produce, Fetch or ListOffsets before forwarding it: the values
-Kafka's broker refuses, and those a Kafka-compatible upstream may answer by dropping the
-connection. A refused request or partition is answered by the proxy and never sent."""
+"""What the proxy checks in a Produce, Fetch, ListOffsets or CreateTopics before forwarding it:
+the values Kafka's broker refuses, and those a Kafka-compatible upstream may answer by dropping
+the connection or by trying (two billion partitions). A refused request, partition or topic is
+answered by the proxy and never sent."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from shareproxy.protocol.record_batch import produce_problem
 Problem = tuple[ErrorCode, str]
 _ISOLATION_LEVELS = (0, 1)  # read_uncommitted, read_committed
 _LATEST, _EARLIEST, _MAX_TIMESTAMP = -1, -2, -3
+# Kafka's controller writes at most this many records for one request (a topic record, one per
+# partition, one per config) and refuses a larger one as a policy violation
+MAX_RECORDS_PER_USER_OP = 10_000
 
 
 def request_problem(api_key: int, version: int, body: Any) -> Problem | None:
@@ -39,3 +43,29 @@ def partition_problem(api_key: int, version: int, partition: Any) -> Problem | N
                 + (" or -3 (max timestamp)" if version >= 7 else "")
             )
     return None
+
+
+def create_topics_problems(body: Any) -> dict[int, Problem]:
+    """The topics (by position) a CreateTopics must refuse, as Kafka's controller does."""
+    out: dict[int, Problem] = {}
+    records = 0
+    for i, t in enumerate(body.topics):
+        partitions = len(t.assignments) if t.assignments else t.num_partitions
+        if not t.assignments and (t.num_partitions < -1 or t.num_partitions == 0):
+            out[i] = (
+                ErrorCode.INVALID_PARTITIONS,
+                ("Number of partitions was set to an invalid non-positive value."),
+            )
+        elif not t.assignments and (t.replication_factor < -1 or t.replication_factor == 0):
+            out[i] = (
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                ("Replication factor must be larger than 0, or -1 to use the default value."),
+            )
+        records += 1 + max(partitions, 1) + len(t.configs)
+    if records > MAX_RECORDS_PER_USER_OP:
+        too_large = (
+            ErrorCode.POLICY_VIOLATION,
+            "Unable to perform excessively large batch operation.",
+        )
+        return dict.fromkeys(range(len(body.topics)), too_large)
+    return out

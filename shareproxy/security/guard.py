@@ -82,6 +82,30 @@ class Security:
         decision = acl.authorize(
             self.bindings, principal, host, operation, resource_type, name, self.super_users
         )
+        return self._audited(decision, principal, host, operation, resource_type, name, audit)
+
+    def allowed_any(
+        self, principal: str, host: str, operation: Operation, resource_type: ResourceType
+    ) -> bool:
+        """May the principal ``operation`` some resource of the type (an idempotent producer
+        needs Write on any topic)?"""
+        if not self.enabled:
+            return True
+        decision = acl.authorize_any(
+            self.bindings, principal, host, operation, resource_type, self.super_users
+        )
+        return self._audited(decision, principal, host, operation, resource_type, "*", True)
+
+    def _audited(
+        self,
+        decision: acl.Decision,
+        principal: str,
+        host: str,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: str,
+        audit: bool,
+    ) -> bool:
         if not decision.allowed and audit:
             metrics.AUTHORIZATION_DENIALS.labels(operation.name, resource_type.name).inc()
             log.warning(

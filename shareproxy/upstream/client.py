@@ -101,6 +101,7 @@ class Upstream:
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[UUID, TopicInfo] = {}
         self.cluster_id: str | None = None
+        self.controller_id = -1  # -1: unknown (a KRaft broker forwards controller requests)
 
     def connection_options(self) -> dict[str, Any]:
         """How to reach and authenticate to an upstream broker, for aiokafka."""
@@ -183,6 +184,7 @@ class Upstream:
         )
         response = await self.send(await self.any_node(), request)
         self.cluster_id = response.cluster_id
+        self.controller_id = int(response.controller_id)
         found: dict[str, TopicInfo] = {}
         for t in response.topics:
             if (

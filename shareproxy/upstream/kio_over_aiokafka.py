@@ -11,7 +11,15 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from shareproxy.protocol.codec import reader_for, response_type, write_request_header, writer_for
+from shareproxy.protocol.codec import (
+    RawResponse,
+    Request,
+    reader_for,
+    request_type,
+    response_type,
+    write_request_header,
+    writer_for,
+)
 
 
 class _Header:
@@ -76,3 +84,51 @@ class KioRequest:
 
     def prepare(self, versions: dict[int, tuple[int, int]]) -> _PreparedKio:
         return _PreparedKio(self.body)
+
+
+class _RawBody:
+    """A response type whose decoding keeps the body's bytes as the broker wrote them."""
+
+    __slots__ = ("api_key", "api_version", "cls")
+
+    def __init__(self, api_key: int, api_version: int) -> None:
+        self.api_key, self.api_version = api_key, api_version
+        self.cls = response_type(api_key, api_version)
+
+    def decode(self, data: io.BytesIO) -> RawResponse:
+        body = memoryview(data.getvalue())[data.tell() :]
+        return RawResponse(self.api_key, self.api_version, body)
+
+
+class _PreparedRaw(_PreparedKio):
+    """A client's request relayed as it was encoded, under the link's correlation id and the
+    client's own client id (so the upstream's quotas and logs see the real client)."""
+
+    def __init__(self, request: Request) -> None:
+        self.body = request
+        self.API_KEY = request.api_key
+        self.API_VERSION = request.api_version
+        self.RESPONSE_TYPE = _RawBody(request.api_key, request.api_version)  # type: ignore[assignment]
+        self._request_cls = request_type(request.api_key, request.api_version)
+
+    def build_request_header(self, correlation_id: int, client_id: str) -> _Header:
+        buf = io.BytesIO()
+        write_request_header(buf, self._request_cls, correlation_id, self.body.client_id)
+        return _Header(buf.getvalue())
+
+    def encode(self) -> bytes:
+        return bytes(self.body.raw_body)
+
+    def __repr__(self) -> str:
+        return f"relayed api key {self.API_KEY} v{self.API_VERSION}"
+
+
+class RawRequest:
+    """Pass to ``AIOKafkaConnection.send(RawRequest(request))``: the answer is a RawResponse."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.API_KEY = request.api_key
+
+    def prepare(self, versions: dict[int, tuple[int, int]]) -> _PreparedRaw:
+        return _PreparedRaw(self.request)

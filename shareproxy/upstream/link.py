@@ -8,8 +8,11 @@ from typing import Any
 from aiokafka.conn import AIOKafkaConnection, CloseReason, create_conn
 
 from shareproxy.core.errors import ErrorCode
+from shareproxy.protocol.codec import RawResponse, Request
 from shareproxy.upstream.client import Upstream, UpstreamError
-from shareproxy.upstream.kio_over_aiokafka import KioRequest
+from shareproxy.upstream.kio_over_aiokafka import KioRequest, RawRequest
+
+RELAY_TIMEOUT_MS = 15 * 60 * 1000
 
 
 class UpstreamLink:
@@ -26,9 +29,16 @@ class UpstreamLink:
 
     async def send(self, node_id: int, body: Any) -> Any:
         """The node's answer; UpstreamError (NETWORK_EXCEPTION) if the connection fails."""
+        return await self._send(node_id, KioRequest(body))
+
+    async def relay(self, node_id: int, request: Request) -> RawResponse:
+        """A client's request sent as it was encoded; the node's response body as it came."""
+        return await self._send(node_id, RawRequest(request))  # type: ignore[no-any-return]
+
+    async def _send(self, node_id: int, request: KioRequest | RawRequest) -> Any:
         try:
             conn = await self._conn(node_id)
-            return await conn.send(KioRequest(body))
+            return await conn.send(request)
         except UpstreamError:
             raise
         except Exception as exc:
@@ -52,6 +62,9 @@ class UpstreamLink:
                     f"upstream node {node_id} is not known", ErrorCode.NETWORK_EXCEPTION
                 )
             options = self.upstream.connection_options()
+            # a JoinGroup waits for the whole rebalance (up to the client's rebalance timeout)
+            # and the client times out its own requests: the link does not cut them shorter
+            options["request_timeout_ms"] = max(options["request_timeout_ms"], RELAY_TIMEOUT_MS)
             conn = await create_conn(broker.host, broker.port, **options)
             self._conns[node_id] = conn
             return conn

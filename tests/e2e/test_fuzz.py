@@ -21,6 +21,7 @@ from confluent_kafka import Producer
 
 from shareproxy.embedded import TansuBroker
 from shareproxy.kafka.dispatch import SERVED
+from shareproxy.protocol.api_keys import ApiKey
 from tests.support.consumers import share_consumer
 from tests.support.fuzz import FrameFuzzer, frame_pool
 
@@ -36,6 +37,13 @@ def own_broker():
     b = TansuBroker().start()
     yield b
     b.stop()
+
+
+# Every API the proxy handles, but CreateTopics: a mutated CreateTopics is mostly a valid request
+# for thousands of partitions, which the proxy passes on as Kafka's controller would take it
+# (it refuses what the controller refuses: tests/unit/test_routes.py); carrying those out would
+# measure how fast the test broker creates topics, not the proxy.
+FUZZED = {k: v for k, v in SERVED.items() if k != ApiKey.CREATE_TOPICS}
 
 
 @pytest.mark.timeout(TIMEOUT)
@@ -61,7 +69,7 @@ def test_fuzzed_frames_and_rest_calls_leave_the_proxy_up_and_a_consumer_whole(ow
         )
         producer.start()
 
-        pool = frame_pool(SERVED)
+        pool = frame_pool(FUZZED)
         stats = asyncio.run(FrameFuzzer(p.port, pool, seed=int(time.time())).run(SECONDS))
         print(
             f"\nframe fuzzing: {stats.cases} cases in {stats.seconds:.1f}s "

@@ -8,7 +8,7 @@ import struct
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from shareproxy.kafka.dispatch import SERVED
+from shareproxy.kafka.dispatch import OWN, SERVED
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import decode_response, encode_request
 from tests.support.kafka_client import KafkaConnection, call
@@ -36,14 +36,33 @@ def running(broker, postgres):
     assert " ERROR " not in p.log(), p.log()
 
 
-@pytest.mark.parametrize("version", range(0, 5))
-def test_api_versions_lists_exactly_what_is_served(running, version):
-    p, _ = running
+def _versions(port: int, version: int = 3) -> dict[int, tuple[int, int]]:
     cls = load_request_schema(18, version)
     kwargs = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
-    response = call(p.port, cls(**kwargs))
+    response = call(port, cls(**kwargs))
     assert response.error_code == 0
-    assert {k.api_key: (k.min_version, k.max_version) for k in response.api_keys} == SERVED
+    return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_api_versions_lists_the_proxys_apis_and_what_it_relays_that_upstream_speaks(
+    running, broker, version
+):
+    """The proxy's own APIs in all their versions; every forwarded or relayed API only in the
+    versions the upstream broker speaks too (Tansu has no CreatePartitions: neither has the
+    proxy), so a client never sends what the cluster cannot answer."""
+    p, _ = running
+    upstream = _versions(broker.port)
+    expected = {}
+    for key, (low, high) in SERVED.items():
+        if key not in OWN:
+            if key not in upstream:
+                continue
+            low, high = max(low, upstream[key][0]), min(high, upstream[key][1])
+        expected[key] = (low, high)
+    assert _versions(p.port, version) == expected
+    assert ApiKey.CREATE_PARTITIONS not in expected and ApiKey.CREATE_TOPICS in expected
+    assert ApiKey.JOIN_GROUP in expected and ApiKey.INIT_PRODUCER_ID in expected
 
 
 @pytest.mark.parametrize("version", range(4, 14))
@@ -70,7 +89,9 @@ def test_metadata_names_the_proxy_as_leader_with_upstream_topic_ids(running, ver
 
 
 @pytest.mark.parametrize("version", range(0, 7))
-def test_find_coordinator_points_groups_at_the_proxy(running, version):
+def test_find_coordinator_points_groups_and_transactions_at_the_proxy(running, version):
+    """The proxy coordinates share groups itself and relays consumer groups and transactions
+    to the upstream coordinators: clients are always told the proxy."""
     p, _ = running
     cls = load_request_schema(10, version)
     if version >= 4:
@@ -80,7 +101,9 @@ def test_find_coordinator_points_groups_at_the_proxy(running, version):
             ("g2", 1, p.port, 0),
         ]
         txn = call(p.port, cls(key_type=1, coordinator_keys=("tx",)))
-        assert txn.coordinators[0].error_code == 15
+        assert [(c.node_id, c.port, c.error_code) for c in txn.coordinators] == [(1, p.port, 0)]
+        other = call(p.port, cls(key_type=2, coordinator_keys=("x",)))
+        assert other.coordinators[0].error_code == 15  # COORDINATOR_NOT_AVAILABLE
     else:
         kwargs = {"key": "g1"} | ({"key_type": 0} if version >= 1 else {})
         response = call(p.port, cls(**kwargs))
@@ -99,7 +122,7 @@ def test_an_unserved_version_closes_the_connection_and_api_versions_says_why(run
         frame = c.read_frame()
     cid, response = decode_response(frame, load_response_schema(18, 0))
     assert (cid, response.error_code) == (5, 35)
-    assert {k.api_key for k in response.api_keys} == set(SERVED)
+    assert {k.api_key for k in response.api_keys} == set(_versions(p.port))
 
 
 def _every_served_version() -> list[tuple[int, int]]:
@@ -110,15 +133,24 @@ def _every_served_version() -> list[tuple[int, int]]:
 
 @pytest.mark.parametrize(("key", "version"), _every_served_version(), ids=str)
 def test_every_advertised_version_answers_a_typical_request(running, key, version):
-    """What ApiVersions advertises, each version, sent as a client would: an answer that
-    decodes, and (outside the SASL exchange, which ends a connection it fails) a connection
-    that still serves."""
+    """Every version of every API the proxy handles, sent as a client would: where advertised,
+    an answer that decodes, and (outside the SASL exchange, which ends a connection it fails) a
+    connection that still serves; where not (the upstream cannot answer it), a closed
+    connection, as a broker closes on an API version it does not have."""
     from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
     from tests.support.typical_requests import Names, typical
 
     p, name = running
     topic_id = call(p.port, _metadata_v12(name)).topics[0].topic_id
+    low, high = _versions(p.port).get(key, (0, -1))
+    if not low <= version <= high:  # not advertised (the upstream cannot answer it): refused
+        with KafkaConnection(p.port) as c:
+            c.send_frame(
+                encode_request(1, "t", typical(key, version, Names(name, topic_id, "g")))[4:]
+            )
+            assert c.closed_by_peer()
+        return
     with KafkaConnection(p.port) as c:
         answer = c.call(typical(key, version, Names(name, topic_id, "typical-group")))
         assert answer is not None

@@ -189,6 +189,156 @@ def _alter_share_group_offsets(m: Any, n: Names) -> dict[str, Any]:
     return {"group_id": n.group, "topics": (topic,)}
 
 
+def _join_group(m: Any, n: Names) -> dict[str, Any]:
+    protocol = build(m.JoinGroupRequestProtocol, name="range", metadata=b"")
+    return {
+        "group_id": n.group,
+        "session_timeout": timedelta(seconds=10),
+        "rebalance_timeout": timedelta(seconds=10),
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": (protocol,),
+        "reason": None,
+    }
+
+
+def _member(n: Names) -> dict[str, Any]:
+    """A member of a classic group the upstream does not know: answered with its error."""
+    return {
+        "group_id": n.group,
+        "generation_id": 1,
+        "generation_id_or_member_epoch": 1,
+        "member_id": n.member,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+    }
+
+
+def _offset_commit(m: Any, n: Names) -> dict[str, Any]:
+    part = build(
+        m.OffsetCommitRequestPartition,
+        partition_index=0,
+        committed_offset=0,
+        committed_leader_epoch=-1,
+        commit_timestamp=-1,
+        committed_metadata=None,
+    )
+    topic = build(m.OffsetCommitRequestTopic, name=n.topic, partitions=(part,))
+    return {**_member(n), "retention_time": timedelta(0), "topics": (topic,)}
+
+
+def _offset_fetch(m: Any, n: Names) -> dict[str, Any]:
+    if hasattr(m, "OffsetFetchRequestGroup"):  # v8+
+        topic = build(m.OffsetFetchRequestTopics, name=n.topic, partition_indexes=(0,))
+        group = build(
+            m.OffsetFetchRequestGroup,
+            group_id=n.group,
+            member_id=None,
+            member_epoch=-1,
+            topics=(topic,),
+        )
+        return {"groups": (group,), "require_stable": False}
+    topic = build(m.OffsetFetchRequestTopic, name=n.topic, partition_indexes=(0,))
+    return {"group_id": n.group, "topics": (topic,), "require_stable": False}
+
+
+def _txn_offset_commit(m: Any, n: Names) -> dict[str, Any]:
+    part = build(
+        m.TxnOffsetCommitRequestPartition,
+        partition_index=0,
+        committed_offset=0,
+        committed_leader_epoch=-1,
+        committed_metadata=None,
+    )
+    topic = build(m.TxnOffsetCommitRequestTopic, name=n.topic, partitions=(part,))
+    return {
+        **_member(n),
+        "transactional_id": "typical-txn",
+        "producer_id": 1,
+        "producer_epoch": 0,
+        "topics": (topic,),
+    }
+
+
+def _consumer_group_heartbeat(m: Any, n: Names) -> dict[str, Any]:
+    return {
+        "group_id": n.group,
+        "member_id": n.member,
+        "member_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": timedelta(seconds=10),
+        "subscribed_topic_names": (n.topic,),
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": None,
+    }
+
+
+def _txn(n: Names) -> dict[str, Any]:
+    return {"transactional_id": "typical-txn", "producer_id": 1, "producer_epoch": 0}
+
+
+def _add_partitions_to_txn(m: Any, n: Names) -> dict[str, Any]:
+    topic = build(m.AddPartitionsToTxnTopic, name=n.topic, partitions=(0,))
+    return {
+        "v3_and_below_transactional_id": "typical-txn",
+        "v3_and_below_producer_id": 1,
+        "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": (topic,),
+    }
+
+
+def _create_topics(m: Any, n: Names) -> dict[str, Any]:
+    topic = build(
+        m.CreatableTopic,
+        name=f"{n.topic}-created",
+        num_partitions=1,
+        replication_factor=1,
+        assignments=(),
+        configs=(),
+    )
+    return {"topics": (topic,), "timeout": timedelta(seconds=5), "validate_only": True}
+
+
+def _delete_topics(m: Any, n: Names) -> dict[str, Any]:
+    gone = f"{n.topic}-never-created"  # a typical request must not delete the test's topic
+    state = (
+        build(m.DeleteTopicState, name=gone, topic_id=UUID(int=0))
+        if hasattr(m, "DeleteTopicState")
+        else None
+    )
+    return {
+        "topic_names": (gone,),
+        "topics": (state,) if state is not None else (),
+        "timeout": timedelta(seconds=5),
+    }
+
+
+def _create_partitions(m: Any, n: Names) -> dict[str, Any]:
+    topic = build(m.CreatePartitionsTopic, name=n.topic, count=1, assignments=None)
+    return {"topics": (topic,), "timeout": timedelta(seconds=5), "validate_only": True}
+
+
+def _delete_records(m: Any, n: Names) -> dict[str, Any]:
+    part = build(m.DeleteRecordsPartition, partition_index=0, offset=0)
+    topic = build(m.DeleteRecordsTopic, name=n.topic, partitions=(part,))
+    return {"topics": (topic,), "timeout": timedelta(seconds=5)}
+
+
+def _offset_for_leader_epoch(m: Any, n: Names) -> dict[str, Any]:
+    part = build(m.OffsetForLeaderPartition, partition=0, current_leader_epoch=-1, leader_epoch=0)
+    topic = build(m.OffsetForLeaderTopic, topic=n.topic, partitions=(part,))
+    return {"replica_id": -1, "topics": (topic,)}
+
+
+def _alter_configs(m: Any, n: Names) -> dict[str, Any]:
+    resource = build(m.AlterConfigsResource, resource_type=2, resource_name=n.topic, configs=())
+    return {"resources": (resource,), "validate_only": True}
+
+
 Builder = Callable[[Any, Names], dict[str, Any]]
 BUILDERS: dict[int, Builder] = {
     ApiKey.PRODUCE: _produce,
@@ -235,6 +385,70 @@ BUILDERS: dict[int, Builder] = {
     ApiKey.SHARE_ACKNOWLEDGE: _share_acknowledge,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _describe_share_group_offsets,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: _alter_share_group_offsets,
+    ApiKey.JOIN_GROUP: _join_group,
+    ApiKey.SYNC_GROUP: lambda m, n: {**_member(n), "assignments": ()},
+    ApiKey.HEARTBEAT: lambda m, n: _member(n),
+    ApiKey.LEAVE_GROUP: lambda m, n: {
+        "group_id": n.group,
+        "member_id": n.member,
+        "members": (build(m.MemberIdentity, member_id=n.member, group_instance_id=None),)
+        if hasattr(m, "MemberIdentity")
+        else (),
+    },
+    ApiKey.OFFSET_COMMIT: _offset_commit,
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.OFFSET_DELETE: lambda m, n: {
+        "group_id": n.group,
+        "topics": (
+            build(
+                m.OffsetDeleteRequestTopic,
+                name=n.topic,
+                partitions=(build(m.OffsetDeleteRequestPartition, partition_index=0),),
+            ),
+        ),
+    },
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+    ApiKey.DESCRIBE_GROUPS: lambda m, n: {
+        "groups": (n.group,),
+        "include_authorized_operations": False,
+    },
+    ApiKey.CONSUMER_GROUP_DESCRIBE: lambda m, n: {
+        "group_ids": (n.group,),
+        "include_authorized_operations": False,
+    },
+    ApiKey.INIT_PRODUCER_ID: lambda m, n: {
+        "transactional_id": None,
+        "transaction_timeout": timedelta(seconds=60),
+        "producer_id": -1,
+        "producer_epoch": -1,
+    },
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: lambda m, n: {**_txn(n), "group_id": n.group},
+    ApiKey.END_TXN: lambda m, n: {**_txn(n), "committed": False},
+    ApiKey.DESCRIBE_TRANSACTIONS: lambda m, n: {"transactional_ids": ("typical-txn",)},
+    ApiKey.CREATE_TOPICS: _create_topics,
+    ApiKey.DELETE_TOPICS: _delete_topics,
+    ApiKey.CREATE_PARTITIONS: _create_partitions,
+    ApiKey.DELETE_RECORDS: _delete_records,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _offset_for_leader_epoch,
+    ApiKey.ALTER_CONFIGS: _alter_configs,
+    ApiKey.ELECT_LEADERS: lambda m, n: {
+        "election_type": 0,
+        "topic_partitions": (),
+        "timeout": timedelta(seconds=5),
+    },
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda m, n: {
+        "timeout": timedelta(seconds=5),
+        "topics": None,
+    },
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda m, n: {
+        "timeout": timedelta(seconds=5),
+        "allow_replication_factor_change": True,
+        "topics": (),
+    },
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: lambda m, n: {"components": (), "strict": False},
+    ApiKey.ALTER_CLIENT_QUOTAS: lambda m, n: {"entries": (), "validate_only": True},
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: lambda m, n: {
         "group_id": n.group,
         "topics": (build(m.DeleteShareGroupOffsetsRequestTopic, topic_name=n.topic),),

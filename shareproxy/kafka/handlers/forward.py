@@ -1,5 +1,6 @@
-"""Produce, Fetch and ListOffsets pass through to the upstream leaders, so the one endpoint also
-serves producers and plain readers. The request is split by upstream leader and the answers
+"""Produce, Fetch, ListOffsets, DeleteRecords and OffsetForLeaderEpoch pass through to the
+upstream partition leaders, so the one endpoint also serves producers and plain readers.
+The request is split by upstream leader and the answers
 joined; Fetch goes sessionless upstream (the client is told session id 0). Each client
 connection forwards over its own upstream connections, so one client's request that breaks
 a connection fails only that client's partitions, with a retriable error."""
@@ -33,6 +34,8 @@ _SHAPES = {
     ApiKey.PRODUCE: ("topic_data", "name", "partition_data", "index", "responses"),
     ApiKey.FETCH: ("topics", "topic", "partitions", "partition", "responses"),
     ApiKey.LIST_OFFSETS: ("topics", "name", "partitions", "partition_index", "topics"),
+    ApiKey.DELETE_RECORDS: ("topics", "name", "partitions", "partition_index", "topics"),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ("topics", "topic", "partitions", "partition", "topics"),
 }
 
 
@@ -41,6 +44,8 @@ _OPERATION = {
     ApiKey.PRODUCE: Operation.WRITE,
     ApiKey.FETCH: Operation.READ,
     ApiKey.LIST_OFFSETS: Operation.DESCRIBE,
+    ApiKey.DELETE_RECORDS: Operation.DELETE,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: Operation.DESCRIBE,
 }
 
 # partitions answered by the proxy itself: (topic entry, its partitions, error code, message)
@@ -134,6 +139,12 @@ _ENTRIES = {
     ApiKey.PRODUCE: ("TopicProduceResponse", "partition_responses", "PartitionProduceResponse"),
     ApiKey.FETCH: ("FetchableTopicResponse", "partitions", "PartitionData"),
     ApiKey.LIST_OFFSETS: ("ListOffsetsTopicResponse", "partitions", "ListOffsetsPartitionResponse"),
+    ApiKey.DELETE_RECORDS: (
+        "DeleteRecordsTopicResult",
+        "partitions",
+        "DeleteRecordsPartitionResult",
+    ),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ("OffsetForLeaderTopicResult", "partitions", "EpochEndOffset"),
 }
 _NOTHING = {
     "base_offset": -1,
@@ -149,6 +160,8 @@ _NOTHING = {
     "offset": -1,
     "leader_epoch": -1,
     "old_style_offsets": (),
+    "low_watermark": -1,
+    "end_offset": -1,
 }
 
 

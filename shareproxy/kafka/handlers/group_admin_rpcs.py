@@ -4,6 +4,7 @@ and DeleteGroups, so the Kafka Admin client and kafka-share-groups.sh work again
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -11,8 +12,11 @@ from uuid import UUID
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import group_id_problem
 from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
-from shareproxy.protocol.codec import Request, response_type
+from shareproxy.kafka.handlers import relay, upstream_groups
+from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS
+from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
 
 NO_THROTTLE = timedelta(0)
 
@@ -28,28 +32,28 @@ def _module(api_key: int, request: Request) -> tuple[type, Any]:
 
 
 async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    """The proxy's share groups and every group the upstream brokers coordinate (each broker
+    lists its own), filtered by the principal's Describe permission, as Kafka does."""
     cls, m = _module(16, request)
     body = request.body
     types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
-    groups: list[tuple[str, str]] = []
+    listed: list[Any] = []
     if not types or "share" in types:  # the proxy has share groups only
-        groups = await _admin(ctx).list_groups(getattr(body, "states_filter", ()) or ())
-        groups = [  # only the groups the principal may Describe, silently
-            (g, st)
-            for g, st in groups
-            if ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g, audit=False)
-        ]
-    return build(
-        cls,
-        throttle_time=NO_THROTTLE,
-        error_code=error(0),
-        groups=tuple(
+        shares = await _admin(ctx).list_groups(getattr(body, "states_filter", ()) or ())
+        listed = [
             build(
                 m.ListedGroup, group_id=g, protocol_type="share", group_state=s, group_type="share"
             )
-            for g, s in groups
-        ),
+            for g, s in shares
+        ]
+    if types != {"share"}:
+        listed += await upstream_groups.listed(ctx, conn, request)
+    visible = tuple(  # only the groups the principal may Describe, silently
+        g
+        for g in listed
+        if ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
     )
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error(0), groups=visible)
 
 
 async def describe_share_group_offsets(
@@ -209,9 +213,20 @@ async def delete_share_group_offsets(ctx: BrokerContext, conn: Connection, reque
 
 
 async def delete_groups(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    """Share groups are deleted here; any other group id is the upstream cluster's."""
     cls, m = _module(42, request)
-    results = []
-    for group_id in request.body.groups_names:
+    names = request.body.groups_names
+    results: dict[str, Any] = {}
+    for group_id in names:  # a name no group can have is answered here, never sent upstream
+        problem = group_id_problem(group_id)
+        if problem is not None:
+            results[group_id] = build(
+                m.DeletableGroupResult,
+                group_id=group_id,
+                error_code=error(ErrorCode.INVALID_GROUP_ID),
+            )
+    ours = [g for g in names if g not in results and await _admin(ctx).exists(g)]
+    for group_id in ours:
         try:
             if not ctx.allowed(conn, Operation.DELETE, ResourceType.GROUP, group_id):
                 raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
@@ -219,5 +234,17 @@ async def delete_groups(ctx: BrokerContext, conn: Connection, request: Request) 
             code = ErrorCode.NONE
         except ShareError as e:
             code = e.code
-        results.append(build(m.DeletableGroupResult, group_id=group_id, error_code=error(code)))
-    return build(cls, throttle_time=NO_THROTTLE, results=tuple(results))
+        results[group_id] = build(m.DeletableGroupResult, group_id=group_id, error_code=error(code))
+    theirs = tuple(g for g in names if g not in results)
+    if theirs:
+        asked = dataclasses.replace(
+            request, body=dataclasses.replace(request.body, groups_names=theirs)
+        )
+        answer = await relay.split(
+            ctx, conn, asked, UPSTREAM_DELETE_GROUPS, UPSTREAM_DELETE_GROUPS.split
+        )
+        if isinstance(answer, RawResponse):
+            answer, _ = reader_for(cls)(bytes(answer.body), 0)
+        for entry in answer.results:
+            results[entry.group_id] = entry
+    return build(cls, throttle_time=NO_THROTTLE, results=tuple(results[g] for g in names))

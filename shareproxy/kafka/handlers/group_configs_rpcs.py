@@ -1,5 +1,6 @@
-"""DescribeConfigs and IncrementalAlterConfigs for the GROUP resource type (share.* configs), so
-`kafka-configs.sh --entity-type groups` and the Admin client manage them as on Kafka."""
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: the GROUP resource type (share.*
+configs) answered here, so `kafka-configs.sh --entity-type groups` and the Admin client manage
+them as on Kafka; every other resource type goes to the upstream cluster (upstream_configs.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.core.names import group_id_problem, shown
 from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.handlers import upstream_configs
 from shareproxy.protocol.codec import Request, response_type
 
 GROUP = 32  # ConfigResource.Type GROUP
@@ -19,17 +21,20 @@ CONFIG_SOURCE_GROUP = 8  # GROUP_CONFIG
 CONFIG_SOURCE_DEFAULT = 5  # DEFAULT_CONFIG: the proxy-wide default from `serve`
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3}
 SET, DELETE = 0, 1
-NOT_GROUP = "the proxy serves configs of GROUP resources (type 32) only"
+NOT_GROUP = "group configs are altered with IncrementalAlterConfigs"
 
 
 async def describe_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
+    others = await upstream_configs.answer(
+        ctx, conn, request, [r for r in body.resources if r.resource_type != GROUP]
+    )
     results = []
     for resource in body.resources:
         if resource.resource_type != GROUP:
-            results.append(_describe_result(m, resource, ErrorCode.INVALID_REQUEST, NOT_GROUP))
+            results.append(others[id(resource)])
             continue
         group_id = resource.resource_name
         problem = group_id_problem(group_id)
@@ -93,12 +98,18 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
+    others = await upstream_configs.answer(
+        ctx, conn, request, [r for r in body.resources if r.resource_type != GROUP]
+    )
     responses = []
     for resource in body.resources:
+        if resource.resource_type != GROUP:
+            responses.append(others[id(resource)])
+            continue
         code, message = ErrorCode.NONE, None
         problem = group_id_problem(resource.resource_name)
-        if resource.resource_type != GROUP or ctx.admin is None:
-            code, message = ErrorCode.INVALID_REQUEST, NOT_GROUP
+        if ctx.admin is None:
+            code, message = ErrorCode.INVALID_REQUEST, "group configs are not served here"
         elif problem is not None:
             code, message = ErrorCode.INVALID_GROUP_ID, problem
         elif not ctx.allowed(
@@ -132,4 +143,28 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
                 resource_name=resource.resource_name,
             )
         )
+    return build(cls, throttle_time=timedelta(0), responses=tuple(responses))
+
+
+async def alter_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    """The legacy AlterConfigs (whole config sets): upstream resources only, as Kafka takes
+    group configs through IncrementalAlterConfigs alone."""
+    cls = response_type(request.api_key, request.api_version)
+    m = schema_module(cls)
+    body = request.body
+    others = await upstream_configs.answer(
+        ctx, conn, request, [r for r in body.resources if r.resource_type != GROUP]
+    )
+    responses = [
+        others[id(r)]
+        if r.resource_type != GROUP
+        else build(
+            m.AlterConfigsResourceResponse,
+            error_code=error(ErrorCode.INVALID_REQUEST),
+            error_message=NOT_GROUP,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+        )
+        for r in body.resources
+    ]
     return build(cls, throttle_time=timedelta(0), responses=tuple(responses))

@@ -1,0 +1,129 @@
+"""Producing and plain consuming through the proxy ÷ the same directly against the broker.
+
+Same run, same Tansu broker subprocess: a librdkafka producer writes ``--records`` records to a
+fresh topic directly, then another fresh topic through the proxy; a plain consumer (assign, no
+group) reads each topic back, directly and through the proxy. Each pair alternates the order
+per run so neither side always has the warmer broker. The ratios are what the transparent
+endpoint costs (a Java pass-through proxy measures 0.94-0.97).
+
+    python -m bench.passthrough [--records 200000] [--size 1024] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.table import Table
+
+from shareproxy.embedded import TansuBroker
+from tests.support.proxy import ProxyProcess
+
+PARTITIONS = 3
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int) -> float:
+    """Records per second, from the first produce to the last acknowledgement."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 10000})
+    payload = b"x" * size
+    start = time.monotonic()
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, value=payload, partition=i % PARTITIONS)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain
+                p.poll(0.05)
+        if i % 1000 == 0:
+            p.poll(0)
+    assert p.flush(300) == 0, "records left undelivered"
+    return count / (time.monotonic() - start)
+
+
+def consume(bootstrap: str, topic: str, count: int) -> float:
+    """Records per second reading every partition from the start."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    n = 0
+    start = time.monotonic()
+    while n < count and time.monotonic() - start < 300:
+        for m in c.consume(10000, 0.5):
+            if m.error() is None:
+                n += 1
+    elapsed = time.monotonic() - start
+    c.close()
+    assert n == count, f"read {n} of {count}"
+    return count / elapsed
+
+
+def topic(admin: AdminClient) -> str:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    for f in admin.create_topics([NewTopic(name, PARTITIONS, 1)]).values():
+        f.result(30)
+    return name
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    console = Console()
+    rows: list[tuple[float, float, float, float]] = []
+    with TansuBroker() as broker:
+        state = tempfile.mkdtemp(prefix="bench-passthrough-")
+        proxy = ProxyProcess(broker.bootstrap, f"sqlite+aiosqlite:///{state}/state.db").start()
+        try:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            for run in range(args.runs):
+                direct_topic, proxied_topic = topic(admin), topic(admin)
+                order = [("direct", broker.bootstrap, direct_topic)]
+                order.append(("proxy", proxy.bootstrap, proxied_topic))
+                if run % 2:
+                    order.reverse()
+                rates: dict[str, tuple[float, float]] = {}
+                for side, bootstrap, name in order:
+                    wrote = produce(bootstrap, name, args.records, args.size)
+                    read = consume(bootstrap, name, args.records)
+                    rates[side] = (wrote, read)
+                (dp, dc), (pp, pc) = rates["direct"], rates["proxy"]
+                rows.append((dp, pp, dc, pc))
+                console.print(
+                    f"run {run + 1}: produce {pp:,.0f}/{dp:,.0f} = {pp / dp:.2f}; "
+                    f"consume {pc:,.0f}/{dc:,.0f} = {pc / dc:.2f}"
+                )
+        finally:
+            proxy.stop()
+    table = Table(title=f"{args.records:,} records of {args.size} B, {args.runs} runs (median)")
+    for column in ("", "direct rec/s", "proxy rec/s", "proxy ÷ direct"):
+        table.add_column(column, justify="right")
+    for label, d, p in (
+        ("produce", [r[0] for r in rows], [r[1] for r in rows]),
+        ("plain consume", [r[2] for r in rows], [r[3] for r in rows]),
+    ):
+        ratios = [b / a for a, b in zip(d, p, strict=True)]
+        table.add_row(
+            label,
+            f"{statistics.median(d):,.0f}",
+            f"{statistics.median(p):,.0f}",
+            f"{statistics.median(ratios):.2f}",
+        )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
