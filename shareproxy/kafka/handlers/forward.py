@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import struct
 from collections import defaultdict
 from datetime import timedelta
 from typing import Any
@@ -89,6 +90,17 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         by_leader[await _any_node(ctx)] = {}
     if conn.link is None:
         conn.link = UpstreamLink(ctx.upstream)
+    if request.api_key == ApiKey.FETCH and request.api_version >= 7:
+        request = _sessionless(request)
+    if len(by_leader) == 1 and not failed and not acks_zero and request.raw_body:
+        # one leader takes all of it, as sent: relayed as bytes, answered as bytes
+        (leader,) = by_leader
+        try:
+            return await conn.link.relay(leader, request)
+        except UpstreamError as e:
+            log.warning("%s: %s", api_name(request.api_key), e)
+            failed = [(t, list(getattr(t, parts_f)), e.error_code, str(e)) for t in topics]
+            return _errors_response(request, [], failed)
     if acks_zero:  # sent with acks=1 and the answer dropped: an upstream that answers acks=0
         body = dataclasses.replace(body, acks=1)  # anyway would otherwise desynchronise the link
     subs = [
@@ -228,3 +240,28 @@ async def _any_node(ctx: BrokerContext) -> int:
         return await ctx.upstream.any_node()
     except UpstreamError:
         return -1  # sending there fails with NETWORK_EXCEPTION for every partition
+
+
+# Fetch v7-v12 bodies start replica id, max wait, min bytes, max bytes (int32 each), isolation
+# level (int8), then the session id and epoch (int32 each)
+_SESSION = struct.Struct(">ii")
+_SESSION_AT = 17
+
+
+def _sessionless(request: Request) -> Request:
+    """The Fetch as sent, but sessionless upstream (session 0, epoch -1): fetch sessions live
+    per broker connection, and the client's one connection to the proxy stands for several
+    upstream ones. Without raw bytes to patch safely, none (the request is re-encoded)."""
+    raw = request.raw_body
+    body = request.body
+    if (
+        request.api_version > 12
+        or len(raw) < _SESSION_AT + _SESSION.size
+        or body.forgotten_topics_data
+    ):
+        return dataclasses.replace(request, raw_body=b"")
+    if _SESSION.unpack_from(raw, _SESSION_AT) != (body.session_id, body.session_epoch):
+        return dataclasses.replace(request, raw_body=b"")
+    patched = bytearray(raw)
+    _SESSION.pack_into(patched, _SESSION_AT, 0, -1)
+    return dataclasses.replace(request, raw_body=bytes(patched))
