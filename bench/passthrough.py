@@ -17,11 +17,12 @@ import tempfile
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from bench import throughput
 from shareproxy.embedded import TansuBroker
 from tests.support.proxy import ProxyProcess
 
@@ -30,19 +31,8 @@ PARTITIONS = 3
 
 def produce(bootstrap: str, topic: str, count: int, size: int) -> float:
     """Records per second, from the first produce to the last acknowledgement."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": 10000})
-    payload = b"x" * size
     start = time.monotonic()
-    for i in range(count):
-        while True:
-            try:
-                p.produce(topic, value=payload, partition=i % PARTITIONS)
-                break
-            except BufferError:  # the local queue is full: let deliveries drain
-                p.poll(0.05)
-        if i % 1000 == 0:
-            p.poll(0)
-    assert p.flush(300) == 0, "records left undelivered"
+    throughput.produce(bootstrap, topic, count, size)
     return count / (time.monotonic() - start)
 
 

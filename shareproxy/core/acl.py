@@ -193,9 +193,7 @@ def authorize(
         return Decision(True, "super user")
     allow: AclBinding | None = None
     allowing = _IMPLIED_BY.get(operation, {operation})
-    for b in bindings:
-        if b.principal not in (principal, WILDCARD_PRINCIPAL) or b.host not in (host, WILDCARD):
-            continue
+    for b in _applying(bindings, principal, host):
         if not b.covers(resource_type, resource_name):
             continue
         if b.permission == Permission.DENY and b.operation in (operation, Operation.ALL):
@@ -223,9 +221,7 @@ def authorize_any(
         return Decision(True, "super user")
     allow: AclBinding | None = None
     allowing = _IMPLIED_BY.get(operation, {operation})
-    for b in bindings:
-        if b.principal not in (principal, WILDCARD_PRINCIPAL) or b.host not in (host, WILDCARD):
-            continue
+    for b in _applying(bindings, principal, host):
         if b.resource_type != resource_type:
             continue
         every = (b.pattern_type == PatternType.LITERAL and b.resource_name == WILDCARD) or (
@@ -239,6 +235,13 @@ def authorize_any(
     if allow is not None:
         return Decision(True, f"allowed by {describe(allow)}")
     return Decision(False, f"no ACL allows {operation.name} on any {resource_type.name}")
+
+
+def _applying(bindings: Iterable[AclBinding], principal: str, host: str) -> Iterable[AclBinding]:
+    """The rules that name this principal (or all) from this host (or any)."""
+    for b in bindings:
+        if b.principal in (principal, WILDCARD_PRINCIPAL) and b.host in (host, WILDCARD):
+            yield b
 
 
 def describe(b: AclBinding) -> str:
