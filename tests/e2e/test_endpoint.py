@@ -192,3 +192,26 @@ def test_a_consumer_group_and_a_share_group_side_by_side(endpoint, broker):
     for f in admin.delete_consumer_groups([group]).values():
         f.result(30)
     assert group not in {g.group_id for g in admin.list_consumer_groups().result(30).valid}
+
+
+def test_a_coordinator_that_went_away_answers_a_retriable_error_per_group(postgres):
+    """The proxy knows where a group's coordinator was; the broker goes away: each group of a
+    relayed request is answered COORDINATOR_NOT_AVAILABLE (the client looks it up again), and
+    the proxy logs no error (the fixture checks its log)."""
+    from shareproxy.embedded import TansuBroker
+    from tests.support.proxy import ProxyProcess
+
+    gone = TansuBroker().start()
+    url = postgres.create_database(f"gone{uuid.uuid4().hex[:6]}", template="template_migrated")
+    p = ProxyProcess(gone.bootstrap, url).start()
+    try:
+        ask = DescribeGroupsRequest(groups=("g-gone",), include_authorized_operations=False)
+        (before,) = call(p.port, ask).groups  # the coordinator is looked up and cached
+        assert before.error_code == 0
+        gone.stop()
+        (after,) = call(p.port, ask).groups
+        assert (after.group_id, after.error_code) == ("g-gone", 15)  # COORDINATOR_NOT_AVAILABLE
+    finally:
+        p.stop()
+        gone.stop()
+    assert "Traceback" not in p.log(), p.log()

@@ -154,23 +154,41 @@ async def split(
     if conn.link is None:
         conn.link = UpstreamLink(ctx.upstream)
     if len(by_node) == 1 and not answered and request.raw_body:  # the common case: as it came
-        (node,) = by_node
-        return await conn.link.relay(node, request)
+        ((node, items),) = by_node.items()
+        try:
+            return await conn.link.relay(node, request)
+        except UpstreamError as e:  # answered item by item below, as when sent decoded
+            _gone(ctx, route, split, entry_cls, items, e, answered)
+            by_node = {}
     for node, items in by_node.items():
         asked = dataclasses.replace(body, **{split.items: tuple(item for _, item in items)})
         try:
             got = getattr(await conn.link.send(node, asked), split.results)
         except UpstreamError as e:
-            for i, item in items:
-                _moved(ctx, route, split.key(item))
-                answered[i] = _entry(
-                    entry_cls, split, item, ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)
-                )
+            _gone(ctx, route, split, entry_cls, items, e, answered)
             continue
         for (i, _), entry in zip(items, got, strict=False):
             answered[i] = entry
     entries = tuple(answered[i] for i in sorted(answered))
     return dataclasses.replace(error_entity(cls, ErrorCode.NONE, None), **{split.results: entries})
+
+
+def _gone(
+    ctx: BrokerContext,
+    route: Route,
+    split: Split,
+    entry_cls: type,
+    items: list[tuple[int, Any]],
+    error: UpstreamError,
+    answered: dict[int, Any],
+) -> None:
+    """The coordinator could not be reached: each of its items answers the retriable
+    COORDINATOR_NOT_AVAILABLE, and is looked up again next time."""
+    for i, item in items:
+        _moved(ctx, route, split.key(item))
+        answered[i] = _entry(
+            entry_cls, split, item, ErrorCode.COORDINATOR_NOT_AVAILABLE, str(error)
+        )
 
 
 def _entry(entry_cls: type, split: Split, item: Any, code: int, message: str) -> Any:
