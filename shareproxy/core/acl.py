@@ -88,6 +88,42 @@ _IMPLIED_BY = {
 }
 
 
+# the schemas' default of every authorized-operations field: not asked for
+UNREQUESTED_OPERATIONS = -(2**31)
+
+# Kafka's AclEntry.supportedOperations: the operations an "authorized operations" bitfield
+# (Metadata, DescribeCluster, DescribeTopicPartitions, the group describes) speaks of
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[Operation, ...]] = {
+    ResourceType.TOPIC: (
+        Operation.READ,
+        Operation.WRITE,
+        Operation.CREATE,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.ALTER,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (
+        Operation.READ,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.CLUSTER: (
+        Operation.CREATE,
+        Operation.CLUSTER_ACTION,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+        Operation.IDEMPOTENT_WRITE,
+        Operation.ALTER,
+        Operation.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (Operation.DESCRIBE, Operation.WRITE),
+}
+
+
 class AclError(ValueError):
     """A rule or filter that cannot be stored or used (the RPCs answer INVALID_REQUEST)."""
 
@@ -235,6 +271,31 @@ def authorize_any(
     if allow is not None:
         return Decision(True, f"allowed by {describe(allow)}")
     return Decision(False, f"no ACL allows {operation.name} on any {resource_type.name}")
+
+
+def operations_bitfield(operations: Iterable[Operation]) -> int:
+    """Kafka's wire form of a set of operations: bit ``n`` set for the operation of code ``n``."""
+    bits = 0
+    for op in operations:
+        bits |= 1 << op
+    return bits
+
+
+def authorized_operations(
+    bindings: Iterable[AclBinding],
+    principal: str,
+    host: str,
+    resource_type: ResourceType,
+    resource_name: str,
+    super_users: frozenset[str] = frozenset(),
+) -> int:
+    """The operations on the resource the principal may perform, as Kafka's bitfield."""
+    rules = list(bindings)
+    return operations_bitfield(
+        op
+        for op in SUPPORTED_OPERATIONS.get(resource_type, ())
+        if authorize(rules, principal, host, op, resource_type, resource_name, super_users).allowed
+    )
 
 
 def _applying(bindings: Iterable[AclBinding], principal: str, host: str) -> Iterable[AclBinding]:

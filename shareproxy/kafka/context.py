@@ -43,6 +43,11 @@ class BrokerContext:
     coordinators: Coordinators | None = None  # the upstream's, for relayed group/txn requests
     sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
+    @property
+    def cluster_id(self) -> str:
+        """The upstream cluster's id: the proxy's nodes stand for that cluster."""
+        return self.upstream.cluster_id or "shareproxy"
+
     def address(self, conn: Connection) -> tuple[str, int]:
         """Where clients of the connection's listener reach this broker."""
         return self.advertised[conn.listener]
@@ -64,6 +69,13 @@ class BrokerContext:
         self, conn: Connection, operation: Operation, resource_type: ResourceType
     ) -> bool:
         return self.security.allowed_any(conn.principal, conn.client_host, operation, resource_type)
+
+    def authorized_operations(
+        self, conn: Connection, resource_type: ResourceType, name: str
+    ) -> int:
+        return self.security.authorized_operations(
+            conn.principal, conn.client_host, resource_type, name
+        )
 
 
 ANONYMOUS = "User:ANONYMOUS"

@@ -9,6 +9,8 @@ from shareproxy.kafka.context import BrokerContext, Connection
 from shareproxy.kafka.handlers import (
     acl_rpcs,
     api_versions,
+    describe_cluster,
+    describe_topic_partitions,
     find_coordinator,
     forward,
     group_admin_rpcs,
@@ -59,6 +61,8 @@ _TABLE: dict[ApiKey, tuple[int, int, Handler]] = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1, group_admin_rpcs.describe_share_group_offsets),
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0, group_admin_rpcs.alter_share_group_offsets),
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0, group_admin_rpcs.delete_share_group_offsets),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2, describe_cluster.handle),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0, describe_topic_partitions.handle),
 }
 
 # Relayed whole to an upstream coordinator or the controller (kafka/routes.py): every version

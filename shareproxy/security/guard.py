@@ -96,6 +96,18 @@ class Security:
         )
         return self._audited(decision, principal, host, operation, resource_type, "*", True)
 
+    def authorized_operations(
+        self, principal: str, host: str, resource_type: ResourceType, name: str
+    ) -> int:
+        """The bitfield a describe answers when asked to include authorized operations; with
+        authorization off, every operation the resource type has (as Kafka without an
+        authorizer)."""
+        if not self.enabled:
+            return acl.operations_bitfield(acl.SUPPORTED_OPERATIONS.get(resource_type, ()))
+        return acl.authorized_operations(
+            self.bindings, principal, host, resource_type, name, self.super_users
+        )
+
     def _audited(
         self,
         decision: acl.Decision,

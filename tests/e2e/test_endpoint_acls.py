@@ -221,3 +221,41 @@ def test_the_rules_hold_for_a_real_admin_client(secure):
     (future,) = admin.create_topics([NewTopic(f"bob-{uuid.uuid4().hex[:6]}", 1, 1)]).values()
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         future.result(30)
+
+
+def test_the_proxys_own_cluster_views_say_what_the_principal_may_do(secure, topic):
+    """DescribeTopicPartitions refuses a named topic the principal may not Describe (without
+    saying whether it exists) and lists only describable ones; the authorized-operations
+    bitfields follow the principal's ACLs."""
+    from kio.schema.describe_cluster.v1 import request as cluster
+    from kio.schema.describe_topic_partitions.v0 import request as dtp
+
+    principal, k = _user(secure)
+    name = topic(2)
+
+    def described(*names: str):
+        return k.call(
+            dtp.DescribeTopicPartitionsRequest(
+                topics=tuple(dtp.TopicRequest(name=n) for n in names),
+                response_partition_limit=100,
+                cursor=None,
+            )
+        ).topics
+
+    (refused,) = described(name)
+    assert (refused.error_code, refused.partitions) == (TOPIC_DENIED, ())
+    assert refused.topic_id is None  # the zero id (kio reads it as None): nothing disclosed
+    assert name not in {t.name for t in described()}
+    secure.acl(principal, "TOPIC", name, "READ")
+    (allowed,) = described(name)
+    assert (allowed.error_code, len(allowed.partitions)) == (0, 2)
+    assert allowed.topic_authorized_operations == (1 << 3) | (1 << 8)  # READ, and DESCRIBE
+    assert name in {t.name for t in described()}
+
+    ask = cluster.DescribeClusterRequest(
+        include_cluster_authorized_operations=True, endpoint_type=1
+    )
+    assert k.call(ask).cluster_authorized_operations == 0
+    secure.acl(principal, "CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE")
+    assert k.call(ask).cluster_authorized_operations == 1 << 12
+    k.close()

@@ -12,6 +12,7 @@ from shareproxy.kafka.dispatch import OWN, SERVED
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import decode_response, encode_request
 from tests.support.kafka_client import KafkaConnection, call
+from tests.support.typical_requests import build
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +109,96 @@ def test_find_coordinator_points_groups_and_transactions_at_the_proxy(running, v
         kwargs = {"key": "g1"} | ({"key_type": 0} if version >= 1 else {})
         response = call(p.port, cls(**kwargs))
         assert (response.error_code, response.node_id, response.port) == (0, 1, p.port)
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+def test_describe_cluster_names_the_proxy_under_the_upstream_clusters_id(running, broker, version):
+    """Kafka's admin client asks DescribeCluster first: it gets the proxy's node, as Metadata
+    says, and every cluster operation (authorization is off)."""
+    p, _ = running
+    cls = load_request_schema(60, version)
+    response = call(
+        p.port,
+        build(
+            cls,
+            include_cluster_authorized_operations=True,
+            endpoint_type=1,
+            include_fenced_brokers=True,
+        ),
+    )
+    upstream = call(
+        broker.port,
+        load_request_schema(3, 12)(
+            topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False
+        ),
+    )
+    assert response.error_code == 0
+    assert response.cluster_id == upstream.cluster_id
+    assert [(b.broker_id, b.port) for b in response.brokers] == [(1, p.port)]
+    assert response.controller_id == 1
+    # CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE
+    assert response.cluster_authorized_operations == sum(1 << op for op in (5, 9, 10, 11, 12, 7, 8))
+    if version >= 1:  # a broker's listener is not a controller's, nor an unknown kind
+        controllers = call(
+            p.port,
+            build(
+                cls,
+                include_cluster_authorized_operations=False,
+                endpoint_type=2,
+                include_fenced_brokers=False,
+            ),
+        )
+        assert (controllers.error_code, controllers.brokers) == (114, ())
+        unknown = call(
+            p.port,
+            build(
+                cls,
+                include_cluster_authorized_operations=False,
+                endpoint_type=7,
+                include_fenced_brokers=False,
+            ),
+        )
+        assert unknown.error_code == 115
+
+
+def test_describe_topic_partitions_pages_the_upstream_topics_with_the_proxy_as_leader(running):
+    """KIP-966's cursor: a page holds at most ResponsePartitionLimit partitions and says where
+    the next starts; unknown and invalid names get Kafka's errors, a bad cursor INVALID_REQUEST."""
+    from kio.schema.describe_topic_partitions.v0 import request as q
+
+    p, name = running
+
+    def ask(names, limit=2000, cursor=None):
+        return call(
+            p.port,
+            q.DescribeTopicPartitionsRequest(
+                topics=tuple(q.TopicRequest(name=n) for n in names),
+                response_partition_limit=limit,
+                cursor=cursor,
+            ),
+        )
+
+    whole = ask([name])
+    [t] = whole.topics
+    assert (t.error_code, t.name, whole.next_cursor) == (0, name, None)
+    assert [(x.partition_index, x.leader_id, x.replica_nodes) for x in t.partitions] == [
+        (0, 1, (1,)),
+        (1, 1, (1,)),
+    ]
+    first = ask([name], limit=1)
+    assert [x.partition_index for x in first.topics[0].partitions] == [0]
+    assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == (name, 1)
+    second = ask([name], limit=1, cursor=q.Cursor(topic_name=name, partition_index=1))
+    assert [x.partition_index for x in second.topics[0].partitions] == [1]
+    assert second.next_cursor is None
+    missing = ask(["no-such-topic", "bad name!"])
+    assert sorted((t.name, t.error_code) for t in missing.topics) == [
+        ("bad name!", 17),  # INVALID_TOPIC_EXCEPTION
+        ("no-such-topic", 3),  # UNKNOWN_TOPIC_OR_PARTITION
+    ]
+    bad_cursor = ask([name], cursor=q.Cursor(topic_name="elsewhere", partition_index=0))
+    assert [t.error_code for t in bad_cursor.topics] == [42]
+    assert name in {t.name for t in ask([]).topics}  # every topic when none is named
 
 
 def test_an_unserved_version_closes_the_connection_and_api_versions_says_why(running):

@@ -453,6 +453,16 @@ BUILDERS: dict[int, Builder] = {
         "group_id": n.group,
         "topics": (build(m.DeleteShareGroupOffsetsRequestTopic, topic_name=n.topic),),
     },
+    ApiKey.DESCRIBE_CLUSTER: lambda m, n: {
+        "include_cluster_authorized_operations": True,
+        "endpoint_type": 1,
+        "include_fenced_brokers": False,
+    },
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: lambda m, n: {
+        "topics": (m.TopicRequest(name=n.topic),),
+        "response_partition_limit": 2000,
+        "cursor": None,
+    },
 }
 
 

@@ -17,6 +17,7 @@ from shareproxy.core.acl import (
     Permission,
     ResourceType,
     authorize,
+    authorized_operations,
     parse_enum,
 )
 
@@ -203,3 +204,25 @@ def test_enums_parse_from_the_names_tools_use():
     assert parse_enum(PatternType, "prefixed") == PatternType.PREFIXED
     with pytest.raises(AclError, match="not one of"):
         parse_enum(Permission, "maybe")
+
+
+def test_authorized_operations_are_the_bits_of_the_allowed_supported_operations():
+    """Kafka's bitfield for describes: bit n for operation code n, over the operations the
+    resource type supports, implications included (Read implies Describe)."""
+    read = AclBinding(
+        "User:alice", "*", R, "orders", PatternType.LITERAL, Operation.READ, Permission.ALLOW
+    )
+    deny_describe = AclBinding(
+        "User:alice", "*", R, "orders", PatternType.LITERAL, Operation.DESCRIBE, Permission.DENY
+    )
+    ops = authorized_operations([read], "User:alice", "10.0.0.1", R, "orders")
+    assert ops == (1 << Operation.READ) | (1 << Operation.DESCRIBE)
+    assert authorized_operations([read, deny_describe], "User:alice", "h", R, "orders") == (
+        1 << Operation.READ
+    )
+    assert authorized_operations([read], "User:bob", "h", R, "orders") == 0
+    everything = AclBinding(
+        "User:*", "*", C, CLUSTER_NAME, PatternType.LITERAL, Operation.ALL, Permission.ALLOW
+    )
+    cluster = authorized_operations([everything], "User:bob", "h", C, CLUSTER_NAME)
+    assert cluster == sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # never ALL (2) itself

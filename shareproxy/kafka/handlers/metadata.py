@@ -4,14 +4,16 @@ the upstream cluster's."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.acl import CLUSTER_NAME, UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
-from shareproxy.upstream.client import UpstreamError
+from shareproxy.upstream.client import TopicInfo, UpstreamError
+
+T = TypeVar("T")
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
@@ -74,23 +76,11 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
                     topic_id=tid,
                     is_internal=False,
                     partitions=(),
-                    topic_authorized_operations=-2147483648,
+                    topic_authorized_operations=UNREQUESTED_OPERATIONS,
                 )
             )
     for info in chosen:
-        partitions = tuple(
-            build(
-                m.MetadataResponsePartition,
-                error_code=error(0),
-                partition_index=p,
-                leader_id=ctx.node_id,
-                leader_epoch=0,
-                replica_nodes=(ctx.node_id,),
-                isr_nodes=(ctx.node_id,),
-                offline_replicas=(),
-            )
-            for p in sorted(info.leaders)
-        )
+        partitions = own_partitions(ctx, info, m.MetadataResponsePartition)
         topics.append(
             build(
                 m.MetadataResponseTopic,
@@ -99,7 +89,11 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
                 topic_id=info.topic_id,
                 is_internal=False,
                 partitions=partitions,
-                topic_authorized_operations=-2147483648,
+                topic_authorized_operations=(
+                    ctx.authorized_operations(conn, ResourceType.TOPIC, info.name)
+                    if getattr(body, "include_topic_authorized_operations", False)
+                    else UNREQUESTED_OPERATIONS
+                ),
             )
         )
     broker = build(
@@ -113,11 +107,34 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         cls,
         throttle_time=timedelta(0),
         brokers=(broker,),
-        cluster_id=ctx.upstream.cluster_id or "shareproxy",
+        cluster_id=ctx.cluster_id,
         controller_id=ctx.node_id,
         topics=tuple(topics),
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=(
+            ctx.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)
+            if getattr(body, "include_cluster_authorized_operations", False)
+            else UNREQUESTED_OPERATIONS
+        ),
         error_code=error(0),
+    )
+
+
+def own_partitions(ctx: BrokerContext, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
+    """A topic's partitions as a client sees them: this node leads and holds every one."""
+    return tuple(
+        build(
+            entry,
+            error_code=error(0),
+            partition_index=p,
+            leader_id=ctx.node_id,
+            leader_epoch=0,
+            replica_nodes=(ctx.node_id,),
+            isr_nodes=(ctx.node_id,),
+            eligible_leader_replicas=(),  # Kafka sends empty lists: its client reads them
+            last_known_elr=(),
+            offline_replicas=(),
+        )
+        for p in sorted(info.leaders)
     )
 
 
@@ -131,7 +148,7 @@ def _invalid(cls: type, m: Any, wanted: Any) -> Any:
             topic_id=getattr(t, "topic_id", None),
             is_internal=False,
             partitions=(),
-            topic_authorized_operations=-2147483648,
+            topic_authorized_operations=UNREQUESTED_OPERATIONS,
         )
         for t in wanted
     )
@@ -142,5 +159,5 @@ def _invalid(cls: type, m: Any, wanted: Any) -> Any:
         cluster_id=None,
         controller_id=-1,
         topics=topics,
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=UNREQUESTED_OPERATIONS,
     )

@@ -8,7 +8,7 @@ from typing import Any
 from kio.schema.share_group_describe.v1 import response as r
 
 from shareproxy.broker.group_admin import GroupView
-from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
 from shareproxy.kafka.context import BrokerContext, Connection, error
@@ -30,13 +30,18 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             )
         else:
             try:
-                described.append(_described(await ctx.admin.describe(group_id)))
+                ops = (
+                    ctx.authorized_operations(conn, ResourceType.GROUP, group_id)
+                    if request.body.include_authorized_operations
+                    else UNREQUESTED_OPERATIONS
+                )
+                described.append(_described(await ctx.admin.describe(group_id), ops))
             except ShareError as e:
                 described.append(_refused(group_id, e.code, e.message))
     return r.ShareGroupDescribeResponse(throttle_time=timedelta(0), groups=tuple(described))
 
 
-def _described(view: GroupView) -> r.DescribedGroup:
+def _described(view: GroupView, authorized_operations: int) -> r.DescribedGroup:
     return r.DescribedGroup(
         error_code=error(ErrorCode.NONE),
         group_id=view.group_id,
@@ -63,6 +68,7 @@ def _described(view: GroupView) -> r.DescribedGroup:
             )
             for m in view.members
         ),
+        authorized_operations=authorized_operations,
     )
 
 

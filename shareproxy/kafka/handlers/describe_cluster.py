@@ -1,0 +1,62 @@
+"""DescribeCluster: the cluster a client sees is the proxy's own node(s), named under the
+upstream cluster's id, as Metadata answers (Kafka's admin client asks this first)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from shareproxy.core.acl import CLUSTER_NAME, UNREQUESTED_OPERATIONS, ResourceType
+from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.protocol.codec import Request, response_type
+
+BROKERS_ENDPOINT = 1  # KIP-919's EndpointType: 1 brokers, 2 controllers
+CONTROLLERS_ENDPOINT = 2
+
+
+async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    cls = response_type(request.api_key, request.api_version)
+    body = request.body
+    endpoint = getattr(body, "endpoint_type", BROKERS_ENDPOINT)
+    if endpoint != BROKERS_ENDPOINT:  # as a broker's listener: controllers are not served here
+        code = (
+            ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            if endpoint == CONTROLLERS_ENDPOINT
+            else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        )
+        return build(
+            cls,
+            throttle_time=timedelta(0),
+            error_code=error(code),
+            error_message=f"endpoint type {endpoint} is not served here; brokers are (1)",
+            endpoint_type=endpoint,
+            cluster_id="",
+            controller_id=-1,
+            brokers=(),
+            cluster_authorized_operations=UNREQUESTED_OPERATIONS,
+        )
+    host, port = ctx.address(conn)
+    broker = build(
+        schema_module(cls).DescribeClusterBroker,
+        broker_id=ctx.node_id,
+        host=host,
+        port=port,
+        rack=None,
+        is_fenced=False,
+    )
+    return build(
+        cls,
+        throttle_time=timedelta(0),
+        error_code=error(ErrorCode.NONE),
+        error_message=None,
+        endpoint_type=BROKERS_ENDPOINT,
+        cluster_id=ctx.cluster_id,
+        controller_id=ctx.node_id,
+        brokers=(broker,),
+        cluster_authorized_operations=(
+            ctx.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)
+            if body.include_cluster_authorized_operations
+            else UNREQUESTED_OPERATIONS
+        ),
+    )

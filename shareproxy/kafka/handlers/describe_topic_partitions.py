@@ -1,0 +1,124 @@
+"""DescribeTopicPartitions (KIP-966): Metadata's topic view in pages, which Kafka's admin client
+prefers for ``describeTopics``. Every partition is led by this node, as Metadata says; the
+topics, ids and partition counts are the upstream cluster's."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.describe_topic_partitions.v0 import response as r
+from kio.static.constants import uuid_zero
+
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ErrorCode
+from shareproxy.core.names import topic_name_problem
+from shareproxy.kafka.context import BrokerContext, Connection, error
+from shareproxy.kafka.handlers.metadata import own_partitions
+from shareproxy.protocol.codec import Request
+from shareproxy.protocol.error_response import error_entity
+from shareproxy.upstream.client import UpstreamError
+
+# Kafka's max.request.partition.size.limit default: the most partitions one page holds
+MAX_PARTITIONS_PER_PAGE = 2000
+
+
+async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    body = request.body
+    every = not body.topics
+    cursor = body.cursor
+    after = cursor.topic_name if cursor is not None else ""
+    names = None if every else sorted({t.name for t in body.topics if t.name >= after})
+    if cursor is not None and (cursor.partition_index < 0 or (names and after not in names)):
+        return error_entity(
+            r.DescribeTopicPartitionsResponse,
+            ErrorCode.INVALID_REQUEST,
+            "the cursor must name a requested topic and a partition >= 0",
+            body,
+        )
+    try:
+        if every:
+            await ctx.upstream.refresh_metadata()
+        else:
+            valid = [n for n in names or () if topic_name_problem(n) is None]
+            if valid:
+                await ctx.upstream.refresh_metadata(valid)
+    except UpstreamError:
+        pass  # answer from what is known; unknown topics get their error below
+    if names is None:
+        names = sorted(n for n in ctx.upstream.topics if n >= after)
+    refused = []
+    allowed = []
+    for name in names:
+        if ctx.allowed(conn, Operation.DESCRIBE, ResourceType.TOPIC, name, audit=not every):
+            allowed.append(name)
+        elif not every:  # named but not describable: refused, its existence not disclosed
+            refused.append(_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+    topics, next_cursor = _page(ctx, conn, allowed, cursor, body.response_partition_limit, every)
+    return r.DescribeTopicPartitionsResponse(
+        throttle_time=timedelta(0), topics=(*topics, *refused), next_cursor=next_cursor
+    )
+
+
+def _page(
+    ctx: BrokerContext,
+    conn: Connection,
+    names: list[str],
+    cursor: Any,
+    limit: int,
+    every: bool,
+) -> tuple[list[r.DescribeTopicPartitionsResponseTopic], r.Cursor | None]:
+    """Kafka's paging: whole topics while they fit, then the cursor where the page ends."""
+    remaining = max(min(MAX_PARTITIONS_PER_PAGE, limit), 1)
+    topics = []
+    for name in names:
+        if remaining == 0:
+            return topics, r.Cursor(topic_name=name, partition_index=0)
+        info = ctx.upstream.topics.get(name)
+        if info is None:
+            if not every:
+                problem = topic_name_problem(name)
+                topics.append(
+                    _topic(
+                        name,
+                        ErrorCode.INVALID_TOPIC_EXCEPTION
+                        if problem
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    )
+                )
+            continue
+        start = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
+        partitions = [
+            p
+            for p in own_partitions(ctx, info, r.DescribeTopicPartitionsResponsePartition)
+            if p.partition_index >= start
+        ]
+        shown = partitions[:remaining]
+        topics.append(
+            r.DescribeTopicPartitionsResponseTopic(
+                error_code=error(ErrorCode.NONE),
+                name=name,
+                topic_id=info.topic_id,
+                is_internal=False,
+                partitions=tuple(shown),
+                topic_authorized_operations=ctx.authorized_operations(
+                    conn, ResourceType.TOPIC, name
+                ),
+            )
+        )
+        if len(partitions) > len(shown):
+            return topics, r.Cursor(
+                topic_name=name, partition_index=partitions[len(shown)].partition_index
+            )
+        remaining -= len(shown)
+    return topics, None
+
+
+def _topic(name: str, code: ErrorCode) -> r.DescribeTopicPartitionsResponseTopic:
+    return r.DescribeTopicPartitionsResponseTopic(
+        error_code=error(code),
+        name=name,
+        topic_id=uuid_zero,
+        is_internal=False,
+        partitions=(),
+    )

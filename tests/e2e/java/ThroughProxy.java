@@ -1,0 +1,237 @@
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Kafka's own Java client (kafka-clients 4.3), pointed only at the proxy. Each command does one
+ * family of work, prints "key=value" lines the test reads, and fails with a non-zero exit and
+ * the client's exception when something does not work as it would against Kafka itself.
+ */
+public final class ThroughProxy {
+    private static final Duration POLL = Duration.ofMillis(500);
+    private static final long DEADLINE_MS = 90_000;
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[1];
+        switch (args[0]) {
+            case "admin" -> admin(bootstrap, args[2]);
+            case "produce" -> produce(bootstrap, args[2], Integer.parseInt(args[3]));
+            case "transactions" -> transactions(bootstrap, args[2], args[3]);
+            case "group" -> group(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
+            case "share" -> share(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
+            default -> throw new IllegalArgumentException("unknown command " + args[0]);
+        }
+    }
+
+    private static Properties props(String bootstrap) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("request.timeout.ms", "30000");
+        return p;
+    }
+
+    private static void out(String key, Object value) {
+        System.out.println(key + "=" + value);
+    }
+
+    /** Topics and configs: create, describe, alter, delete, as an operator's tool would. */
+    private static void admin(String bootstrap, String topic) throws Exception {
+        try (Admin admin = Admin.create(props(bootstrap))) {
+            out("cluster.nodes", admin.describeCluster().nodes().get().size());
+            admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
+            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            out("topic.partitions", d.partitions().size());
+            out("listed", admin.listTopics().names().get().contains(topic));
+            try {
+                admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
+                out("create.again", "NONE");
+            } catch (ExecutionException e) {
+                out("create.again", e.getCause().getClass().getSimpleName());
+            }
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            AlterConfigOp set = new AlterConfigOp(
+                new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET);
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(set))).all().get();
+            Config config = admin.describeConfigs(List.of(resource)).all().get().get(resource);
+            ConfigEntry retention = config.get("retention.ms");
+            out("config.retention.ms", retention == null ? "absent" : retention.value());
+            admin.deleteTopics(List.of(topic)).all().get();
+            long until = System.currentTimeMillis() + 30_000;
+            boolean gone = false;
+            while (!gone && System.currentTimeMillis() < until) {
+                try {
+                    admin.describeTopics(List.of(topic)).allTopicNames().get();
+                    Thread.sleep(200);
+                } catch (ExecutionException e) {
+                    gone = e.getCause() instanceof UnknownTopicOrPartitionException;
+                    if (!gone) throw e;
+                }
+            }
+            out("deleted", gone);
+        }
+    }
+
+    /** The default producer: idempotent since Kafka 3.0, so it needs InitProducerId. */
+    private static void produce(String bootstrap, String topic, int count) throws Exception {
+        Properties p = props(bootstrap);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < count; i++) {
+                producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i)).get();
+            }
+        }
+        out("produced", count);
+    }
+
+    /** A committed and an aborted transaction; a read_committed consumer sees only the first. */
+    private static void transactions(String bootstrap, String topic, String txId) throws Exception {
+        Properties p = props(bootstrap);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        p.put("transactional.id", txId);
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            for (int i = 0; i < 10; i++) producer.send(new ProducerRecord<>(topic, 0, "k", "committed"));
+            producer.commitTransaction();
+            producer.beginTransaction();
+            for (int i = 0; i < 5; i++) producer.send(new ProducerRecord<>(topic, 0, "k", "aborted"));
+            producer.flush();
+            producer.abortTransaction();
+        }
+        Properties c = consumerProps(bootstrap);
+        c.put("isolation.level", "read_committed");
+        Map<String, Integer> seen = new HashMap<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long until = System.currentTimeMillis() + DEADLINE_MS;
+            // the end of a read_committed log is the last stable offset: past both transactions
+            while (consumer.position(tp) < consumer.endOffsets(List.of(tp)).get(tp)
+                    && System.currentTimeMillis() < until) {
+                for (ConsumerRecord<String, String> r : consumer.poll(POLL)) {
+                    seen.merge(r.value(), 1, Integer::sum);
+                }
+            }
+        }
+        out("read.committed", seen.getOrDefault("committed", 0));
+        out("read.aborted", seen.getOrDefault("aborted", 0));
+    }
+
+    private static Properties consumerProps(String bootstrap) {
+        Properties c = props(bootstrap);
+        c.put("key.deserializer", StringDeserializer.class.getName());
+        c.put("value.deserializer", StringDeserializer.class.getName());
+        return c;
+    }
+
+    /** A classic consumer group: subscribe (JoinGroup/SyncGroup), read everything, commit. */
+    private static void group(String bootstrap, String topic, String groupId, int count)
+            throws Exception {
+        Properties c = consumerProps(bootstrap);
+        c.put("group.id", groupId);
+        c.put("group.protocol", "classic");
+        c.put("auto.offset.reset", "earliest");
+        c.put("enable.auto.commit", "false");
+        int read = 0;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
+            consumer.subscribe(List.of(topic));
+            long until = System.currentTimeMillis() + DEADLINE_MS;
+            while (read < count && System.currentTimeMillis() < until) {
+                read += consumer.poll(POLL).count();
+            }
+            consumer.commitSync();
+            out("group.read", read);
+            long committed = 0;
+            Set<TopicPartition> assigned = consumer.assignment();
+            for (Map.Entry<TopicPartition, OffsetAndMetadata> e :
+                    consumer.committed(assigned).entrySet()) {
+                if (e.getValue() != null) committed += e.getValue().offset();
+            }
+            out("group.committed", committed);
+        }
+        try (Admin admin = Admin.create(props(bootstrap))) {
+            long listed = 0;
+            for (OffsetAndMetadata o : admin.listConsumerGroupOffsets(groupId)
+                    .partitionsToOffsetAndMetadata().get().values()) {
+                listed += o.offset();
+            }
+            out("admin.committed", listed);
+        }
+    }
+
+    /**
+     * A share consumer with explicit acknowledgement: the first record it sees is rejected, the
+     * second released (it must come back with delivery count 2), the rest accepted.
+     */
+    private static void share(String bootstrap, String topic, String groupId, int count)
+            throws Exception {
+        Properties c = consumerProps(bootstrap);
+        c.put("group.id", groupId);
+        c.put("share.acknowledgement.mode", "explicit");
+        Set<String> accepted = new HashSet<>();
+        String rejected = null;
+        String released = null;
+        int redeliveredCount = 0;
+        List<String> problems = new ArrayList<>();
+        try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(c)) {
+            consumer.subscribe(List.of(topic));
+            long until = System.currentTimeMillis() + DEADLINE_MS;
+            while (accepted.size() < count - 1 && System.currentTimeMillis() < until) {
+                for (ConsumerRecord<String, String> r : consumer.poll(POLL)) {
+                    String id = r.partition() + ":" + r.offset();
+                    short delivery = r.deliveryCount().orElse((short) 0);
+                    if (id.equals(rejected) || accepted.contains(id)) problems.add("again " + id);
+                    if (rejected == null) {
+                        rejected = id;
+                        consumer.acknowledge(r, AcknowledgeType.REJECT);
+                    } else if (released == null) {
+                        released = id;
+                        consumer.acknowledge(r, AcknowledgeType.RELEASE);
+                    } else {
+                        if (id.equals(released)) redeliveredCount = delivery;
+                        accepted.add(id);
+                        consumer.acknowledge(r, AcknowledgeType.ACCEPT);
+                    }
+                }
+                Map<TopicIdPartition, Optional<KafkaException>> results = consumer.commitSync();
+                results.forEach((tp, error) -> error.ifPresent(e -> problems.add(tp + " " + e)));
+            }
+        }
+        out("share.accepted", accepted.size());
+        out("share.released.redelivered.count", redeliveredCount);
+        out("share.problems", problems);
+    }
+
+    private ThroughProxy() {}
+}
