@@ -52,16 +52,16 @@ class Consumption:
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> tuple[list[SharePartitionLeader], dict[TopicPartition, int]]:
         """The leaders of a share session's partitions, and an error code for each one that
-        cannot be led: UNKNOWN_TOPIC_ID for a topic id (or partition) upstream does not have,
-        the upstream's retriable error when it cannot answer."""
+        cannot be led: UNKNOWN_TOPIC_ID for a topic id upstream does not have (deleted, or
+        never), UNKNOWN_TOPIC_OR_PARTITION for a partition its topic does not have, the
+        upstream's retriable error when it cannot answer."""
         found: list[SharePartitionLeader] = []
         errors: dict[TopicPartition, int] = {}
         for tp in partitions:
             try:
                 found.append(await self.partitions.leader(group_id, *tp))
             except ShareError as e:
-                unknown = e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_ID if unknown else e.code
+                errors[tp] = e.code
             except UpstreamError as e:
                 errors[tp] = e.error_code
         return found, errors

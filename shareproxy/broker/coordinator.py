@@ -74,7 +74,12 @@ class Coordinator:
                 group = ShareGroup(group_id, self.settings_for(group_id).max_size)
                 self.groups[group_id] = group
             if subscribed:
-                missing = [t for t in subscribed if t not in self.upstream.topics]
+                # a joining member's topics are looked up afresh: one may just have been
+                # deleted or recreated (a new topic id), which the periodic refresh would
+                # notice only later; Kafka's coordinator reads its current metadata
+                missing = [
+                    t for t in subscribed if member_epoch == 0 or t not in self.upstream.topics
+                ]
                 if missing:
                     try:
                         await self.upstream.refresh_metadata(missing)

@@ -8,12 +8,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 from uuid import UUID
 
 from shareproxy import metrics
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_holding
+from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
@@ -62,12 +64,14 @@ class SharePartitions:
 
     # ------------------------------------------------------------------ loading
     async def leader(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader:
-        """The loaded leader of this share-partition; raises UNKNOWN_TOPIC_OR_PARTITION (a
-        ShareError) for a partition upstream does not have, UpstreamError if upstream cannot
-        answer."""
+        """The loaded leader of this share-partition; raises a ShareError for a topic id
+        (UNKNOWN_TOPIC_ID) or partition (UNKNOWN_TOPIC_OR_PARTITION) upstream does not have,
+        UpstreamError if upstream cannot answer."""
         key = SharePartitionKey(group_id, topic_id, partition)
         current = self.leaders.get(key)
         if current is not None and current.valid:
+            if topic_id not in self.upstream.topics_by_id:
+                self._gone(current)
             return current
         loading = self._loading.setdefault(key, asyncio.Lock())
         async with loading:
@@ -106,6 +110,16 @@ class SharePartitions:
         await leader.log_start_moved(await offsets.earliest_offset(), reset_cache=True)
         log.info("loaded %s at SPSO %d (state epoch %d)", key, sp.spso, claimed.state_epoch)
         return leader
+
+    def _gone(self, leader: SharePartitionLeader) -> NoReturn:
+        """The leader's topic is no longer upstream (deleted; a topic recreated under its name
+        has another id): it stops serving, and nothing it held is delivered again."""
+        self.evict([leader.key])
+        log.info("%s: its topic %r was deleted upstream", leader.key, leader.topic)
+        raise ShareError(
+            ErrorCode.UNKNOWN_TOPIC_ID,
+            f"topic {leader.topic!r} ({leader.key.topic_id}) was deleted",
+        )
 
     def _refused(self, leader: SharePartitionLeader) -> None:
         """A write of ``leader`` was refused: the next use of its key loads it afresh (unless

@@ -45,9 +45,21 @@ async def topic_holding(upstream: Upstream, topic_id: UUID, partition: int) -> T
     if info is None:
         await upstream.refresh_metadata()
         info = upstream.topics_by_id.get(topic_id)
-    if info is None or partition not in info.leaders:
-        raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic partition")
+    if info is None:  # never was, or deleted (a topic recreated under its name has a new id)
+        raise ShareError(ErrorCode.UNKNOWN_TOPIC_ID, f"topic id {topic_id} does not exist")
+    if partition not in info.leaders:
+        raise ShareError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"topic {info.name!r} has no partition {partition}",
+        )
     return info
+
+
+def reads_its_topic(upstream: Upstream, leader: SharePartitionLeader) -> bool:
+    """Upstream is read by topic name: a leader whose topic was deleted, or recreated under
+    the same name (a new topic id), must not read what the name holds now."""
+    info = upstream.topics.get(leader.topic)
+    return info is not None and info.topic_id == leader.key.topic_id
 
 
 class UpstreamOffsets:
@@ -124,7 +136,7 @@ class UpstreamFeed:
         owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
         for leader in leaders:
             offset = wanted_offset(leader)
-            if offset is not None:
+            if offset is not None and reads_its_topic(self.upstream, leader):
                 tp = (leader.topic, leader.key.partition)
                 if tp not in wanted or offset < wanted[tp]:
                     wanted[tp] = offset
@@ -158,7 +170,7 @@ class UpstreamFeed:
     def read_ahead(self, leader: SharePartitionLeader) -> None:
         """Start a background upstream read for ``leader`` if its cache is running low."""
         offset = _read_ahead_offset(leader)
-        if offset is None:
+        if offset is None or not reads_its_topic(self.upstream, leader):
             return
         leader.reading_ahead = True
         task = asyncio.create_task(self._read_ahead(leader, offset))

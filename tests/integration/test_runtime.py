@@ -228,14 +228,18 @@ async def test_state_replaced_by_a_batch_repair_is_reloaded(runtime: Runtime):
     assert await runtime.partitions.evict_replaced() == []
 
 
-async def test_a_share_session_naming_unknown_partitions_gets_unknown_topic_id(
+async def test_a_share_session_naming_unknown_partitions_gets_kafkas_errors(
     runtime: Runtime,
 ):
     t = runtime.topic()
     topic_id, _ = await runtime.partition(t)
-    unknown = [(uuid.uuid4(), 0), (topic_id, 7)]
-    leaders, errors = await runtime.consumption.leaders(GROUP, [*unknown, (topic_id, 0)])
-    assert errors == dict.fromkeys(unknown, ErrorCode.UNKNOWN_TOPIC_ID)
+    leaders, errors = await runtime.consumption.leaders(
+        GROUP, [(uuid.uuid4(), 0), (topic_id, 7), (topic_id, 0)]
+    )
+    assert list(errors.values()) == [  # as Kafka: an unknown id, a partition the topic lacks
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ]
     assert [(ld.key.topic_id, ld.key.partition) for ld in leaders] == [(topic_id, 0)]
 
 
@@ -283,3 +287,30 @@ async def test_http_and_kafka_consumers_share_a_group_without_sharing_a_record(
             mode=AcquireMode.RECORD_LIMIT,
         )
     assert refused.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+async def test_a_deleted_topic_is_neither_acknowledged_nor_delivered_again_when_recreated(
+    runtime: Runtime,
+):
+    """Kafka removes a deleted topic's share-partitions: acknowledging its records answers
+    UNKNOWN_TOPIC_ID, and a topic recreated under the same name (a new topic id) starts
+    afresh: nothing of the old one is delivered again, under either id."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    old = await runtime.partition(t)
+    assert await fetch(runtime, "m1", old) == [(0, 9, 1)]
+    admin = AdminClient({"bootstrap.servers": runtime.broker.bootstrap})
+    for f in admin.delete_topics([t]).values():
+        f.result(30)
+    await runtime.upstream.refresh_metadata([t])  # what the coordinator does every few seconds
+    assert await ack(runtime, "m1", old, 0, 9, ACCEPT) == ErrorCode.UNKNOWN_TOPIC_ID
+    for f in admin.create_topics([NewTopic(t, 1, 1)]).values():
+        f.result(30)
+    runtime.produce(t, 3)
+    new = await runtime.partition(t)
+    assert new[0] != old[0]
+    leaders, errors = await runtime.consumption.leaders(GROUP, [old])
+    assert (leaders, errors) == ([], {old: ErrorCode.UNKNOWN_TOPIC_ID})
+    assert await fetch(runtime, "m1", new) == [(0, 2, 1)]  # the new topic's records only
