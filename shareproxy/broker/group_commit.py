@@ -66,7 +66,9 @@ class GroupCommitter:
                 except Exception:
                     log.exception("state store write of %d share-partitions failed", len(batch))
                     results = {}
-                    outcome = ErrorCode.UNKNOWN_SERVER_ERROR
+                    # retriable, as Kafka answers when its share coordinator cannot write:
+                    # nothing was written, the client sends the acknowledgement again
+                    outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
                 else:
                     outcome = ErrorCode.NONE
                     self.commits += 1

@@ -51,6 +51,37 @@ class ErrorCode(IntEnum):
     SHARE_SESSION_LIMIT_REACHED = 133
 
 
+# what a per-partition error of ShareFetch / ShareAcknowledge says (ErrorMessage,
+# AcknowledgeErrorMessage), so that a client's log tells why without a code table
+_PARTITION_MESSAGES = {
+    ErrorCode.UNKNOWN_TOPIC_ID: "no topic has this id: it was deleted, or never existed",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "the topic has no such partition",
+    ErrorCode.INVALID_RECORD_STATE: (
+        "the records are not acquired by this member: acknowledged already, their lock "
+        "timed out, or never delivered to it"
+    ),
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to read the topic",
+    ErrorCode.FENCED_STATE_EPOCH: "the share-partition was taken over (state epoch moved on)",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "the share-group state store is unavailable: retry",
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: "the upstream partition leader did not answer: retry",
+    ErrorCode.NETWORK_EXCEPTION: "the upstream cluster could not be reached: retry",
+    ErrorCode.REQUEST_TIMED_OUT: "the upstream cluster did not answer in time: retry",
+}
+
+
+def partition_error_message(code: int) -> str | None:
+    """The message sent beside a per-partition error code; None beside NONE."""
+    if code == ErrorCode.NONE:
+        return None
+    known = _PARTITION_MESSAGES.get(code)  # type: ignore[call-overload]
+    if known is not None:
+        return known
+    try:
+        return ErrorCode(code).name.lower().replace("_", " ")
+    except ValueError:
+        return f"error {code}"
+
+
 class ShareError(Exception):
     """A refusal with a Kafka error code; whatever raised it changed nothing."""
 

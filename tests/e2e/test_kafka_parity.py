@@ -103,3 +103,76 @@ def _values(bootstrap: str, name: str) -> list[str]:
         return out
     finally:
         c.close()
+
+
+def test_share_fetch_limits_and_errors_as_kafka_answers_them(proxy, topic, produce):
+    """MaxBytes or MaxRecords of zero acquire nothing; a partition the topic lacks is
+    UNKNOWN_TOPIC_OR_PARTITION; every per-partition error carries a message."""
+    from datetime import timedelta
+
+    from kio.schema.metadata.v12 import request as md
+    from kio.schema.share_fetch.v1 import request as sf
+    from kio.schema.share_group_heartbeat.v1 import request as hb
+
+    from tests.support.kafka_client import KafkaConnection
+
+    p = proxy()
+    name = topic(1)
+    produce(name, 5, partitions=1)
+    k = KafkaConnection(p.port)
+    meta = k.call(
+        md.MetadataRequest(
+            topics=(md.MetadataRequestTopic(topic_id=None, name=name),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+    )
+    topic_id = meta.topics[0].topic_id
+    member, group = uuid.uuid4().hex, f"limits-{uuid.uuid4().hex[:6]}"
+    joined = k.call(
+        hb.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=(name,)
+        )
+    )
+    assert joined.error_code == 0
+    epoch = iter(range(100))
+
+    def fetch(max_bytes=1 << 20, max_records=10, partitions=(0,), wait_ms=300, acks=()):
+        answer = k.call(
+            sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=next(epoch),
+                max_wait=timedelta(milliseconds=wait_ms),
+                min_bytes=1,
+                max_bytes=max_bytes,
+                max_records=max_records,
+                batch_size=10,
+                topics=(
+                    sf.FetchTopic(
+                        topic_id=topic_id,
+                        partitions=tuple(
+                            sf.FetchPartition(partition_index=i, acknowledgement_batches=acks)
+                            for i in partitions
+                        ),
+                    ),
+                ),
+                forgotten_topics_data=(),
+            )
+        )
+        assert answer.error_code == 0
+        return {x.partition_index: x for t in answer.responses for x in t.partitions}
+
+    for nothing in (fetch(max_bytes=0), fetch(max_records=0)):  # a partition with nothing to
+        assert 0 not in nothing or nothing[0].acquired_records == ()  # say may be left out
+    got = fetch(partitions=(0, 7))
+    assert [(r.first_offset, r.last_offset) for r in got[0].acquired_records] == [(0, 4)]
+    assert got[7].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    assert got[7].error_message
+    assert got[0].error_message is None
+    # an acknowledgement of offsets nobody acquired: INVALID_RECORD_STATE, with a message
+    stale = sf.AcknowledgementBatch(first_offset=0, last_offset=9, acknowledge_types=(1,))
+    acked = fetch(acks=(stale,), partitions=(0,), wait_ms=10)[0]
+    assert acked.acknowledge_error_code == 121
+    assert "not acquired" in acked.acknowledge_error_message
+    k.close()

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.errors import ErrorCode, ShareError, partition_error_message
 from shareproxy.core.share_session import CLOSE_EPOCH
 from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
 from shareproxy.kafka.context import (
@@ -34,7 +34,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             lambda tp: m.PartitionData(
                 partition_index=tp[1],
                 error_code=error(codes[tp]),
-                error_message=None,
+                error_message=partition_error_message(codes[tp]),
                 current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
             ),
         )

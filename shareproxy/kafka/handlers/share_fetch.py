@@ -9,7 +9,7 @@ from typing import Any
 from shareproxy.broker.consumption import TopicPartition
 from shareproxy.broker.leader import Acquisition
 from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.errors import ErrorCode, ShareError, partition_error_message
 from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
 from shareproxy.core.states import AcquireMode
 from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
@@ -23,10 +23,6 @@ from shareproxy.kafka.context import (
     share_response,
 )
 from shareproxy.protocol.codec import Request, response_type
-
-# the limits of a request that sets none (zero or less)
-DEFAULT_MAX_RECORDS = 500
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
@@ -91,8 +87,8 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         leaders,
         member_id,
         max_wait_ms=int(body.max_wait.total_seconds() * 1000),
-        max_records=body.max_records if body.max_records > 0 else DEFAULT_MAX_RECORDS,
-        max_bytes=body.max_bytes if body.max_bytes > 0 else DEFAULT_MAX_BYTES,
+        max_records=body.max_records,  # zero or less acquires nothing, as Kafka
+        max_bytes=body.max_bytes,
         mode=mode,
     )
     return _response(ctx, m, cls, lock_timeout, got, ack_codes, errors)
@@ -121,9 +117,9 @@ def _response(
             m.PartitionData,
             partition_index=tp[1],
             error_code=error(errors.get(tp, ErrorCode.NONE)),
-            error_message=None,
+            error_message=partition_error_message(errors.get(tp, ErrorCode.NONE)),
             acknowledge_error_code=ack_codes.get(tp, ErrorCode.NONE),
-            acknowledge_error_message=None,
+            acknowledge_error_message=partition_error_message(ack_codes.get(tp, ErrorCode.NONE)),
             current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
             records=a.records if a else b"",
             acquired_records=tuple(
