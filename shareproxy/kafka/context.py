@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -76,6 +76,15 @@ class BrokerContext:
         return self.security.authorized_operations(
             conn.principal, conn.client_host, resource_type, name
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A handler's answer still on its way: the request has gone upstream, and ``answer``
+    yields the response body. The listener reads the connection's next request meanwhile
+    and writes the answers in the order of the requests."""
+
+    answer: Awaitable[Any]
 
 
 ANONYMOUS = "User:ANONYMOUS"

@@ -12,16 +12,19 @@ import logging
 import socket
 import ssl
 import time
+from collections.abc import Awaitable
+from typing import Any
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection
+from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
+    Request,
     UnsupportedRequest,
     decode_request,
     encode_response,
@@ -40,8 +43,23 @@ from shareproxy.protocol.framing import (
 from shareproxy.security.listeners import certificate_principal
 
 _SEND_BUFFER = 4 * 1024 * 1024
+# requests of one connection whose answers may be on their way at once: Produce and Fetch
+# relayed upstream, in order over one upstream connection (others wait for every earlier
+# answer, as a broker handles a connection's requests one after another)
+PIPELINED = frozenset({ApiKey.PRODUCE, ApiKey.FETCH})
+MAX_PIPELINED = 16
+
+Chunks = list[bytes | bytearray | memoryview]
+Answer = Chunks | asyncio.Task[Chunks | None]
 log = logging.getLogger(__name__)
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
+
+
+def _api_key(frame: bytes) -> int:
+    try:
+        return peek(frame)[0]
+    except MalformedRequest:
+        return -1  # answered (by closing) where the request is read
 
 
 class KafkaListener:
@@ -121,9 +139,14 @@ class KafkaListener:
         else:
             metrics.CONNECTIONS.labels(conn.listener, conn.principal).inc()
         self._connections[task] = conn
+        # answers in the order of the requests: ready ones, and Produce/Fetch answers still on
+        # their way upstream (several of those may be, as to a broker a client pipelines them)
+        answers: asyncio.Queue[Answer] = asyncio.Queue(MAX_PIPELINED)
+        writing = asyncio.create_task(self._write_in_order(answers, writer))
         try:
             while not self._closing:
-                self._idle.add(writer)
+                if not answers._unfinished_tasks:  # nothing owed to the client either
+                    self._idle.add(writer)
                 try:
                     prefix = await reader.readexactly(PREFIX_BYTES)
                 except asyncio.IncompleteReadError:
@@ -139,15 +162,18 @@ class KafkaListener:
                     log.warning("closing %s: %s", peer, e)
                     return
                 frame = await reader.readexactly(size)
+                if _api_key(frame) not in PIPELINED:  # as a broker: one after another
+                    await answers.join()
                 response = await self._answer(conn, frame)
-                if response is None:
-                    continue
                 if response is False:
+                    await answers.join()
                     return
-                writer.writelines(response)
-                await writer.drain()
+                if response is not None:
+                    await answers.put(response)
                 if conn.close_after_response:
+                    await answers.join()
                     return
+            await answers.join()
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.CancelledError:
@@ -155,13 +181,35 @@ class KafkaListener:
         except Exception:
             log.exception("connection %s failed", peer)
         finally:
+            writing.cancel()
             self._connections.pop(task, None)
             writer.close()
             if conn.link is not None:
                 await conn.link.close()
 
-    async def _answer(self, conn: Connection, frame: bytes) -> bytes | bool | None:
-        """Response bytes, None when the request takes no response, False to close."""
+    async def _write_in_order(
+        self, answers: asyncio.Queue[Answer], writer: asyncio.StreamWriter
+    ) -> None:
+        """Write each answer when it is ready, in the order of the requests. A connection that
+        broke is left to the reader; what is still owed is only counted off."""
+        broken = False
+        while True:
+            answer = await answers.get()
+            try:
+                chunks = await answer if isinstance(answer, asyncio.Task) else answer
+                if chunks and not broken:
+                    writer.writelines(chunks)
+                    await writer.drain()
+            except ConnectionError:
+                broken = True
+            finally:
+                answers.task_done()
+            if self._closing and not answers._unfinished_tasks:
+                writer.close()  # shutting down: every answer owed has been written
+
+    async def _answer(self, conn: Connection, frame: bytes) -> Answer | bool | None:
+        """Response chunks (or a task that makes them), None when the request takes no
+        response, False to close."""
         try:
             api_key = peek(frame)[0]
         except MalformedRequest as e:
@@ -185,25 +233,48 @@ class KafkaListener:
             log.warning("closing %s: malformed request: %s", conn.client_host, e)
             return False
         started = time.perf_counter()
-        api = api_name(request.api_key)
         try:
             body = await handler_for(request.api_key)(self.ctx, conn, request)
-            if body is None:
-                metrics.REQUESTS.labels(api, "ok").inc()
-                return None
+        except Exception:
+            body = self._failed(conn, request)
+        if isinstance(body, Pending):
+            return asyncio.create_task(self._finish(conn, request, started, body.answer))
+        return self._chunks(conn, request, started, body)
+
+    async def _finish(
+        self, conn: Connection, request: Request, started: float, answer: Awaitable[Any]
+    ) -> Chunks | None:
+        try:
+            body = await answer
+        except Exception:
+            body = self._failed(conn, request)
+        return self._chunks(conn, request, started, body)
+
+    def _failed(self, conn: Connection, request: Request) -> Any:
+        """A defect: the client still gets an answer, others are unaffected."""
+        log.exception(
+            "%s v%d from %s failed; answered UNKNOWN_SERVER_ERROR",
+            api_name(request.api_key),
+            request.api_version,
+            conn.client_host,
+        )
+        return error_entity(
+            response_type(request.api_key, request.api_version),
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            "the proxy failed to handle the request",
+        )
+
+    def _chunks(
+        self, conn: Connection, request: Request, started: float, body: Any
+    ) -> Chunks | None:
+        api = api_name(request.api_key)
+        if body is None:
+            metrics.REQUESTS.labels(api, "ok").inc()
+            return None
+        try:
             chunks = encode_response_chunks(request.correlation_id, body)
-        except Exception:  # a defect: the client still gets an answer, others are unaffected
-            log.exception(
-                "%s v%d from %s failed; answered UNKNOWN_SERVER_ERROR",
-                api,
-                request.api_version,
-                conn.client_host,
-            )
-            body = error_entity(
-                response_type(request.api_key, request.api_version),
-                ErrorCode.UNKNOWN_SERVER_ERROR,
-                "the proxy failed to handle the request",
-            )
+        except Exception:
+            body = self._failed(conn, request)
             chunks = encode_response_chunks(request.correlation_id, body)
         code = getattr(body, "error_code", 0)
         metrics.REQUESTS.labels(api, "ok" if not code else "error").inc()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 from aiokafka.conn import AIOKafkaConnection, CloseReason, create_conn
@@ -33,7 +34,25 @@ class UpstreamLink:
 
     async def relay(self, node_id: int, request: Request) -> RawResponse:
         """A client's request sent as it was encoded; the node's response body as it came."""
-        return await self._send(node_id, RawRequest(request))  # type: ignore[no-any-return]
+        return await (await self.start_relay(node_id, request))
+
+    async def start_relay(self, node_id: int, request: Request) -> Awaitable[RawResponse]:
+        """Send the request now and return its answer to await later: a client's requests
+        reach the broker in the order they were started, and several may be on their way."""
+        try:
+            conn = await self._conn(node_id)
+            waiting = conn.send(RawRequest(request))
+        except UpstreamError:
+            raise
+        except Exception as exc:
+            raise self._failed(node_id, exc) from exc
+        return self._answer(node_id, waiting)
+
+    async def _answer(self, node_id: int, waiting: Awaitable[Any]) -> RawResponse:
+        try:
+            return await waiting  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise self._failed(node_id, exc) from exc
 
     async def _send(self, node_id: int, request: KioRequest | RawRequest) -> Any:
         try:
@@ -42,11 +61,13 @@ class UpstreamLink:
         except UpstreamError:
             raise
         except Exception as exc:
-            self._drop(node_id)
-            raise UpstreamError(
-                f"forwarding to upstream node {node_id} failed: {exc!r}",
-                ErrorCode.NETWORK_EXCEPTION,
-            ) from exc
+            raise self._failed(node_id, exc) from exc
+
+    def _failed(self, node_id: int, exc: Exception) -> UpstreamError:
+        self._drop(node_id)
+        return UpstreamError(
+            f"forwarding to upstream node {node_id} failed: {exc!r}", ErrorCode.NETWORK_EXCEPTION
+        )
 
     async def _conn(self, node_id: int) -> AIOKafkaConnection:
         conn = self._conns.get(node_id)

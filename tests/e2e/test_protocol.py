@@ -3,7 +3,9 @@ version: what ApiVersions advertises is what is served."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
+from datetime import timedelta
 
 import pytest
 from kio.index import load_request_schema, load_response_schema
@@ -284,3 +286,29 @@ def test_every_produce_version_writes_and_every_fetch_version_reads(running):
             assert part.error_code == 0, (version, part)
             assert part.high_watermark >= produced[-1] + 1
             assert part.records and len(part.records) > 61 * len(produced), version
+
+
+def test_pipelined_requests_are_answered_in_order_and_produces_keep_their_order(running):
+    """A client may send several requests before reading: a Fetch that waits upstream, five
+    Produces, then Metadata. Answers come back in request order; the Produces reach the
+    broker in the order sent (their offsets rise); Metadata, served by the proxy, comes after
+    everything before it, as a broker handles a connection's requests one after another."""
+    from tests.support.typical_requests import Names, typical
+
+    p, name = running
+    names = Names(name, call(p.port, _metadata_v12(name)).topics[0].topic_id, "g")
+    fetch = dataclasses.replace(  # waits upstream for bytes that never come, up to 300 ms
+        typical(1, 12, names), max_wait=timedelta(milliseconds=300), min_bytes=1 << 30
+    )
+    bodies = [fetch, *(typical(0, 9, names) for _ in range(5)), _metadata_v12(name)]
+    with KafkaConnection(p.port) as c:
+        for cid, body in enumerate(bodies, start=100):
+            c.sock.sendall(encode_request(cid, "pipeline", body))
+        answers = [
+            decode_response(c.read_frame(), load_response_schema(b.__api_key__, b.__version__))
+            for b in bodies
+        ]
+    assert [cid for cid, _ in answers] == list(range(100, 100 + len(bodies)))
+    offsets = [a.responses[0].partition_responses[0].base_offset for _, a in answers[1:6]]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 5
+    assert answers[-1][1].topics[0].name == name

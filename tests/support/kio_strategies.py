@@ -5,6 +5,7 @@ registered here, plus the raw records type, which has none)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -28,6 +29,15 @@ def _register() -> None:
     for cls in (primitive.i32Timedelta, primitive.i64Timedelta, primitive.TZAware):
         cls.__hypothesis_hook__()
     st.register_type_strategy(primitive.Records, st.binary(max_size=64).map(primitive.Records))
+    # kio's own hook reaches i64 milliseconds its native reader refuses to decode ("timedelta
+    # milliseconds overflow", beyond any real timeout or retention); well-formed here means
+    # what kio reads back
+    st.register_type_strategy(
+        primitive.i64Timedelta,
+        st.integers(-(2**31), 2**31 - 1).map(
+            lambda ms: primitive.i64Timedelta.parse(timedelta(milliseconds=ms))
+        ),
+    )
 
 
 def served_versions(served: dict[int, tuple[int, int]]) -> list[tuple[int, int]]:

@@ -12,13 +12,21 @@ import dataclasses
 import logging
 import struct
 from collections import defaultdict
+from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import (
+    BrokerContext,
+    Connection,
+    Pending,
+    build,
+    error,
+    schema_module,
+)
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
 from shareproxy.protocol.codec import Request, response_type
@@ -96,11 +104,10 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         # one leader takes all of it, as sent: relayed as bytes, answered as bytes
         (leader,) = by_leader
         try:
-            return await conn.link.relay(leader, request)
+            answer = await conn.link.start_relay(leader, request)
         except UpstreamError as e:
-            log.warning("%s: %s", api_name(request.api_key), e)
-            failed = [(t, list(getattr(t, parts_f)), e.error_code, str(e)) for t in topics]
-            return _errors_response(request, [], failed)
+            return _relay_failed(request, topics, parts_f, e)
+        return Pending(_relayed(answer, request, topics, parts_f))
     if acks_zero:  # sent with acks=1 and the answer dropped: an upstream that answers acks=0
         body = dataclasses.replace(body, acks=1)  # anyway would otherwise desynchronise the link
     subs = [
@@ -175,6 +182,20 @@ _NOTHING = {
     "low_watermark": -1,
     "end_offset": -1,
 }
+
+
+async def _relayed(answer: Awaitable[Any], request: Request, topics: Any, parts_f: str) -> Any:
+    try:
+        return await answer
+    except UpstreamError as e:
+        return _relay_failed(request, topics, parts_f, e)
+
+
+def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError) -> Any:
+    """Every partition of a relayed request answered with the upstream's retriable error."""
+    log.warning("%s: %s", api_name(request.api_key), e)
+    failed = [(t, list(getattr(t, parts_f)), e.error_code, str(e)) for t in topics]
+    return _errors_response(request, [], failed)
 
 
 def _errors_response(
