@@ -125,12 +125,17 @@ class LiveState(Collector):
         yield _labelled(
             GaugeMetricFamily,
             "share_groups",
-            "Share groups by state",
+            "Share groups by state: every group the store holds, and those only joined",
             ["state"],
             state["groups_by_state"],
         )
         yield GaugeMetricFamily(
-            "share_partitions", "Share-partitions this proxy leads", value=state["partitions"]
+            "share_partitions", "Share-partitions the store holds", value=state["partitions"]
+        )
+        yield GaugeMetricFamily(
+            "share_partitions_led",
+            "Share-partitions this proxy has loaded and leads",
+            value=state["partitions_led"],
         )
         yield GaugeMetricFamily("share_sessions", "Open share sessions", value=state["sessions"])
         yield _labelled(

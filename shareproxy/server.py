@@ -16,6 +16,7 @@ from sqlalchemy import text
 from shareproxy import metrics
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
+from shareproxy.broker.census import StoredCensus
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
@@ -197,6 +198,9 @@ class Proxy:
             upstream=self._probe_upstream,
             listener=lambda: bool(self.listeners) and all(x.accepting for x in self.listeners),
         )
+        self.census = StoredCensus(self.store)
+        self.census.start()
+        self._running.push_async_callback(self.census.stop)
         metrics.install_live_state(self._live_state)
         self.admin = AdminServer(
             create_app(probes, self.group_admin, self.security, self.consumption),
@@ -232,6 +236,10 @@ class Proxy:
         by_state: dict[str, int] = {s.value: 0 for s in GroupState}
         for group in self.coordinator.groups.values():
             by_state[group.state.value] += 1
+        # stored groups no member has joined since start are Empty
+        by_state[GroupState.EMPTY.value] += len(
+            self.census.group_ids - self.coordinator.groups.keys()
+        )
         in_flight: dict[tuple[str, str], int] = {}
         detail: dict[tuple[str, str, int], dict[str, int]] = {}
         for key, leader in list(self.partitions.leaders.items()):
@@ -252,7 +260,8 @@ class Proxy:
             }
         return {
             "groups_by_state": by_state,
-            "partitions": len(self.partitions.leaders),
+            "partitions": max(self.census.partitions, len(self.partitions.leaders)),
+            "partitions_led": len(self.partitions.leaders),
             "sessions": len(self.sessions),
             "in_flight": in_flight,
             "rebalances": {g: group.rebalances for g, group in self.coordinator.groups.items()},

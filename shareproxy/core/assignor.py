@@ -15,6 +15,10 @@ from uuid import UUID
 
 Assignment = dict[UUID, tuple[int, ...]]
 
+# what ShareGroupDescribe names: not Kafka's "simple" assignor (which hashes partitions to
+# members), but this balanced, sticky one
+NAME = "sticky-balanced"
+
 
 def assign(
     subscriptions: Mapping[str, Sequence[str]],

@@ -104,6 +104,10 @@ class ShareStateStore(Protocol):
 
     async def list_partitions(self, group_id: str) -> list[SharePartitionKey]: ...
 
+    async def count_partitions(self) -> dict[str, int]:
+        """Stored share-partitions per group id."""
+        ...
+
     async def record_membership(
         self, group_id: str, subscribed_topics: Sequence[str], now: datetime
     ) -> None:

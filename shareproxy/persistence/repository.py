@@ -108,6 +108,9 @@ class SqlShareStateStore:
     async def list_partitions(self, group_id: str) -> list[SharePartitionKey]:
         return await self._partitions.list_partitions(group_id)
 
+    async def count_partitions(self) -> dict[str, int]:
+        return await self._partitions.count_partitions()
+
     # membership (expiry rules)
     async def record_membership(
         self, group_id: str, subscribed_topics: Sequence[str], now: datetime

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.store import LoadedState, SharePartitionKey
@@ -136,6 +136,15 @@ class SharePartitionStates:
             if key not in rows or rows[key].state_epoch != state_epoch:
                 return False
             return await _delete(conn, [key]) == 1
+
+    async def count_partitions(self) -> dict[str, int]:
+        async with self.engine.connect() as conn:
+            rows = await conn.execute(
+                select(share_snapshots.c.group_id, func.count()).group_by(
+                    share_snapshots.c.group_id
+                )
+            )
+            return {r[0]: int(r[1]) for r in rows}
 
     async def list_partitions(self, group_id: str) -> list[SharePartitionKey]:
         async with self.engine.connect() as conn:

@@ -198,6 +198,16 @@ def test_share_group_describe_answers_what_rest_describes(proxy, topic, produce)
             for m in live.members
         ] == [(m["member_id"], m["subscriptions"], m["assignment"]) for m in rest["members"]]
         assert {tp.topic_name for m in live.members for tp in m.assignment.topic_partitions} == {t}
+        assert live.assignor_name == "sticky-balanced"  # the proxy's own, not Kafka's "simple"
+        assert live.authorized_operations == -(2**31)  # not asked for
+        asked = call(
+            p.port,
+            describe.ShareGroupDescribeRequest(
+                group_ids=(group,), include_authorized_operations=True
+            ),
+        )
+        # authorization off: every group operation (READ, DESCRIBE, DELETE, *_CONFIGS)
+        assert asked.groups[0].authorized_operations == sum(1 << op for op in (3, 6, 8, 10, 11))
         assert absent.error_code == 69  # GROUP_ID_NOT_FOUND
     finally:
         c.close()

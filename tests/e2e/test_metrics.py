@@ -138,3 +138,34 @@ def test_lag_falls_to_zero_and_poison_records_are_counted(proxy, topic, produce)
 
     assert moved("share_archived_records_total", group=group, reason="delivery_limit") == 5
     assert moved("share_archived_records_total", group=group, reason="rejected") == 3
+
+
+def test_group_and_partition_gauges_count_what_the_store_holds_after_a_restart(
+    proxy, topic, produce
+):
+    """A restarted proxy has loaded nothing yet; its gauges still count every stored group
+    (Empty: no member since) and share-partition, as Kafka's coordinator reports its groups."""
+    from tests.support.consumers import accept_all
+    from tests.support.proxy import ProxyProcess
+
+    first = proxy()
+    t = topic(2)
+    produce(t, 10, partitions=2)
+    group = f"census-{uuid.uuid4().hex[:6]}"
+    c = share_consumer(first, group)
+    c.subscribe([t])
+    assert len(accept_all(c, 10)) == 10
+    c.close()
+    first.stop()
+    again = ProxyProcess(first.upstream, first.state_url).start()
+    try:
+
+        def counted():
+            s = scrape(again)
+            return s if value(s, "share_partitions") >= 2 else None
+
+        samples = wait_for(counted, 20, "stored share-partitions counted")
+        assert value(samples, "share_groups", state="Empty") >= 1
+        assert value(samples, "share_partitions_led") == 0  # nothing loaded since the start
+    finally:
+        again.stop()

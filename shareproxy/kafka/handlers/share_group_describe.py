@@ -8,13 +8,12 @@ from typing import Any
 from kio.schema.share_group_describe.v1 import response as r
 
 from shareproxy.broker.group_admin import GroupView
+from shareproxy.core import assignor
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
 from shareproxy.kafka.context import BrokerContext, Connection, error
 from shareproxy.protocol.codec import Request
-
-ASSIGNOR = "simple"
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
@@ -48,7 +47,7 @@ def _described(view: GroupView, authorized_operations: int) -> r.DescribedGroup:
         group_state=view.state,
         group_epoch=view.group_epoch,
         assignment_epoch=view.assignment_epoch,
-        assignor_name=ASSIGNOR,
+        assignor_name=assignor.NAME,
         members=tuple(
             r.Member(
                 member_id=m.member_id,
