@@ -160,7 +160,7 @@ class Consumption:
         while there is nothing to give (the long poll of ShareFetch and of HTTP fetch)."""
         deadline = self.clock_ms() + max_wait_ms
         got: dict[TopicPartition, Acquisition] = {}
-        if not leaders:
+        if not leaders or max_records <= 0 or max_bytes <= 0:  # nothing may be acquired
             await asyncio.sleep(max_wait_ms / 1000)
             return got
         while True:
