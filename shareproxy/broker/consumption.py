@@ -155,9 +155,11 @@ class Consumption:
         max_records: int,
         max_bytes: int,
         mode: AcquireMode,
+        min_bytes: int = 1,
     ) -> dict[TopicPartition, Acquisition]:
         """Acquire for ``member_id`` from these share-partitions, waiting up to ``max_wait_ms``
-        while there is nothing to give (the long poll of ShareFetch and of HTTP fetch)."""
+        while there is nothing to give, or less than ``min_bytes`` to read (the long poll of
+        ShareFetch and of HTTP fetch)."""
         deadline = self.clock_ms() + max_wait_ms
         got: dict[TopicPartition, Acquisition] = {}
         if not leaders or max_records <= 0 or max_bytes <= 0:  # nothing may be acquired
@@ -170,6 +172,9 @@ class Consumption:
             with contextlib.suppress(UpstreamError):
                 await self.feed.read(leaders, max_wait_ms=1)
             budget, room = max_records, max_bytes
+            remaining = deadline - self.clock_ms()
+            if remaining > 0 and min_bytes > 1 and not _min_bytes_ready(leaders, min_bytes):
+                budget = 0  # as Kafka: nothing is acquired until MinBytes wait or MaxWait ends
             for leader in leaders:
                 if budget <= 0 or room <= 0:
                     break
@@ -188,3 +193,20 @@ class Consumption:
             await asyncio.wait(
                 changed, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED
             )
+
+
+def _min_bytes_ready(leaders: Sequence[SharePartitionLeader], min_bytes: int) -> bool:
+    """Whether the partitions hold ``min_bytes`` to deliver (Kafka counts the log from each
+    share-partition's next fetch offset): what their caches hold, or more than the caches
+    hold when upstream has records not read yet."""
+    total = 0
+    for leader in leaders:
+        if not leader.sp.has_acquirable():
+            continue
+        cache = leader.cache
+        if cache.end_offset < cache.high_watermark:
+            return True
+        total += cache.bytes_from(leader.sp.next_fetch_offset())
+        if total >= min_bytes:
+            return True
+    return False

@@ -105,52 +105,64 @@ def _values(bootstrap: str, name: str) -> list[str]:
         c.close()
 
 
-def test_share_fetch_limits_and_errors_as_kafka_answers_them(proxy, topic, produce):
-    """MaxBytes or MaxRecords of zero acquire nothing; a partition the topic lacks is
-    UNKNOWN_TOPIC_OR_PARTITION; every per-partition error carries a message."""
-    from datetime import timedelta
+class RawMember:
+    """A share-group member on one raw connection: joined by heartbeat, fetching with kio
+    requests whose limits a test chooses (what no stock client lets it set)."""
 
-    from kio.schema.metadata.v12 import request as md
-    from kio.schema.share_fetch.v1 import request as sf
-    from kio.schema.share_group_heartbeat.v1 import request as hb
+    def __init__(self, port: int, name: str) -> None:
+        from kio.schema.metadata.v12 import request as md
+        from kio.schema.share_group_heartbeat.v1 import request as hb
 
-    from tests.support.kafka_client import KafkaConnection
+        from tests.support.kafka_client import KafkaConnection
 
-    p = proxy()
-    name = topic(1)
-    produce(name, 5, partitions=1)
-    k = KafkaConnection(p.port)
-    meta = k.call(
-        md.MetadataRequest(
-            topics=(md.MetadataRequestTopic(topic_id=None, name=name),),
-            allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False,
+        self.k = KafkaConnection(port)
+        meta = self.k.call(
+            md.MetadataRequest(
+                topics=(md.MetadataRequestTopic(topic_id=None, name=name),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
         )
-    )
-    topic_id = meta.topics[0].topic_id
-    member, group = uuid.uuid4().hex, f"limits-{uuid.uuid4().hex[:6]}"
-    joined = k.call(
-        hb.ShareGroupHeartbeatRequest(
-            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=(name,)
+        self.topic_id = meta.topics[0].topic_id
+        self.member, self.group = uuid.uuid4().hex, f"raw-{uuid.uuid4().hex[:6]}"
+        joined = self.k.call(
+            hb.ShareGroupHeartbeatRequest(
+                group_id=self.group,
+                member_id=self.member,
+                member_epoch=0,
+                subscribed_topic_names=(name,),
+            )
         )
-    )
-    assert joined.error_code == 0
-    epoch = iter(range(100))
+        assert joined.error_code == 0
+        self.epoch = iter(range(1000))
 
-    def fetch(max_bytes=1 << 20, max_records=10, partitions=(0,), wait_ms=300, acks=()):
-        answer = k.call(
+    def fetch(
+        self,
+        max_bytes=1 << 20,
+        max_records=10,
+        partitions=(0,),
+        wait_ms=300,
+        acks=(),
+        min_bytes=1,
+    ):
+        """{partition index: its answer} of one ShareFetch."""
+        from datetime import timedelta
+
+        from kio.schema.share_fetch.v1 import request as sf
+
+        answer = self.k.call(
             sf.ShareFetchRequest(
-                group_id=group,
-                member_id=member,
-                share_session_epoch=next(epoch),
+                group_id=self.group,
+                member_id=self.member,
+                share_session_epoch=next(self.epoch),
                 max_wait=timedelta(milliseconds=wait_ms),
-                min_bytes=1,
+                min_bytes=min_bytes,
                 max_bytes=max_bytes,
                 max_records=max_records,
                 batch_size=10,
                 topics=(
                     sf.FetchTopic(
-                        topic_id=topic_id,
+                        topic_id=self.topic_id,
                         partitions=tuple(
                             sf.FetchPartition(partition_index=i, acknowledgement_batches=acks)
                             for i in partitions
@@ -163,16 +175,46 @@ def test_share_fetch_limits_and_errors_as_kafka_answers_them(proxy, topic, produ
         assert answer.error_code == 0
         return {x.partition_index: x for t in answer.responses for x in t.partitions}
 
-    for nothing in (fetch(max_bytes=0), fetch(max_records=0)):  # a partition with nothing to
-        assert 0 not in nothing or nothing[0].acquired_records == ()  # say may be left out
-    got = fetch(partitions=(0, 7))
+
+def test_share_fetch_limits_and_errors_as_kafka_answers_them(proxy, topic, produce):
+    """MaxBytes or MaxRecords of zero acquire nothing; a partition the topic lacks is
+    UNKNOWN_TOPIC_OR_PARTITION; every per-partition error carries a message."""
+    from kio.schema.share_fetch.v1 import request as sf
+
+    p = proxy()
+    name = topic(1)
+    produce(name, 5, partitions=1)
+    m = RawMember(p.port, name)
+    for nothing in (m.fetch(max_bytes=0), m.fetch(max_records=0)):  # a partition with nothing
+        assert 0 not in nothing or nothing[0].acquired_records == ()  # to say may be left out
+    got = m.fetch(partitions=(0, 7))
     assert [(r.first_offset, r.last_offset) for r in got[0].acquired_records] == [(0, 4)]
     assert got[7].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
     assert got[7].error_message
     assert got[0].error_message is None
     # an acknowledgement of offsets nobody acquired: INVALID_RECORD_STATE, with a message
     stale = sf.AcknowledgementBatch(first_offset=0, last_offset=9, acknowledge_types=(1,))
-    acked = fetch(acks=(stale,), partitions=(0,), wait_ms=10)[0]
+    acked = m.fetch(acks=(stale,), partitions=(0,), wait_ms=10)[0]
     assert acked.acknowledge_error_code == 121
     assert "not acquired" in acked.acknowledge_error_message
-    k.close()
+    m.k.close()
+
+
+def test_share_fetch_waits_for_min_bytes_until_max_wait(proxy, topic, produce):
+    """MinBytes more than the partition holds: the answer waits MaxWait, then gives what there
+    is; MinBytes of 1 answers at once."""
+    p = proxy()
+    name = topic(1)
+    produce(name, 5, partitions=1, size=100)
+    m = RawMember(p.port, name)
+    started = time.monotonic()
+    got = m.fetch(min_bytes=1 << 20, wait_ms=1500)
+    waited = time.monotonic() - started
+    assert [(r.first_offset, r.last_offset) for r in got[0].acquired_records] == [(0, 4)]
+    assert waited >= 1.3, waited
+    produce(name, 5, partitions=1, size=100)
+    started = time.monotonic()
+    got = m.fetch(min_bytes=1, wait_ms=5000)
+    assert [(r.first_offset, r.last_offset) for r in got[0].acquired_records] == [(5, 9)]
+    assert time.monotonic() - started < 3
+    m.k.close()

@@ -89,6 +89,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         max_records=body.max_records,  # zero or less acquires nothing, as Kafka
         max_bytes=body.max_bytes,
+        min_bytes=body.min_bytes,
         mode=mode,
     )
     return _response(ctx, m, cls, lock_timeout, got, ack_codes, errors)
