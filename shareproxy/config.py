@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,6 +59,18 @@ def _group_default(name: str) -> Any:
     d = gc.DEFINITIONS[name]
     value: Any = {"int": int, "boolean": lambda v: v == "true"}.get(d.kind, str)(d.default)
     return Field(default=value, description=f"default {name}: {d.doc}")
+
+
+def _bound(field_name: str, low: int, high: int | None) -> Any:
+    name = "group.share." + field_name.replace("_", ".")
+    kind = "least" if field_name.startswith("min_") else "most"
+    stem = field_name[4:].replace("_", ".")
+    return Field(
+        default=getattr(gc.KAFKA_BOUNDS, field_name),
+        ge=low,
+        le=high,
+        description=f"{name}: the {kind} a group's share.{stem} may be",
+    )
 
 
 class SettingError(ValueError):
@@ -164,6 +177,26 @@ class Settings(BaseSettings):
     session_timeout_ms: int = _group_default(gc.SESSION_TIMEOUT)
     heartbeat_interval_ms: int = _group_default(gc.HEARTBEAT_INTERVAL)
     renew_acknowledge: bool = _group_default(gc.RENEW_ACKNOWLEDGE)
+    # the bounds of the group configs: Kafka's broker configs of the same names, defaults and
+    # ranges (group.share.min.record.lock.duration.ms, …)
+    group_share_min_record_lock_duration_ms: int = _bound(
+        "min_record_lock_duration_ms", 1000, 30_000
+    )
+    group_share_max_record_lock_duration_ms: int = _bound(
+        "max_record_lock_duration_ms", 30_000, 3_600_000
+    )
+    group_share_min_delivery_count_limit: int = _bound("min_delivery_count_limit", 2, 5)
+    group_share_max_delivery_count_limit: int = _bound("max_delivery_count_limit", 5, 25)
+    group_share_min_partition_max_record_locks: int = _bound(
+        "min_partition_max_record_locks", 100, 10_000
+    )
+    group_share_max_partition_max_record_locks: int = _bound(
+        "max_partition_max_record_locks", 100, 100_000
+    )
+    group_share_min_session_timeout_ms: int = _bound("min_session_timeout_ms", 1, None)
+    group_share_max_session_timeout_ms: int = _bound("max_session_timeout_ms", 1, None)
+    group_share_min_heartbeat_interval_ms: int = _bound("min_heartbeat_interval_ms", 1, None)
+    group_share_max_heartbeat_interval_ms: int = _bound("max_heartbeat_interval_ms", 1, None)
 
     @classmethod
     def settings_customise_sources(
@@ -180,6 +213,11 @@ class Settings(BaseSettings):
         if path is None:
             return (init_settings, env_settings)
         return (init_settings, env_settings, file_source(settings_cls, Path(str(path))))
+
+    def group_bounds(self) -> gc.GroupBounds:
+        return gc.GroupBounds(
+            **{f.name: getattr(self, "group_share_" + f.name) for f in fields(gc.GroupBounds)}
+        )
 
     def group_configs(self) -> dict[str, str]:
         """The group-config defaults under their config names, as strings."""
@@ -248,6 +286,21 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _together(self) -> Settings:
+        bounds = self.group_bounds()
+        for f in fields(gc.GroupBounds):
+            if f.name.startswith("min_"):
+                stem = f.name[4:]
+                low, high = getattr(bounds, f.name), getattr(bounds, "max_" + stem)
+                if low > high:
+                    raise SettingError(
+                        "group_share_min_" + stem,
+                        f"{low} is above group.share.max.{stem.replace('_', '.')} ({high})",
+                    )
+        for setting, name in GROUP_DEFAULTS.items():
+            try:
+                gc.check(name, self.group_configs()[name], bounds)
+            except gc.GroupConfigError as exc:
+                raise SettingError(setting, str(exc).partition(": ")[2]) from None
         try:
             gc.check_heartbeat(self.group_configs())
         except gc.GroupConfigError:

@@ -89,6 +89,7 @@ def _run(
             state_url=f"sqlite:///{workdir / 'state.db'}",
             auto_offset_reset="earliest",
             record_lock_duration_ms=10_000,
+            group_share_min_record_lock_duration_ms=10_000,  # below Kafka's 15 s minimum
             partition_max_record_locks=100,  # consumers take turns rather than one taking all
         )
         proxy = ProxyThread(settings)

@@ -109,7 +109,7 @@ class Proxy:
             self.engine = create_engine(s.state_url)
             self._running.push_async_callback(self.engine.dispose)
             self.store = SqlShareStateStore(self.engine, s.state_fold_every)
-            self.configs = GroupConfigs(self.store, self.defaults)
+            self.configs = GroupConfigs(self.store, self.defaults, s.group_bounds())
             await self.configs.load()
             self.security = Security(
                 SecurityStore(self.engine),

@@ -20,9 +20,15 @@ Listener = Callable[[str, GroupSettings], None]
 
 
 class GroupConfigs:
-    def __init__(self, store: ShareStateStore, defaults: GroupSettings) -> None:
+    def __init__(
+        self,
+        store: ShareStateStore,
+        defaults: GroupSettings,
+        bounds: group_config.GroupBounds = group_config.KAFKA_BOUNDS,
+    ) -> None:
         self.store = store
         self.defaults = defaults
+        self.bounds = bounds
         self._stored: dict[str, dict[str, str]] = {}
         self._settings: dict[str, GroupSettings] = {}
         self._listeners: list[Listener] = []
@@ -53,7 +59,7 @@ class GroupConfigs:
         apply. Returns the group's overrides after the change."""
         require_group_id(group_id)
         merged = group_config.validate(
-            changes, self._stored.get(group_id, {}), self.defaults.as_configs()
+            changes, self._stored.get(group_id, {}), self.defaults.as_configs(), self.bounds
         )
         if validate_only:
             return merged

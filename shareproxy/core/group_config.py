@@ -2,9 +2,9 @@
 
 Stored as strings, as Kafka's IncrementalAlterConfigs carries them; a group's value overrides the
 proxy-wide default from ``serve``, whose settings are validated by this same module, so a value
-``serve`` takes a group takes too. Bounds are the proxy's own: Kafka's broker bounds (for example
-15-60 s of lock duration) are broker settings, and a proxy serving tests and slow consumers alike
-needs a wider range.
+``serve`` takes a group takes too. Each definition has an absolute range; the integer configs are
+further bounded by ``GroupBounds``, the proxy-level minimum and maximum Kafka's brokers set with
+their ``group.share.min.*`` / ``group.share.max.*`` configs (KIP-1240), with Kafka's defaults.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ DEFINITIONS: dict[str, ConfigDef] = {
             DELIVERY_COUNT_LIMIT,
             "int",
             "deliveries before a record is archived instead of redelivered",
-            _int_between(2, 10),
+            _int_between(2, 25),
             "5",
         ),
         ConfigDef(
@@ -135,6 +135,55 @@ DEFINITIONS: dict[str, ConfigDef] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Bound:
+    low: int
+    high: int
+    low_name: str  # the proxy setting under Kafka's broker config name
+    high_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupBounds:
+    """What the proxy-wide default and every group's value of the bounded configs may be:
+    Kafka's broker-level limits, with their defaults. A test or a slow consumer may need a
+    1 s lock: the operator lowers ``group.share.min.record.lock.duration.ms``, as on Kafka."""
+
+    min_record_lock_duration_ms: int = 15_000
+    max_record_lock_duration_ms: int = 60_000
+    min_delivery_count_limit: int = 2
+    max_delivery_count_limit: int = 10
+    min_partition_max_record_locks: int = 100
+    max_partition_max_record_locks: int = 10_000
+    min_session_timeout_ms: int = 45_000
+    max_session_timeout_ms: int = 60_000
+    min_heartbeat_interval_ms: int = 5_000
+    max_heartbeat_interval_ms: int = 15_000
+
+    def bound(self, name: str) -> Bound | None:
+        field_name = BOUNDED.get(name)
+        if field_name is None:
+            return None
+        low, high = f"min_{field_name}", f"max_{field_name}"
+        return Bound(
+            getattr(self, low),
+            getattr(self, high),
+            "group.share." + low.replace("_", "."),
+            "group.share." + high.replace("_", "."),
+        )
+
+
+# the bounded group configs -> the stem of their GroupBounds fields
+BOUNDED = {
+    LOCK_DURATION: "record_lock_duration_ms",
+    DELIVERY_COUNT_LIMIT: "delivery_count_limit",
+    MAX_RECORD_LOCKS: "partition_max_record_locks",
+    SESSION_TIMEOUT: "session_timeout_ms",
+    HEARTBEAT_INTERVAL: "heartbeat_interval_ms",
+}
+KAFKA_BOUNDS = GroupBounds()
+
+
 def definition(name: str) -> ConfigDef:
     found = DEFINITIONS.get(name)
     if found is None:
@@ -142,13 +191,21 @@ def definition(name: str) -> ConfigDef:
     return found
 
 
-def check(name: str, value: str) -> None:
-    """GroupConfigError unless ``value`` is a valid value of the config ``name``."""
+def check(name: str, value: str, bounds: GroupBounds | None = None) -> None:
+    """GroupConfigError unless ``value`` is a valid value of the config ``name`` (within
+    ``bounds`` too, when given)."""
     found = definition(name)
     try:
         found.check(value)
     except ValueError as exc:
         raise GroupConfigError(name, str(exc)) from None
+    bound = bounds.bound(name) if bounds is not None else None
+    if bound is not None and not bound.low <= int(value) <= bound.high:
+        raise GroupConfigError(
+            name,
+            f"{int(value)} is outside [{bound.low}, {bound.high}] "
+            f"({bound.low_name}, {bound.high_name})",
+        )
 
 
 def check_heartbeat(effective: Mapping[str, str]) -> None:
@@ -167,6 +224,7 @@ def validate(
     changes: Mapping[str, str | None],
     current: Mapping[str, str],
     defaults: Mapping[str, str] | None = None,
+    bounds: GroupBounds = KAFKA_BOUNDS,
 ) -> dict[str, str]:
     """The configs after applying ``changes`` (None removes an override, back to the default).
 
@@ -179,7 +237,7 @@ def validate(
             definition(name)
             merged.pop(name, None)
         else:
-            check(name, value)
+            check(name, value, bounds)
             merged[name] = value
     check_heartbeat({**(defaults or {}), **merged})
     return merged

@@ -58,6 +58,8 @@ def _proxies(
     def start(**options: object) -> ProxyProcess:
         url = postgres.create_database(f"e2e{next(_db)}", template="template_migrated")
         options.setdefault("auto_offset_reset", "earliest")
+        # tests time out locks in a second or two: below Kafka's 15 s minimum
+        options.setdefault("group_share_min_record_lock_duration_ms", 1000)
         p = ProxyProcess(broker.bootstrap, url, **options)
         started.append(p)  # before it starts: stopped below whatever happens
         return p.start()

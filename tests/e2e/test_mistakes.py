@@ -62,10 +62,23 @@ def serve(tmp_path: Path, *args: str) -> list[str]:
     ("args", "expected"),
     [
         (["--auto-offset-reset", "yesterday"], "--auto-offset-reset yesterday: "),
-        (["--delivery-count-limit", "50"], "--delivery-count-limit 50: 50 is outside [2, 10]"),
+        (["--delivery-count-limit", "50"], "--delivery-count-limit 50: 50 is outside [2, 25]"),
         (["--delivery-count-limit", "abc"], "--delivery-count-limit abc: "),
         (["--record-lock-duration-ms", "500"], "--record-lock-duration-ms 500: 500 is outside"),
-        (["--heartbeat-interval-ms", "60000"], "--heartbeat-interval-ms 60000: must be below"),
+        (
+            ["--heartbeat-interval-ms", "60000"],  # Kafka's bounds: 5-15 s
+            "--heartbeat-interval-ms 60000: 60000 is outside [5000, 15000] "
+            "(group.share.min.heartbeat.interval.ms",
+        ),
+        (
+            [
+                "--heartbeat-interval-ms",
+                "50000",
+                "--group-share-max-heartbeat-interval-ms",
+                "60000",
+            ],
+            "--heartbeat-interval-ms 50000: must be below",
+        ),
         (["--log-format", "xml"], "--log-format xml: "),
         (["--listen", "nowhere"], "--listen nowhere: 'nowhere' is not HOST:PORT"),
         (["--state-url", "mysql://h/db"], "--state-url mysql://h/db: unsupported state store"),
@@ -104,7 +117,7 @@ def test_config_file_mistakes_exit_2_naming_the_file(tmp_path):
     path.write_text("delivery_count_limit = 50\n")
     code, stderr = run(*serve(tmp_path, "--config", str(path)))
     assert code == exits.USAGE
-    assert one_error(stderr) == f"delivery_count_limit = 50 in {path}: 50 is outside [2, 10]"
+    assert one_error(stderr) == f"delivery_count_limit = 50 in {path}: 50 is outside [2, 25]"
     path.write_text("delivery_limit = 3\n")
     code, stderr = run(*serve(tmp_path, "--config", str(path)))
     assert code == exits.USAGE

@@ -11,8 +11,8 @@ from shareproxy.core.states import RecordState
 
 
 def test_valid_changes_merge_and_none_removes_an_override():
-    merged = gc.validate({gc.LOCK_DURATION: "2000", gc.ISOLATION_LEVEL: "read_committed"}, {})
-    assert merged == {gc.LOCK_DURATION: "2000", gc.ISOLATION_LEVEL: "read_committed"}
+    merged = gc.validate({gc.LOCK_DURATION: "20000", gc.ISOLATION_LEVEL: "read_committed"}, {})
+    assert merged == {gc.LOCK_DURATION: "20000", gc.ISOLATION_LEVEL: "read_committed"}
     assert gc.validate({gc.LOCK_DURATION: None}, merged) == {gc.ISOLATION_LEVEL: "read_committed"}
 
 
@@ -36,9 +36,42 @@ def test_bad_names_and_values_are_refused_with_the_reason(name, value, why):
 
 def test_heartbeat_interval_must_stay_below_the_session_timeout_including_defaults():
     defaults = GroupSettings().as_configs()
+    wide = gc.GroupBounds(max_heartbeat_interval_ms=60_000)
     with pytest.raises(gc.GroupConfigError, match="must be below"):
-        gc.validate({gc.HEARTBEAT_INTERVAL: "50000"}, {}, defaults)
-    assert gc.validate({gc.HEARTBEAT_INTERVAL: "50000", gc.SESSION_TIMEOUT: "60000"}, {}, defaults)
+        gc.validate({gc.HEARTBEAT_INTERVAL: "50000"}, {}, defaults, wide)
+    changes = {gc.HEARTBEAT_INTERVAL: "50000", gc.SESSION_TIMEOUT: "60000"}
+    assert gc.validate(changes, {}, defaults, wide)
+
+
+@pytest.mark.parametrize(
+    ("name", "low", "high", "low_name"),
+    [
+        (gc.LOCK_DURATION, 15_000, 60_000, "group.share.min.record.lock.duration.ms"),
+        (gc.DELIVERY_COUNT_LIMIT, 2, 10, "group.share.min.delivery.count.limit"),
+        (gc.MAX_RECORD_LOCKS, 100, 10_000, "group.share.min.partition.max.record.locks"),
+        (gc.SESSION_TIMEOUT, 45_000, 60_000, "group.share.min.session.timeout.ms"),
+        (gc.HEARTBEAT_INTERVAL, 5_000, 15_000, "group.share.min.heartbeat.interval.ms"),
+    ],
+)
+def test_kafkas_broker_bounds_hold_a_groups_value_and_the_error_names_them(
+    name, low, high, low_name
+):
+    """KIP-1240: a group's value lies within the broker's group.share.min/max.* configs,
+    whose defaults are Kafka's; the bounds themselves are the operator's to move."""
+    session = {gc.SESSION_TIMEOUT: "60000"}  # so that any allowed heartbeat stays below it
+    for fine in (low, high):
+        gc.validate({**session, name: str(fine)}, {})
+    for wrong in (low - 1, high + 1):
+        with pytest.raises(gc.GroupConfigError, match="outside"):
+            gc.validate({**session, name: str(wrong)}, {})
+    with pytest.raises(gc.GroupConfigError, match=low_name.replace(".min.", ".max.")):
+        gc.validate({**session, name: str(high + 1)}, {})
+    try:
+        gc.DEFINITIONS[name].check(str(low - 1))
+    except ValueError:
+        return  # below the config's own range: no bound can allow it
+    wider = gc.GroupBounds(**{f"min_{gc.BOUNDED[name]}": low - 1})
+    gc.validate({**session, name: str(low - 1)}, {}, None, wider)
 
 
 def test_overrides_apply_over_defaults_and_read_back_as_configs():

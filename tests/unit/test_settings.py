@@ -57,9 +57,21 @@ def test_serve_defaults_are_the_group_configs_defaults():
 
 
 def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused_as_in_group_configs():
+    wide = {"group_share_max_heartbeat_interval_ms": 60_000}
     with pytest.raises(UsageError, match=r"^--heartbeat-interval-ms 50000: must be below"):
-        config.load({"heartbeat_interval_ms": 50_000})
-    assert config.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000})
+        config.load({"heartbeat_interval_ms": 50_000, **wide})
+    assert config.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000, **wide})
+
+
+def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():
+    with pytest.raises(UsageError, match=r"^--record-lock-duration-ms 1000: .*min.record.lock"):
+        config.load({"record_lock_duration_ms": 1000})
+    moved = {"record_lock_duration_ms": 1000, "group_share_min_record_lock_duration_ms": 1000}
+    assert config.load(moved).group_bounds().min_record_lock_duration_ms == 1000
+    with pytest.raises(UsageError, match=r"^--group-share-min-session-timeout-ms 70000: .*above"):
+        config.load({"group_share_min_session_timeout_ms": 70_000})
+    with pytest.raises(UsageError, match=r"^--group-share-max-record-lock-duration-ms 10: "):
+        config.load({"group_share_max_record_lock_duration_ms": 10})  # Kafka's own range
 
 
 def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
@@ -84,9 +96,9 @@ def test_yaml_files_are_read_too_and_unset_flags_do_not_override(tmp_path):
 @pytest.mark.parametrize(
     ("where", "expected"),
     [
-        ("flag", "--delivery-count-limit 50: 50 is outside [2, 10]"),
-        ("env", "SHAREPROXY_DELIVERY_COUNT_LIMIT=50: 50 is outside [2, 10]"),
-        ("file", "delivery_count_limit = 50 in {file}: 50 is outside [2, 10]"),
+        ("flag", "--delivery-count-limit 50: 50 is outside [2, 25]"),
+        ("env", "SHAREPROXY_DELIVERY_COUNT_LIMIT=50: 50 is outside [2, 25]"),
+        ("file", "delivery_count_limit = 50 in {file}: 50 is outside [2, 25]"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_its_source(where, expected, tmp_path, monkeypatch):
