@@ -17,7 +17,7 @@ from uuid import UUID
 
 from shareproxy.broker.leader import Acquisition, SharePartitionLeader
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream_feed import UpstreamFeed, topic_named
+from shareproxy.broker.upstream_feed import TAIL_POLL_MS, UpstreamFeed, topic_named
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupSettings
@@ -174,7 +174,18 @@ class Consumption:
             budget, room = max_records, max_bytes
             remaining = deadline - self.clock_ms()
             if remaining > 0 and min_bytes > 1 and not _min_bytes_ready(leaders, min_bytes):
-                budget = 0  # as Kafka: nothing is acquired until MinBytes wait or MaxWait ends
+                # as Kafka: nothing is acquired until there is MinBytes or MaxWait ends; the
+                # wait is an upstream long poll past what is cached
+                step = min(remaining, TAIL_POLL_MS)
+                started = self.clock_ms()
+                with contextlib.suppress(UpstreamError):
+                    await self.feed.read(leaders, max_wait_ms=step, beyond_cache=True)
+                if self.clock_ms() - started < step and not _min_bytes_ready(leaders, min_bytes):
+                    # nothing to long-poll (no room for locks, say): wait for a change instead
+                    await asyncio.wait(
+                        changed, timeout=step / 1000, return_when=asyncio.FIRST_COMPLETED
+                    )
+                continue
             for leader in leaders:
                 if budget <= 0 or room <= 0:
                     break
@@ -196,17 +207,13 @@ class Consumption:
 
 
 def _min_bytes_ready(leaders: Sequence[SharePartitionLeader], min_bytes: int) -> bool:
-    """Whether the partitions hold ``min_bytes`` to deliver (Kafka counts the log from each
-    share-partition's next fetch offset): what their caches hold, or more than the caches
-    hold when upstream has records not read yet."""
+    """Whether the partitions' caches hold ``min_bytes`` to deliver (Kafka counts the log
+    from each share-partition's next fetch offset)."""
     total = 0
     for leader in leaders:
         if not leader.sp.has_acquirable():
             continue
-        cache = leader.cache
-        if cache.end_offset < cache.high_watermark:
-            return True
-        total += cache.bytes_from(leader.sp.next_fetch_offset())
+        total += leader.cache.bytes_from(leader.sp.next_fetch_offset())
         if total >= min_bytes:
             return True
     return False

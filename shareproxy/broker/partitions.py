@@ -20,7 +20,7 @@ from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
-from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class SharePartitions:
         current = self.leaders.get(key)
         if current is not None and current.valid:
             if topic_id not in self.upstream.topics_by_id:
-                self._gone(current)
+                await self._confirm_gone(current)
             return current
         loading = self._loading.setdefault(key, asyncio.Lock())
         async with loading:
@@ -110,6 +110,16 @@ class SharePartitions:
         await leader.log_start_moved(await offsets.earliest_offset(), reset_cache=True)
         log.info("loaded %s at SPSO %d (state epoch %d)", key, sp.spso, claimed.state_epoch)
         return leader
+
+    async def _confirm_gone(self, leader: SharePartitionLeader) -> None:
+        """The topic id left the metadata: asked again (one answer may have missed the topic),
+        it is gone only if it is still missing; an upstream that cannot say keeps it."""
+        try:
+            await self.upstream.refresh_metadata([leader.topic])
+        except UpstreamError:
+            return
+        if leader.key.topic_id not in self.upstream.topics_by_id:
+            self._gone(leader)
 
     def _gone(self, leader: SharePartitionLeader) -> NoReturn:
         """The leader's topic is no longer upstream (deleted; a topic recreated under its name

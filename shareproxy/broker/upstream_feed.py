@@ -82,15 +82,16 @@ class UpstreamOffsets:
         return found
 
 
-def wanted_offset(leader: SharePartitionLeader) -> int | None:
-    """Where upstream must be read for this share-partition to make progress, if anywhere."""
+def wanted_offset(leader: SharePartitionLeader, beyond_cache: bool = False) -> int | None:
+    """Where upstream must be read for this share-partition to make progress, if anywhere
+    (``beyond_cache``: past what is cached too, for a fetch waiting on MinBytes)."""
     if not leader.valid or not leader.sp.has_acquirable():
         return None
     offset = leader.sp.next_fetch_offset()
     cache = leader.cache
     if cache.covers(offset):
-        if cache.waiting_on_transaction(offset):
-            return cache.end_offset  # read on until the transaction's marker
+        if beyond_cache or cache.waiting_on_transaction(offset):
+            return cache.end_offset  # read on (to a transaction's marker, or MinBytes)
         return None
     return max(offset, cache.log_start_offset)
 
@@ -130,12 +131,14 @@ class UpstreamFeed:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    async def read(self, leaders: Sequence[SharePartitionLeader], max_wait_ms: int) -> None:
+    async def read(
+        self, leaders: Sequence[SharePartitionLeader], max_wait_ms: int, beyond_cache: bool = False
+    ) -> None:
         """Fill the caches of the leaders that need data, in one upstream fetch per node."""
         wanted: dict[tuple[str, int], int] = {}
         owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
         for leader in leaders:
-            offset = wanted_offset(leader)
+            offset = wanted_offset(leader, beyond_cache)
             if offset is not None and reads_its_topic(self.upstream, leader):
                 tp = (leader.topic, leader.key.partition)
                 if tp not in wanted or offset < wanted[tp]:
@@ -200,7 +203,11 @@ class UpstreamFeed:
         leader is notified (``changed``) when data arrives or the poll ends."""
         added = False
         for leader in leaders:
-            if wanted_offset(leader) is not None and leader.key not in self._watched:
+            if (
+                wanted_offset(leader) is not None
+                and leader.key not in self._watched
+                and reads_its_topic(self.upstream, leader)  # else nothing to wait for
+            ):
                 self._watched[leader.key] = leader
                 added = True
         if added:

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.security.guard import Security
@@ -69,6 +69,15 @@ class BrokerContext:
         self, conn: Connection, operation: Operation, resource_type: ResourceType
     ) -> bool:
         return self.security.allowed_any(conn.principal, conn.client_host, operation, resource_type)
+
+    def cluster_operations(self, conn: Connection) -> int:
+        """The cluster's authorized-operations bitfield, as Kafka: 0 unless the principal may
+        Describe the cluster."""
+        if not self.allowed(
+            conn, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, audit=False
+        ):
+            return 0
+        return self.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)
 
     def authorized_operations(
         self, conn: Connection, resource_type: ResourceType, name: str

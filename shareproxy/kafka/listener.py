@@ -47,7 +47,7 @@ _SEND_BUFFER = 4 * 1024 * 1024
 # relayed upstream, in order over one upstream connection (others wait for every earlier
 # answer, as a broker handles a connection's requests one after another)
 PIPELINED = frozenset({ApiKey.PRODUCE, ApiKey.FETCH})
-MAX_PIPELINED = 16
+MAX_PIPELINED = 4  # each may be a whole upstream Fetch answer: bounded memory
 
 Chunks = list[bytes | bytearray | memoryview]
 Answer = Chunks | asyncio.Task[Chunks | None]
@@ -81,7 +81,8 @@ class KafkaListener:
         self.ssl_context = ssl_context
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], Connection] = {}
-        self._idle: set[asyncio.StreamWriter] = set()
+        self._awaiting: set[asyncio.StreamWriter] = set()  # reading a request's size
+        self._idle: set[asyncio.StreamWriter] = set()  # …and owing no answer
         self._closing = False
 
     def open_connections(self) -> dict[tuple[str, str], int]:
@@ -145,6 +146,7 @@ class KafkaListener:
         writing = asyncio.create_task(self._write_in_order(answers, writer))
         try:
             while not self._closing:
+                self._awaiting.add(writer)
                 if not answers._unfinished_tasks:  # nothing owed to the client either
                     self._idle.add(writer)
                 try:
@@ -152,6 +154,7 @@ class KafkaListener:
                 except asyncio.IncompleteReadError:
                     return
                 finally:
+                    self._awaiting.discard(writer)
                     self._idle.discard(writer)
                 limit = (
                     self.max_frame_bytes if conn.authenticated else MAX_UNAUTHENTICATED_FRAME_BYTES
@@ -191,21 +194,37 @@ class KafkaListener:
         self, answers: asyncio.Queue[Answer], writer: asyncio.StreamWriter
     ) -> None:
         """Write each answer when it is ready, in the order of the requests. A connection that
-        broke is left to the reader; what is still owed is only counted off."""
+        broke is left to the reader; what is still owed is only counted off, so the reader
+        never waits on this task for ever."""
         broken = False
         while True:
             answer = await answers.get()
             try:
-                chunks = await answer if isinstance(answer, asyncio.Task) else answer
+                if isinstance(answer, asyncio.Task):
+                    await asyncio.wait({answer})  # its own failure or cancellation: no answer
+                    ready = not answer.cancelled() and answer.exception() is None
+                    chunks = answer.result() if ready else None
+                else:
+                    chunks = answer
                 if chunks and not broken:
                     writer.writelines(chunks)
                     await writer.drain()
-            except ConnectionError:
+            except asyncio.CancelledError:
+                raise  # the connection ended
+            except Exception as exc:  # reset, timed out, TLS failure: nothing more is written
+                if not broken:
+                    log.info("connection to %s broke while answering: %r", self._peer(writer), exc)
                 broken = True
             finally:
                 answers.task_done()
-            if self._closing and not answers._unfinished_tasks:
-                writer.close()  # shutting down: every answer owed has been written
+            if not answers._unfinished_tasks and writer in self._awaiting:
+                self._idle.add(writer)  # waiting for a request, owing nothing
+                if self._closing:
+                    writer.close()  # shutting down: every answer owed has been written
+
+    @staticmethod
+    def _peer(writer: asyncio.StreamWriter) -> Any:
+        return writer.get_extra_info("peername")
 
     async def _answer(self, conn: Connection, frame: bytes) -> Answer | bool | None:
         """Response chunks (or a task that makes them), None when the request takes no

@@ -200,6 +200,8 @@ def test_describe_topic_partitions_pages_the_upstream_topics_with_the_proxy_as_l
     ]
     bad_cursor = ask([name], cursor=q.Cursor(topic_name="elsewhere", partition_index=0))
     assert [t.error_code for t in bad_cursor.topics] == [42]
+    past_all = ask([name], cursor=q.Cursor(topic_name="zzz", partition_index=0))
+    assert [t.error_code for t in past_all.topics] == [42]  # the cursor names no asked topic
     assert name in {t.name for t in ask([]).topics}  # every topic when none is named
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from shareproxy.core.acl import CLUSTER_NAME, UNREQUESTED_OPERATIONS, ResourceType
+from shareproxy.core.acl import UNREQUESTED_OPERATIONS
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
@@ -55,7 +55,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         controller_id=ctx.node_id,
         brokers=(broker,),
         cluster_authorized_operations=(
-            ctx.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)
+            ctx.cluster_operations(conn)
             if body.include_cluster_authorized_operations
             else UNREQUESTED_OPERATIONS
         ),

@@ -29,7 +29,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     cursor = body.cursor
     after = cursor.topic_name if cursor is not None else ""
     names = None if every else sorted({t.name for t in body.topics if t.name >= after})
-    if cursor is not None and (cursor.partition_index < 0 or (names and after not in names)):
+    if cursor is not None and (cursor.partition_index < 0 or (not every and after not in names)):
         return error_entity(
             r.DescribeTopicPartitionsResponse,
             ErrorCode.INVALID_REQUEST,

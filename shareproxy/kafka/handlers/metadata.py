@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from shareproxy.core.acl import CLUSTER_NAME, UNREQUESTED_OPERATIONS, Operation, ResourceType
+from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
@@ -111,7 +111,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         controller_id=ctx.node_id,
         topics=tuple(topics),
         cluster_authorized_operations=(
-            ctx.authorized_operations(conn, ResourceType.CLUSTER, CLUSTER_NAME)
+            ctx.cluster_operations(conn)
             if getattr(body, "include_cluster_authorized_operations", False)
             else UNREQUESTED_OPERATIONS
         ),

@@ -1,0 +1,113 @@
+"""The listener's pipelining, with the request handling replaced by a stand-in (what the
+answers are does not matter here, only when and in which order they are written): Produce
+answers still on their way upstream let the next requests in, answers leave in request order,
+a connection that breaks while answering never leaves its task hanging, and shutting down
+waits for no connection that owes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+
+import pytest
+
+from shareproxy.kafka.listener import KafkaListener
+
+PRODUCE, METADATA = 0, 3
+
+
+def frame(api_key: int, correlation_id: int) -> bytes:
+    body = struct.pack(">hhi", api_key, 9, correlation_id) + b"\xff\xff"
+    return struct.pack(">i", len(body)) + body
+
+
+@pytest.fixture
+def handled(monkeypatch) -> list[int]:
+    """Every request's correlation id, as handling starts; a Produce's answer takes longer the
+    earlier it was sent, so a listener that wrote answers as they come would reorder them."""
+    seen: list[int] = []
+
+    async def answer(self, conn, data):
+        api_key, _, cid = struct.unpack_from(">hhi", data)
+        seen.append(cid)
+        if api_key == PRODUCE:
+
+            async def later():
+                await asyncio.sleep(0.3 - 0.05 * (cid % 5))
+                return [struct.pack(">ii", 4, cid)]
+
+            return asyncio.create_task(later())
+        return [struct.pack(">ii", 4, cid)]
+
+    monkeypatch.setattr(KafkaListener, "_answer", answer)
+    return seen
+
+
+async def answers(reader: asyncio.StreamReader, n: int) -> list[int]:
+    return [
+        struct.unpack(">ii", await asyncio.wait_for(reader.readexactly(8), 5))[1] for _ in range(n)
+    ]
+
+
+async def test_produces_overlap_and_answers_keep_request_order(handled):
+    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    await listener.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    writer.write(b"".join(frame(PRODUCE, cid) for cid in range(1, 5)) + frame(METADATA, 5))
+    started = time.monotonic()
+    assert await answers(reader, 5) == [1, 2, 3, 4, 5]
+    assert time.monotonic() - started < 0.9  # four 0.1-0.3 s answers overlapped
+    assert handled == [1, 2, 3, 4, 5]
+    writer.close()
+    await listener.stop(grace_s=3)
+
+
+async def test_a_connection_that_breaks_while_answering_ends_its_task(handled, monkeypatch):
+    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    await listener.start()
+    _reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    real_drain = asyncio.StreamWriter.drain
+
+    async def drain(self):
+        if self is not writer:  # the proxy's side: a peer that stopped reading
+            raise TimeoutError("timed out")
+        return await real_drain(self)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "drain", drain)
+    writer.write(frame(PRODUCE, 1) + frame(PRODUCE, 2) + frame(METADATA, 3))
+    await writer.drain()
+    await asyncio.sleep(0.5)
+    writer.close()
+    tasks = list(listener._connections)
+    deadline = time.monotonic() + 3
+    while any(not t.done() for t in tasks) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert all(t.done() for t in tasks), "the connection's task hangs"
+    monkeypatch.setattr(asyncio.StreamWriter, "drain", real_drain)
+    await listener.stop(grace_s=3)
+
+
+async def test_shutdown_does_not_wait_for_a_connection_that_owes_nothing(handled):
+    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    await listener.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    writer.write(frame(PRODUCE, 1))
+    assert await answers(reader, 1) == [1]
+    started = time.monotonic()
+    await listener.stop(grace_s=3)
+    assert time.monotonic() - started < 1.5
+    writer.close()
+
+
+async def test_shutdown_answers_what_is_owed_before_closing(handled):
+    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    await listener.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    writer.write(frame(PRODUCE, 1) + frame(PRODUCE, 2))
+    await writer.drain()
+    await asyncio.sleep(0.05)  # both sent upstream, neither answered
+    stopping = asyncio.create_task(listener.stop(grace_s=3))
+    assert await answers(reader, 2) == [1, 2]
+    await stopping
+    writer.close()
