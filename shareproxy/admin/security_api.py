@@ -24,7 +24,13 @@ from shareproxy.core.acl import (
 )
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.security.guard import Security
-from shareproxy.security.scram import ITERATIONS, InvalidUser, make_credentials
+from shareproxy.security.scram import (
+    ITERATIONS,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    InvalidUser,
+    make_credentials,
+)
 
 Q = Annotated[str | None, Query()]  # an optional filter field
 
@@ -36,7 +42,7 @@ class Strict(BaseModel):
 class NewUser(Strict):
     name: UserName
     password: str = Field(min_length=1, repr=False)
-    iterations: int = Field(default=ITERATIONS, ge=4096, le=1_000_000)
+    iterations: int = Field(default=ITERATIONS, ge=MIN_ITERATIONS, le=MAX_ITERATIONS)
 
 
 class User(Strict):

@@ -12,6 +12,9 @@ from shareproxy.security.credentials import ScramCredential
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 ITERATIONS = 4096  # Kafka's default for kafka-configs --add-config SCRAM-SHA-*
+# Kafka's bounds (ScramMechanism): more iterations only make each login and each new user cost
+# more; a million would hold the admin API for seconds
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 
 
 class InvalidUser(ValueError):
@@ -24,8 +27,10 @@ def make_credentials(
     problem = user_name_problem(username) or password_problem(password)
     if problem is not None:
         raise InvalidUser(problem)
-    if iterations < 4096:
-        raise InvalidUser("SCRAM iterations must be at least 4096")
+    if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise InvalidUser(
+            f"SCRAM iterations must be within [{MIN_ITERATIONS}, {MAX_ITERATIONS}] (as Kafka's)"
+        )
     out = []
     for name in MECHANISMS:
         try:

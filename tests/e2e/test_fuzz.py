@@ -58,14 +58,15 @@ def test_fuzzed_frames_and_rest_calls_leave_the_proxy_up_and_a_consumer_whole(ow
         f.result(30)
     url = postgres.create_database(f"fz{uuid.uuid4().hex[:6]}", template="template_migrated")
     p = ProxyProcess(own_broker.bootstrap, url, auto_offset_reset="earliest").start()
+    stop = threading.Event()  # set whatever happens: a consumer left polling keeps pytest alive
+    consumer = None
     try:
         _produce(own_broker.bootstrap, topic, range(RECORDS // 2))
         seen: list[tuple[int, int]] = []
-        stop = threading.Event()
-        consumer = threading.Thread(target=_consume, args=(p, topic, seen, stop))
+        consumer = threading.Thread(target=_consume, args=(p, topic, seen, stop), daemon=True)
         consumer.start()
         producer = threading.Thread(
-            target=_produce, args=(p.bootstrap, topic, range(RECORDS // 2, RECORDS))
+            target=_produce, args=(p.bootstrap, topic, range(RECORDS // 2, RECORDS)), daemon=True
         )
         producer.start()
 
@@ -89,6 +90,9 @@ def test_fuzzed_frames_and_rest_calls_leave_the_proxy_up_and_a_consumer_whole(ow
         assert len(seen) == RECORDS, f"{len(seen)} deliveries, {len(set(seen))} distinct"
         assert len(set(seen)) == RECORDS
     finally:
+        stop.set()
+        if consumer is not None:
+            consumer.join(30)
         p.stop()
     problems = [
         line for line in p.log().splitlines() if " ERROR " in line or line.startswith("Traceback")

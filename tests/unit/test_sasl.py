@@ -34,3 +34,13 @@ def test_scram_refuses_a_wrong_password_or_an_unknown_user(user, password):
         client.set_server_first(server.step(client.get_client_first().encode()).decode())
         server.step(client.get_client_final().encode())
     assert server.principal is None
+
+
+@pytest.mark.parametrize("iterations", [4095, 16385, 883_933])
+def test_scram_iterations_stay_within_kafkas_bounds(iterations):
+    """A million iterations would hold the admin API for seconds (the REST fuzzer found it)."""
+    from shareproxy.security.scram import InvalidUser, make_credentials
+
+    with pytest.raises(InvalidUser, match=r"within \[4096, 16384\]"):
+        make_credentials("alice", "secret-pw", iterations)
+    assert make_credentials("alice", "secret-pw", 16384)[0].iterations == 16384
