@@ -166,6 +166,24 @@ class Settings(BaseSettings):
         description="share sessions one principal may hold from one host, so that no client "
         "can take them all",
     )
+    share_group_retention_ms: int | None = Field(
+        default=None,
+        ge=1000,
+        description="delete a share group empty for longer than this, and a live group's state "
+        "for a topic no member has subscribed to for as long (offsets.retention.minutes "
+        "semantics); unset: kept until deleted, as Kafka 4.1+ keeps share groups",
+    )
+    share_group_retention_check_interval_ms: int = Field(
+        default=600_000,
+        ge=100,
+        description="how often expiry runs (Kafka's offsets.retention.check.interval.ms)",
+    )
+    group_share_max_groups: int | None = Field(
+        default=None,
+        ge=1,
+        description="share groups the proxy holds at most; a heartbeat that would create one "
+        "more is refused with GROUP_MAX_SIZE_REACHED (unset: no limit, as Kafka 4.1+)",
+    )
     group_max_size: int = Field(
         default=DEFAULT_MAX_SIZE, ge=1, description="members per share group"
     )

@@ -80,6 +80,22 @@ ARCHIVED = Counter(
     ["group", "reason"],
     registry=REGISTRY,
 )
+OFFSET_EXPIRATIONS = Counter(
+    "share_offset_expirations",
+    "Share-partitions whose state the proxy deleted after the retention: an expired group's, "
+    "or a topic no member of a live group has subscribed to for that long",
+    registry=REGISTRY,
+)
+OFFSET_DELETIONS = Counter(
+    "share_offset_deletions",
+    "Share-partitions whose state an admin deleted (DeleteShareGroupOffsets, DeleteGroups, REST)",
+    registry=REGISTRY,
+)
+GROUP_EXPIRATIONS = Counter(
+    "share_group_expirations",
+    "Share groups deleted by the proxy after being empty for longer than the retention",
+    registry=REGISTRY,
+)
 CONNECTIONS = Counter(
     "shareproxy_connections",
     "Kafka client connections accepted, by listener and authenticated principal",

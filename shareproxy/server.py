@@ -23,6 +23,7 @@ from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import Settings
 from shareproxy.core.group_config import GroupSettings
@@ -154,9 +155,21 @@ class Proxy:
             self.settings_for,
             clock_ms,
             forget_group=self.configs.forget,
+            max_groups=s.group_share_max_groups,
         )
         self.coordinator.start()
         self._running.push_async_callback(self.coordinator.stop)
+        self.retention = GroupRetention(
+            self.store,
+            self.coordinator,
+            self.partitions,
+            self.upstream,
+            s.share_group_retention_ms,
+            clock_ms,
+            s.share_group_retention_check_interval_ms,
+        )
+        self.retention.start()
+        self._running.push_async_callback(self.retention.stop)
         self.group_admin = GroupAdmin(
             self.store, self.coordinator, self.partitions, self.upstream, self.configs
         )

@@ -29,6 +29,7 @@ from shareproxy.batch.runtime import (
     duration,
     jsonable,
     parser,
+    proxy_retention,
     settings,
     spark_session,
     stderr,
@@ -74,7 +75,11 @@ def _stored(r: Any) -> StoredFacts:
 
 
 def find(
-    spark: object, state_url: str, options: dict[str, str], retention: timedelta, now_ms: int
+    spark: object,
+    state_url: str,
+    options: dict[str, str],
+    retention: timedelta | None,
+    now_ms: int,
 ) -> list[Finding]:
     """The job's Spark part: read, join per group, classify in executors."""
     with step("reading group membership from the store"):
@@ -99,7 +104,7 @@ def find(
     sc = spark.sparkContext  # type: ignore[attr-defined]
     cluster = sc.broadcast(source)
     facts = sc.broadcast(groups)
-    retention_ms = int(retention.total_seconds() * 1000)
+    retention_ms = None if retention is None else int(retention.total_seconds() * 1000)
 
     def judge(item: tuple[str, tuple[object, Iterable[object] | None]]) -> list[Finding]:
         group_id, (_, rows) = item
@@ -126,17 +131,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--retention",
         type=duration,
-        default=timedelta(days=7),
+        default=None,
         help="how long an empty group, or a topic a live group dropped, keeps its state "
-        "(Kafka's offsets.retention.minutes; default 7d)",
+        "(offsets.retention.minutes semantics; default: the proxy's share_group_retention_ms, "
+        "and when that is unset nothing expires, as Kafka keeps share groups until deleted)",
     )
     ap.add_argument("--apply", action="store_true", help="repair what was found (default: dry run)")
     args = ap.parse_args(argv)
     state_url, options = settings(args)
+    retention = args.retention if args.retention is not None else proxy_retention()
     spark = spark_session("shareproxy-reconcile", args.master)
     try:
         now = repair.now_ms()
-        findings = find(spark, state_url, options, args.retention, now)
+        findings = find(spark, state_url, options, retention, now)
         drift = [f for f in findings if f.drift != Drift.HEALTHY]
         outcomes: list[repair.Outcome] = []
         if args.apply and drift:

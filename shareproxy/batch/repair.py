@@ -43,10 +43,11 @@ async def _repair(
     store: SqlShareStateStore, f: Finding, empty_since: dict[str, datetime | None]
 ) -> Outcome:
     if f.repair == Repair.DELETE_GROUP:
-        # the finding was made from the membership read at the start; still the same?
-        if empty_since.get(f.group_id) is None:
+        # the finding was made from the membership read at the start: deleted only if the
+        # group is still empty since the same moment (no member joined through any proxy)
+        since = empty_since.get(f.group_id)
+        if since is None or not await store.delete_group(f.group_id, since):
             return Outcome(f, False, "skipped: the group has members again")
-        await store.delete_group(f.group_id)
         return Outcome(f, True, "group, configs and state deleted")
     assert f.topic_id is not None and f.partition is not None
     key = SharePartitionKey(f.group_id, f.topic_id, f.partition)

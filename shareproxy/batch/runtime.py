@@ -94,6 +94,13 @@ def settings(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     return state_url, options
 
 
+def proxy_retention() -> timedelta | None:
+    """The retention the running proxy expires groups after (None: it keeps them), so that a
+    job judges expiry as the proxy does; read after ``settings`` has vetted the environment."""
+    ms = config.load().share_group_retention_ms
+    return None if ms is None else timedelta(milliseconds=ms)
+
+
 def spark_session(app: str, master: str | None) -> Any:
     """A session with the data sources registered. Outside spark-submit the master defaults
     to local[*]; under it, spark-submit's choice stands unless --master is given."""

@@ -4,13 +4,8 @@ for the store, so it reads the last count)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-
+from shareproxy.broker.periodic import Periodic
 from shareproxy.core.store import ShareStateStore
-
-log = logging.getLogger(__name__)
 
 COUNT_EVERY_S = 15.0
 
@@ -21,7 +16,9 @@ class StoredCensus:
         self.every_s = every_s
         self.group_ids: frozenset[str] = frozenset()
         self.partitions = 0
-        self._task: asyncio.Task[None] | None = None
+        self.rounds = Periodic(
+            "stored-census", every_s, self.count, "counting stored groups and share-partitions"
+        )
 
     async def count(self) -> None:
         groups = await self.store.list_groups()
@@ -30,19 +27,7 @@ class StoredCensus:
         self.partitions = sum(partitions.values())
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._forever(), name="stored-census")
+        self.rounds.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _forever(self) -> None:
-        while True:
-            try:
-                await self.count()
-            except Exception as exc:  # the store unreachable: the last count stands
-                log.warning("counting stored groups and share-partitions failed: %s", exc)
-            await asyncio.sleep(self.every_s)
+        await self.rounds.stop()

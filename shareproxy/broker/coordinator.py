@@ -4,14 +4,15 @@ upstream topic metadata and the clock; expired members lose their share sessions
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.core.group_config import GroupSettings
-from shareproxy.core.share_group import HeartbeatResult, ShareGroup
+from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import ShareStateStore
 from shareproxy.upstream.client import Upstream, UpstreamError
@@ -30,6 +31,7 @@ class Coordinator:
         clock_ms: Callable[[], int],
         metadata_refresh_ms: int = 5_000,
         forget_group: Callable[[str], None] = lambda group_id: None,
+        max_groups: int | None = None,
     ) -> None:
         self.store = store
         self.upstream = upstream
@@ -39,6 +41,7 @@ class Coordinator:
         self.clock_ms = clock_ms
         self.metadata_refresh_ms = metadata_refresh_ms
         self.forget_group = forget_group
+        self.max_groups = max_groups  # group.share.max.groups; None: no cap, as Kafka 4.1+
         self.groups: dict[str, ShareGroup] = {}
         self._task: asyncio.Task[None] | None = None
         self._mutex = asyncio.Lock()
@@ -70,6 +73,9 @@ class Coordinator:
         async with self._mutex:
             group = self.groups.get(group_id)
             if group is None:
+                refused = await self._over_cap(group_id, member_epoch)
+                if refused is not None:
+                    return refused
                 await self.store.ensure_group(group_id)
                 group = ShareGroup(group_id, self.settings_for(group_id).max_size)
                 self.groups[group_id] = group
@@ -114,6 +120,36 @@ class Coordinator:
             self._leaving(group_id, member_id)
         await self._record_membership(group)
         return result
+
+    async def _over_cap(self, group_id: str, member_epoch: int) -> HeartbeatResult | None:
+        """A heartbeat that would create a group beyond ``group.share.max.groups`` is refused
+        before anything is stored; a group the store already has may always be joined."""
+        if self.max_groups is None or await self.store.get_group(group_id) is not None:
+            return None
+        count = len(await self.store.list_groups())
+        if count < self.max_groups:
+            return None
+        return HeartbeatResult(
+            HeartbeatError.GROUP_MAX_SIZE_REACHED,
+            member_epoch,
+            None,
+            f"the proxy already has {count} share groups (group.share.max.groups "
+            f"{self.max_groups}); delete one or raise the limit",
+        )
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """No heartbeat is handled meanwhile, so membership cannot change under a caller that
+        deletes what only an empty or unsubscribed group may lose."""
+        async with self._mutex:
+            yield
+
+    def bury(self, group_id: str) -> None:
+        """The group was deleted: it is Dead to anyone still holding it, then forgotten."""
+        group = self.groups.get(group_id)
+        if group is not None:
+            group.dead = True
+        self.forget(group_id)
 
     async def _record_membership(self, group: ShareGroup) -> None:
         """Keep the store's view of the group's subscriptions and emptiness current (the batch

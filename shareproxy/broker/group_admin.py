@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
+from shareproxy import metrics
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.partitions import SharePartitions
@@ -289,6 +290,12 @@ class GroupAdmin:
         KIP-496 for consumer groups), done at once otherwise. ``all_or_nothing``: one refused
         topic refuses the whole call (raised), as the REST API does."""
         await self.require(group_id)
+        async with self.coordinator.held():  # no member subscribes meanwhile
+            return await self._delete_offsets(group_id, topics, all_or_nothing)
+
+    async def _delete_offsets(
+        self, group_id: str, topics: Iterable[str], all_or_nothing: bool
+    ) -> dict[str, ErrorCode]:
         group = self.coordinator.groups.get(group_id)
         subscribed = group.subscribed_topic_names() if group is not None else set()
         verdicts: dict[str, ErrorCode] = {}
@@ -315,17 +322,25 @@ class GroupAdmin:
                 keys = [k for k in stored if k.topic_id == topic_id]
                 await self.store.delete(keys)
                 self.partitions.evict(keys)
-                log.info("offsets deleted", extra={"group": group_id, "topic": name})
+                metrics.OFFSET_DELETIONS.inc(len(keys))
+                log.info(
+                    "offsets deleted",
+                    extra={"group": group_id, "topic": name, "partitions": len(keys)},
+                )
         return verdicts
 
     async def delete_group(self, group_id: str) -> None:
+        """Only an empty group, and no member may join while it goes (the coordinator holds
+        heartbeats); anyone still holding it sees it Dead."""
         await self.require(group_id)
-        self._require_empty(group_id)
-        keys = await self.store.list_partitions(group_id)
-        await self.store.delete_group(group_id)
-        self.partitions.evict(keys)
-        self.coordinator.forget(group_id)  # and, through the coordinator, its configs
-        log.info("group deleted", extra={"group": group_id})
+        async with self.coordinator.held():
+            self._require_empty(group_id)
+            keys = await self.store.list_partitions(group_id)
+            await self.store.delete_group(group_id)
+            self.partitions.evict(keys)
+            self.coordinator.bury(group_id)  # and, through the coordinator, its configs
+        metrics.OFFSET_DELETIONS.inc(len(keys))
+        log.info("group deleted", extra={"group": group_id, "partitions": len(keys)})
 
     # ------------------------------------------------------------------ helpers
     def _topic_names(self) -> dict[UUID, str]:

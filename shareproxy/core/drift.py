@@ -104,15 +104,22 @@ class Finding:
         return REPAIR[self.drift]
 
 
-def expired(group: GroupFacts, now_ms: int, retention_ms: int) -> bool:
-    """Empty for longer than the retention (offsets.retention.minutes for share groups)."""
-    return group.empty_since_ms is not None and now_ms - group.empty_since_ms > retention_ms
+def expired(group: GroupFacts, now_ms: int, retention_ms: int | None) -> bool:
+    """Empty for longer than the retention (offsets.retention.minutes semantics). A retention of
+    None is Kafka's own since 4.1: share groups are kept until deleted (KAFKA-19016)."""
+    if retention_ms is None or group.empty_since_ms is None:
+        return False
+    return now_ms - group.empty_since_ms > retention_ms
 
 
-def unsubscribed(group: GroupFacts, topic: str | None, now_ms: int, retention_ms: int) -> bool:
+def unsubscribed(
+    group: GroupFacts, topic: str | None, now_ms: int, retention_ms: int | None
+) -> bool:
     """A live group whose members have not subscribed to the topic for longer than the
     retention; a group never seen with members, or an unknown topic name, is left alone."""
-    if group.subscribed is None or not group.subscribed or topic is None:
+    if retention_ms is None or topic is None:
+        return False
+    if group.subscribed is None or not group.subscribed:
         return False
     if topic in group.subscribed:
         return False
@@ -142,7 +149,7 @@ def classify_state(
     topic_ids: Mapping[str, UUID],
     partition_counts: Mapping[UUID, int],
     now_ms: int,
-    retention_ms: int,
+    retention_ms: int | None,
 ) -> Finding:
     """One stored share-partition against the cluster. The first rule that holds wins, from
     the widest (the whole group) to the narrowest (an offset range)."""
@@ -198,7 +205,7 @@ def new_partitions(
     stored: Sequence[StoredFacts],
     source: Iterable[SourcePartition],
     now_ms: int,
-    retention_ms: int,
+    retention_ms: int | None,
 ) -> list[Finding]:
     """Partitions of topics the group consumes (state on another partition of the same topic
     id, or state under the same name with an old id: recreated) that have no state. A topic the
@@ -251,7 +258,7 @@ def classify_group(
     stored: Sequence[StoredFacts],
     cluster: Cluster,
     now_ms: int,
-    retention_ms: int,
+    retention_ms: int | None,
 ) -> list[Finding]:
     """Every stored share-partition of one group, and its new partitions."""
     out = [
@@ -286,7 +293,7 @@ def classify(
     stored: Sequence[StoredFacts],
     source: Sequence[SourcePartition],
     now_ms: int,
-    retention_ms: int,
+    retention_ms: int | None,
 ) -> list[Finding]:
     """Every stored share-partition, and every new partition, of every group."""
     cluster = Cluster(source)

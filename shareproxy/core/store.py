@@ -52,6 +52,18 @@ class ShareGroupRecord:
     configs: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class GroupMembership:
+    """A share group as the expiry rules see it: what its members subscribe to and since when,
+    and since when it has had none (the coordinator records it)."""
+
+    group_id: str
+    configs: Mapping[str, str]
+    subscribed_topics: tuple[str, ...] | None  # None: no member ever joined
+    subscription_changed_at: datetime | None
+    empty_since: datetime | None
+
+
 class ShareStateStore(Protocol):
     async def ensure_group(self, group_id: str) -> ShareGroupRecord:
         """Record the share group as existing (idempotent)."""
@@ -98,8 +110,9 @@ class ShareStateStore(Protocol):
 
     async def delete(self, keys: Sequence[SharePartitionKey]) -> int: ...
 
-    async def delete_group(self, group_id: str) -> bool:
-        """Remove the group, its configs and every share-partition state it has."""
+    async def delete_group(self, group_id: str, empty_since: datetime | None = None) -> bool:
+        """Remove the group, its configs and every share-partition state it has; False if it
+        is unknown or, given ``empty_since``, no longer empty since that moment."""
         ...
 
     async def list_partitions(self, group_id: str) -> list[SharePartitionKey]: ...
@@ -113,3 +126,5 @@ class ShareStateStore(Protocol):
     ) -> None:
         """The live group's subscribed topics (empty: no members), for the expiry rules."""
         ...
+
+    async def memberships(self) -> list[GroupMembership]: ...

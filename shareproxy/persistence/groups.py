@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.store import ShareGroupRecord
+from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.sql import insert_ignore
 from shareproxy.persistence.tables import (
     share_archived,
@@ -75,9 +77,21 @@ class GroupRecords:
             )
             return ShareGroupRecord(group_id, merged)
 
-    async def delete_group(self, group_id: str) -> bool:
-        """The group's record, configs and all its share-partition state; False if unknown."""
+    async def delete_group(self, group_id: str, empty_since: datetime | None = None) -> bool:
+        """The group's record, configs and all its share-partition state; False if unknown.
+        Given ``empty_since``, only if the group is still empty since that moment: no member
+        joined it through any proxy since the caller decided (the row is locked meanwhile)."""
         async with self.engine.begin() as conn:
+            if empty_since is not None:
+                row = (
+                    await conn.execute(
+                        select(share_groups.c.empty_since)
+                        .where(share_groups.c.group_id == group_id)
+                        .with_for_update()
+                    )
+                ).first()
+                if row is None or aware_utc(row.empty_since) != empty_since:
+                    return False
             await conn.execute(delete(share_updates).where(share_updates.c.group_id == group_id))
             await conn.execute(delete(share_archived).where(share_archived.c.group_id == group_id))
             await conn.execute(

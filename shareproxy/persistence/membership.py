@@ -3,28 +3,17 @@ when, and since when it has had no members. The coordinator records it; the batc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from shareproxy.core.store import GroupMembership
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.groups import insert_group
 from shareproxy.persistence.tables import share_groups
-
-
-@dataclass(frozen=True, slots=True)
-class GroupMembership:
-    """A share group as the expiry rules see it."""
-
-    group_id: str
-    configs: Mapping[str, str]
-    subscribed_topics: tuple[str, ...] | None  # None: no member ever joined
-    subscription_changed_at: datetime | None
-    empty_since: datetime | None
 
 
 class MembershipRecords:

@@ -21,13 +21,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import (
+    GroupMembership,
     LoadedState,
     PartitionWrite,
     ShareGroupRecord,
     SharePartitionKey,
 )
 from shareproxy.persistence.groups import GroupRecords
-from shareproxy.persistence.membership import GroupMembership, MembershipRecords
+from shareproxy.persistence.membership import MembershipRecords
 from shareproxy.persistence.scans import ArchivedRange, BatchScans, StoredPartition
 from shareproxy.persistence.share_partitions import SharePartitionStates
 from shareproxy.persistence.write_postgres import PostgresWriter
@@ -76,8 +77,8 @@ class SqlShareStateStore:
     ) -> ShareGroupRecord:
         return await self._groups.set_group_configs(group_id, configs)
 
-    async def delete_group(self, group_id: str) -> bool:
-        return await self._groups.delete_group(group_id)
+    async def delete_group(self, group_id: str, empty_since: datetime | None = None) -> bool:
+        return await self._groups.delete_group(group_id, empty_since)
 
     # share-partitions
     async def initialize(

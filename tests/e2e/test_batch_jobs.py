@@ -273,7 +273,7 @@ def test_an_expired_group_and_a_dropped_topic_are_found_and_repaired(
             ]
         )
         code, _ = reconcile(p, broker, tmp_path, "--retention", "1s")
-        assert code == 1  # the default retention (7 days) would find nothing
+        assert code == 1  # with no retention set nothing expires, as in Kafka
         assert reconcile(p, broker, tmp_path)[0] == 0
         code, applied = reconcile(p, broker, tmp_path, "--retention", "1s", "--apply")
         assert all(

@@ -242,3 +242,25 @@ async def test_membership_moves_only_on_change_and_marks_the_group_empty(
     await store.record_membership("g1", ["a"], t0 + timedelta(hours=4))  # a member is back
     [m] = await store.memberships()
     assert (m.subscribed_topics, m.empty_since) == (("a",), None)
+
+
+async def test_a_group_is_deleted_as_empty_only_if_still_empty_since_the_moment_judged(
+    store: SqlShareStateStore,
+):
+    """What expiry and the reconcile job rely on: a member that joined (through any proxy)
+    after the decision keeps the group; otherwise the group goes with its state."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    await store.record_membership("g1", ["orders"], t0)
+    await store.record_membership("g1", [], t0 + timedelta(hours=1))
+    await store.initialize(key(), 0, "orders")
+    [judged] = await store.memberships()
+    await store.record_membership("g1", ["orders"], t0 + timedelta(hours=2))  # joined again
+    await store.record_membership("g1", [], t0 + timedelta(hours=3))  # and left again
+    assert not await store.delete_group("g1", judged.empty_since)
+    assert await store.read(key()) is not None
+    [now] = await store.memberships()
+    assert await store.delete_group("g1", now.empty_since)
+    assert await store.read(key()) is None
+    assert await store.memberships() == []

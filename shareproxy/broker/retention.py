@@ -1,0 +1,137 @@
+"""Expiry by the running proxy (``share_group_retention_ms``; off by default, since Kafka keeps
+share groups until they are deleted): every round, each stored group is judged by the pure rules
+of ``core/expiry.py`` and what expired is deleted, logged and counted. The reconcile job applies
+the same rules offline and so stays the auditor of what the proxy did.
+
+A deletion happens while the coordinator holds heartbeats, after checking again that the group
+has no members or still does not subscribe to the topic; a group is deleted in the store only if
+it is still empty since the moment judged, so a member that joined through another proxy keeps
+it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from shareproxy import metrics
+from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.periodic import Periodic
+from shareproxy.core.drift import GroupFacts
+from shareproxy.core.expiry import Expiry, expiring
+from shareproxy.core.store import GroupMembership, ShareStateStore
+from shareproxy.upstream.client import Upstream
+
+log = logging.getLogger(__name__)
+
+CHECK_EVERY_MS = 600_000  # Kafka's offsets.retention.check.interval.ms
+
+
+@dataclass(frozen=True, slots=True)
+class Swept:
+    """One round's deletions: expired groups, and share-partitions expired in all."""
+
+    groups: tuple[str, ...] = ()
+    partitions: int = 0
+
+
+def _ms(moment: datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+class GroupRetention:
+    def __init__(
+        self,
+        store: ShareStateStore,
+        coordinator: Coordinator,
+        partitions: SharePartitions,
+        upstream: Upstream,
+        retention_ms: int | None,
+        clock_ms: Callable[[], int],
+        every_ms: int = CHECK_EVERY_MS,
+    ) -> None:
+        self.store = store
+        self.coordinator = coordinator
+        self.partitions = partitions
+        self.upstream = upstream
+        self.retention_ms = retention_ms
+        self.clock_ms = clock_ms
+        self.rounds = Periodic(
+            "group-retention", every_ms / 1000, self.sweep, "expiring share-group state"
+        )
+
+    def start(self) -> None:
+        if self.retention_ms is not None:
+            self.rounds.start()
+
+    async def stop(self) -> None:
+        await self.rounds.stop()
+
+    async def sweep(self) -> Swept:
+        if self.retention_ms is None:
+            return Swept()
+        names = {info.topic_id: name for name, info in self.upstream.topics.items()}
+        groups: list[str] = []
+        partitions = 0
+        for m in await self.store.memberships():
+            facts = GroupFacts(
+                m.group_id, m.subscribed_topics, _ms(m.subscription_changed_at), _ms(m.empty_since)
+            )
+            stored = {
+                k: names.get(k.topic_id) for k in await self.store.list_partitions(m.group_id)
+            }
+            expiry = expiring(
+                facts, stored, self._has_members(m.group_id), self.clock_ms(), self.retention_ms
+            )
+            if expiry.group and await self._expire_group(m, expiry):
+                groups.append(m.group_id)
+                partitions += len(expiry.partitions)
+            elif expiry.partitions:
+                partitions += await self._expire_topics(m.group_id, expiry)
+        return Swept(tuple(groups), partitions)
+
+    def _has_members(self, group_id: str) -> bool:
+        group = self.coordinator.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    async def _expire_group(self, m: GroupMembership, expiry: Expiry) -> bool:
+        async with self.coordinator.held():
+            if self._has_members(m.group_id):
+                return False
+            if not await self.store.delete_group(m.group_id, m.empty_since):
+                return False  # a member joined through another proxy meanwhile
+            self.partitions.evict(expiry.partitions)
+            self.coordinator.bury(m.group_id)
+        metrics.GROUP_EXPIRATIONS.inc()
+        metrics.OFFSET_EXPIRATIONS.inc(len(expiry.partitions))
+        log.info(
+            "group expired: empty longer than the retention",
+            extra={
+                "group": m.group_id,
+                "empty_since": m.empty_since.isoformat() if m.empty_since else None,
+                "partitions": len(expiry.partitions),
+            },
+        )
+        return True
+
+    async def _expire_topics(self, group_id: str, expiry: Expiry) -> int:
+        async with self.coordinator.held():
+            group = self.coordinator.groups.get(group_id)
+            subscribed = group.subscribed_topic_names() if group is not None else set()
+            if subscribed & set(expiry.topics):
+                return 0  # a member subscribed again since the store recorded it
+            await self.store.delete(expiry.partitions)
+            self.partitions.evict(expiry.partitions)
+        metrics.OFFSET_EXPIRATIONS.inc(len(expiry.partitions))
+        log.info(
+            "offsets expired: no member has subscribed to the topics for longer than the retention",
+            extra={
+                "group": group_id,
+                "topics": list(expiry.topics),
+                "partitions": len(expiry.partitions),
+            },
+        )
+        return len(expiry.partitions)
