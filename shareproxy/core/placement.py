@@ -1,0 +1,42 @@
+"""Which proxy node leads a partition's share-partitions and which coordinates a share group,
+decided from the set of live nodes alone (issue 19).
+
+Rendezvous (highest-random-weight) hashing: every node computes the same owner from the same
+live set, with no messages between nodes, and when a node joins or leaves only the keys it wins
+or held move. Leadership is by partition, not by share-partition, because clients send a
+partition's ShareFetch to the leader that Metadata names for it, whatever the group. Who owns
+what is only a routing decision: the state epoch still fences a node that believes it owns a
+share-partition it no longer does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from uuid import UUID
+
+
+def partition_key(topic_id: UUID, partition: int) -> bytes:
+    return b"p" + topic_id.bytes + partition.to_bytes(4, "big", signed=True)
+
+
+def group_key(group_id: str) -> bytes:
+    return b"g" + group_id.encode()
+
+
+def weight(node_id: int, key: bytes) -> int:
+    """A node's draw for a key: uniform, stable across processes and versions of Python
+    (``hash()`` is salted per process, so it cannot be used)."""
+    digest = hashlib.blake2b(key, digest_size=8, key=node_id.to_bytes(8, "big", signed=True))
+    return int.from_bytes(digest.digest(), "big")
+
+
+def owner(key: bytes, nodes: Iterable[int]) -> int | None:
+    """The live node with the highest draw for the key (ties, which need equal 64-bit draws,
+    go to the lower id); None when no node is live."""
+    best: tuple[int, int] | None = None
+    for node in nodes:
+        candidate = (weight(node, key), -node)
+        if best is None or candidate > best:
+            best = candidate
+    return None if best is None else -best[1]
