@@ -148,7 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         outcomes: list[repair.Outcome] = []
         if args.apply and drift:
             with step(f"repairing {len(drift)} findings through the store"):
-                outcomes = asyncio.run(repair.apply(state_url, drift))
+                retention_ms = None if retention is None else int(retention.total_seconds() * 1000)
+                outcomes = asyncio.run(repair.apply(state_url, drift, retention_ms))
         done = {(o.finding.group_id, o.finding.topic_id, o.finding.partition): o for o in outcomes}
         rows = []
         for f in findings:

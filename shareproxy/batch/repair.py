@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from shareproxy.core.drift import Finding, Repair
+from shareproxy.core.drift import Finding, GroupFacts, Repair, expired
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.store import PartitionWrite, SharePartitionKey
+from shareproxy.core.store import GroupMembership, PartitionWrite, SharePartitionKey
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
 
@@ -29,24 +29,47 @@ class Outcome:
     detail: str
 
 
-async def apply(state_url: str, findings: list[Finding]) -> list[Outcome]:
+async def apply(
+    state_url: str, findings: list[Finding], retention_ms: int | None = None
+) -> list[Outcome]:
+    """``retention_ms``: the one the findings were judged by; an expired group is judged
+    again on the membership read here, since a member may have come and gone meanwhile."""
     engine = create_engine(state_url)
     try:
         store = SqlShareStateStore(engine)
-        empty_since = {m.group_id: m.empty_since for m in await store.memberships()}
-        return [await _repair(store, f, empty_since) for f in findings if f.repair != Repair.NONE]
+        memberships = {m.group_id: m for m in await store.memberships()}
+        return [
+            await _repair(store, f, memberships, retention_ms)
+            for f in findings
+            if f.repair != Repair.NONE
+        ]
     finally:
         await engine.dispose()
 
 
+def _still_expired(m: GroupMembership | None, retention_ms: int | None) -> bool:
+    if m is None or m.empty_since is None:
+        return False
+    if retention_ms is None:  # judged elsewhere: an empty group is enough
+        return True
+    facts = GroupFacts(m.group_id, m.subscribed_topics, None, int(m.empty_since.timestamp() * 1000))
+    return expired(facts, now_ms(), retention_ms)
+
+
 async def _repair(
-    store: SqlShareStateStore, f: Finding, empty_since: dict[str, datetime | None]
+    store: SqlShareStateStore,
+    f: Finding,
+    memberships: dict[str, GroupMembership],
+    retention_ms: int | None,
 ) -> Outcome:
     if f.repair == Repair.DELETE_GROUP:
-        # the finding was made from the membership read at the start: deleted only if the
-        # group is still empty since the same moment (no member joined through any proxy)
-        since = empty_since.get(f.group_id)
-        if since is None or not await store.delete_group(f.group_id, since):
+        # judged again on the membership read now, and deleted only if the group is still
+        # empty since that moment (no member joined through any proxy in between)
+        m = memberships.get(f.group_id)
+        if not _still_expired(m, retention_ms):
+            return Outcome(f, False, "skipped: the group has had members since")
+        assert m is not None and m.empty_since is not None
+        if not await store.delete_group(f.group_id, m.empty_since):
             return Outcome(f, False, "skipped: the group has members again")
         return Outcome(f, True, "group, configs and state deleted")
     assert f.topic_id is not None and f.partition is not None

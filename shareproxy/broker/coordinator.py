@@ -70,13 +70,17 @@ class Coordinator:
         client_id: str,
         client_host: str,
     ) -> HeartbeatResult:
+        if group_id not in self.groups:  # counted before the mutex: other groups' heartbeats
+            refused = await self._over_cap(group_id, member_epoch)  # never wait on it
+            if refused is not None:
+                return refused
         async with self._mutex:
             group = self.groups.get(group_id)
-            if group is None:
-                refused = await self._over_cap(group_id, member_epoch)
-                if refused is not None:
-                    return refused
+            if group is None or member_epoch == 0:
+                # a join makes sure the row exists: a batch repair may have deleted the empty
+                # group since (forgotten here only at the next check), and only this creates it
                 await self.store.ensure_group(group_id)
+            if group is None:
                 group = ShareGroup(group_id, self.settings_for(group_id).max_size)
                 self.groups[group_id] = group
             if subscribed:
@@ -123,7 +127,8 @@ class Coordinator:
 
     async def _over_cap(self, group_id: str, member_epoch: int) -> HeartbeatResult | None:
         """A heartbeat that would create a group beyond ``group.share.max.groups`` is refused
-        before anything is stored; a group the store already has may always be joined."""
+        before anything is stored; a group the store already has may always be joined. Groups
+        created at the same moment may each see room for one: the cap can be passed by them."""
         if self.max_groups is None or await self.store.get_group(group_id) is not None:
             return None
         count = len(await self.store.list_groups())
@@ -158,6 +163,8 @@ class Coordinator:
         cannot leave an older view stored last."""
         in_order = self._recording.setdefault(group.group_id, asyncio.Lock())
         async with in_order:
+            if group.dead or self.groups.get(group.group_id) is not group:
+                return  # deleted while this waited: recording would bring its row back
             topics = tuple(sorted(group.subscribed_topic_names()))
             if self._recorded.get(group.group_id) == topics:
                 return

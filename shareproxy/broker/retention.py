@@ -118,20 +118,24 @@ class GroupRetention:
         return True
 
     async def _expire_topics(self, group_id: str, expiry: Expiry) -> int:
+        """Each share-partition is deleted only at the state epoch read when it was judged: a
+        proxy that loaded it since (a member subscribed again there) has claimed a newer one."""
+        epochs = await self.store.state_epochs(expiry.partitions)
+        deleted = []
         async with self.coordinator.held():
             group = self.coordinator.groups.get(group_id)
             subscribed = group.subscribed_topic_names() if group is not None else set()
             if subscribed & set(expiry.topics):
                 return 0  # a member subscribed again since the store recorded it
-            await self.store.delete(expiry.partitions)
-            self.partitions.evict(expiry.partitions)
-        metrics.OFFSET_EXPIRATIONS.inc(len(expiry.partitions))
+            for key, epoch in epochs.items():
+                if await self.store.delete_at_epoch(key, epoch):
+                    deleted.append(key)
+            self.partitions.evict(deleted)
+        if not deleted:
+            return 0
+        metrics.OFFSET_EXPIRATIONS.inc(len(deleted))
         log.info(
             "offsets expired: no member has subscribed to the topics for longer than the retention",
-            extra={
-                "group": group_id,
-                "topics": list(expiry.topics),
-                "partitions": len(expiry.partitions),
-            },
+            extra={"group": group_id, "topics": list(expiry.topics), "partitions": len(deleted)},
         )
-        return len(expiry.partitions)
+        return len(deleted)

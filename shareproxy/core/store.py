@@ -110,6 +110,10 @@ class ShareStateStore(Protocol):
 
     async def delete(self, keys: Sequence[SharePartitionKey]) -> int: ...
 
+    async def delete_at_epoch(self, key: SharePartitionKey, state_epoch: int) -> bool:
+        """Delete the state only if its epoch is still ``state_epoch`` (no one claimed it)."""
+        ...
+
     async def delete_group(self, group_id: str, empty_since: datetime | None = None) -> bool:
         """Remove the group, its configs and every share-partition state it has; False if it
         is unknown or, given ``empty_since``, no longer empty since that moment."""

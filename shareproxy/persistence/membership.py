@@ -12,7 +12,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shareproxy.core.store import GroupMembership
 from shareproxy.persistence.engine import aware_utc
-from shareproxy.persistence.groups import insert_group
 from shareproxy.persistence.tables import share_groups
 
 
@@ -26,10 +25,10 @@ class MembershipRecords:
         self, group_id: str, subscribed_topics: Sequence[str], now: datetime
     ) -> None:
         """The live group's subscribed topics (empty: it has no members). Only a change moves
-        ``subscription_changed_at``; ``empty_since`` is set when the group becomes empty."""
+        ``subscription_changed_at``; ``empty_since`` is set when the group becomes empty.
+        A group the store no longer has is left deleted."""
         topics = sorted(set(subscribed_topics))
         async with self.engine.begin() as conn:
-            await insert_group(conn, group_id)
             row = (
                 await conn.execute(
                     select(
@@ -39,7 +38,9 @@ class MembershipRecords:
                     .where(share_groups.c.group_id == group_id)
                     .with_for_update()
                 )
-            ).one()
+            ).first()
+            if row is None:  # deleted (its coordinator created it first): not brought back
+                return
             values: dict[str, Any] = {}
             if row.subscribed_topics is None or sorted(row.subscribed_topics) != topics:
                 values.update(subscribed_topics=topics, subscription_changed_at=now)

@@ -31,7 +31,7 @@ class FirstWriteSlow:
         return getattr(self.store, name)
 
 
-async def test_concurrent_heartbeats_leave_the_latest_membership_stored(store: SqlShareStateStore):
+def _coordinator(store: SqlShareStateStore, group: ShareGroup) -> Coordinator:
     coordinator = Coordinator(
         FirstWriteSlow(store),  # type: ignore[arg-type]
         upstream=None,  # type: ignore[arg-type]  # not used to record membership
@@ -40,7 +40,14 @@ async def test_concurrent_heartbeats_leave_the_latest_membership_stored(store: S
         settings_for=lambda _: GroupSettings(),
         clock_ms=lambda: 1_700_000_000_000,
     )
+    coordinator.groups[group.group_id] = group
+    return coordinator
+
+
+async def test_concurrent_heartbeats_leave_the_latest_membership_stored(store: SqlShareStateStore):
+    await store.ensure_group("g1")
     group = ShareGroup("g1")
+    coordinator = _coordinator(store, group)
     group.heartbeat("m1", 0, 0, subscribed_topics=["a"])
     first = asyncio.create_task(coordinator._record_membership(group))  # writes ("a",), slowly
     await asyncio.sleep(0.05)
@@ -49,3 +56,25 @@ async def test_concurrent_heartbeats_leave_the_latest_membership_stored(store: S
     await first
     [stored] = await store.memberships()
     assert (stored.subscribed_topics, stored.empty_since is not None) == ((), True)
+
+
+async def test_writes_queued_or_in_flight_when_their_group_is_deleted_do_not_bring_it_back(
+    store: SqlShareStateStore,
+):
+    """Two quick heartbeats queue two writes; the group is deleted (an admin, or expiry) while
+    the first is on its way and the second waits: neither may recreate the deleted row."""
+    await store.ensure_group("g1")  # as the coordinator does when the group is created
+    group = ShareGroup("g1")
+    coordinator = _coordinator(store, group)
+    group.heartbeat("m1", 0, 0, subscribed_topics=["a"])
+    first = asyncio.create_task(coordinator._record_membership(group))  # writes ("a",), slowly
+    await asyncio.sleep(0.05)
+    group.heartbeat("m1", -1, 0)
+    second = asyncio.create_task(coordinator._record_membership(group))  # waits for the first
+    await asyncio.sleep(0.05)
+    async with coordinator.held():
+        assert await store.delete_group("g1")
+        coordinator.bury("g1")
+    await asyncio.gather(first, second)
+    assert group.state.value == "Dead"
+    assert await store.memberships() == []

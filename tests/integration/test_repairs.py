@@ -74,3 +74,22 @@ async def test_beyond_the_high_watermark_resets_there_and_new_partitions_start_a
     assert init.applied and (await store.read(new)).state.start_offset == 3
     [twice] = await repair.apply(state_url, [fresh])
     assert not twice.applied  # initialized already: never overwritten
+
+
+async def test_an_expired_group_is_judged_again_on_the_membership_read_at_repair(
+    store: SqlShareStateStore, state_url: str
+):
+    """The finding was made on an old membership; a member came and went since, so the group
+    has been empty only a moment: under the retention the job judged by, it stays."""
+    from datetime import UTC, datetime, timedelta
+
+    expired = Finding(Drift.GROUP_EXPIRED, "g1", None, None, None, None, None, None, None, 0, "")
+    await store.ensure_group("g1")
+    now = datetime.now(UTC)
+    await store.record_membership("g1", ["orders"], now - timedelta(days=9))
+    await store.record_membership("g1", [], now - timedelta(seconds=5))  # empty again, lately
+    week = 7 * 86_400_000
+    [kept] = await repair.apply(state_url, [expired], week)
+    assert not kept.applied and await store.get_group("g1") is not None
+    [gone] = await repair.apply(state_url, [expired], 1_000)
+    assert gone.applied and await store.get_group("g1") is None

@@ -230,6 +230,7 @@ async def test_membership_moves_only_on_change_and_marks_the_group_empty(
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    await store.ensure_group("g1")  # the coordinator creates the group, then records
     await store.record_membership("g1", ["b", "a"], t0)
     await store.record_membership("g1", ["a", "b"], t0 + timedelta(hours=1))  # same set
     [m] = await store.memberships()
@@ -252,6 +253,7 @@ async def test_a_group_is_deleted_as_empty_only_if_still_empty_since_the_moment_
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    await store.ensure_group("g1")
     await store.record_membership("g1", ["orders"], t0)
     await store.record_membership("g1", [], t0 + timedelta(hours=1))
     await store.initialize(key(), 0, "orders")
@@ -263,4 +265,13 @@ async def test_a_group_is_deleted_as_empty_only_if_still_empty_since_the_moment_
     [now] = await store.memberships()
     assert await store.delete_group("g1", now.empty_since)
     assert await store.read(key()) is None
+    assert await store.memberships() == []
+
+
+async def test_membership_is_not_recorded_for_a_group_the_store_no_longer_has(
+    store: SqlShareStateStore,
+):
+    from datetime import UTC, datetime
+
+    await store.record_membership("gone", ["a"], datetime(2026, 11, 1, tzinfo=UTC))
     assert await store.memberships() == []
