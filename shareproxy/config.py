@@ -141,7 +141,16 @@ class Settings(BaseSettings):
     )
     upstream_ssl_keyfile: str | None = Field(default=None, description="its private key (PEM)")
     admin_listen: str = Field(default="127.0.0.1:8080", description="REST admin HOST:PORT")
-    node_id: int = Field(default=1, ge=0, description="the broker id the proxy presents")
+    node_id: int = Field(
+        default=1, ge=0, description="the broker id the proxy presents; one per node of a cluster"
+    )
+    node_lease_ms: int = Field(
+        default=10_000,
+        ge=1000,
+        le=300_000,
+        description="how long a node stays live in the store without renewing (it renews every "
+        "third of this); a node whose lease passed is not live",
+    )
     auto_migrate: bool = Field(
         default=True, description="upgrade the store schema at start (off: run `migrate` first)"
     )

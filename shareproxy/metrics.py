@@ -154,6 +154,11 @@ class LiveState(Collector):
             value=state["partitions_led"],
         )
         yield GaugeMetricFamily("share_sessions", "Open share sessions", value=state["sessions"])
+        yield GaugeMetricFamily(
+            "shareproxy_live_nodes",
+            "Proxy nodes whose lease in the store has not passed, this one included",
+            value=state["live_nodes"],
+        )
         yield _labelled(
             GaugeMetricFamily,
             "share_in_flight_records",

@@ -9,11 +9,12 @@ import logging
 import signal
 import socket
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from sqlalchemy import text
 
-from shareproxy import metrics
+from shareproxy import exits, metrics
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.census import StoredCensus
@@ -22,6 +23,7 @@ from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.group_configs import GroupConfigs
+from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
@@ -35,6 +37,7 @@ from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine, shown_url, store_errors
+from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
 from shareproxy.protocol.codec import warm
 from shareproxy.security import listeners
@@ -90,6 +93,8 @@ class Proxy:
         self.listeners: list[KafkaListener] = []
         self.admin: AdminServer | None = None
         self._running = contextlib.AsyncExitStack()  # what started, stopped in reverse
+        self.must_stop = asyncio.Event()  # set when the proxy cannot go on serving
+        self.fatal: str | None = None  # why
 
     def listener_address(self, protocol: str) -> str:
         host, port = self.ctx.advertised[protocol]
@@ -206,6 +211,11 @@ class Proxy:
             if address[1] == 0:  # an ephemeral port: tell clients the one bound
                 ctx.advertised[spec.protocol] = (address[0], listener.port)
         self.listener = self.listeners[0]
+        self.nodes = ClusterNodes(
+            NodeRecords(self.engine), s.node_id, s.node_lease_ms, self._cannot_go_on
+        )
+        await self.nodes.join(ctx.advertised)
+        self._running.push_async_callback(self.nodes.leave)
         probes = ReadinessProbes(
             store=self._probe_store,
             upstream=self._probe_upstream,
@@ -222,6 +232,11 @@ class Proxy:
         with listen_errors(admin_what):
             await self.admin.start()
         self._running.push_async_callback(self.admin.stop)
+
+    def _cannot_go_on(self, reason: str) -> None:
+        log.error(reason)
+        self.fatal = reason
+        self.must_stop.set()
 
     def _bind(self) -> list[tuple[socket.socket, str]]:
         """The Kafka listeners' sockets (in plan order), then the admin API's, each with the
@@ -276,6 +291,7 @@ class Proxy:
             "partitions": max(self.census.partitions, len(self.partitions.leaders)),
             "partitions_led": len(self.partitions.leaders),
             "sessions": len(self.sessions),
+            "live_nodes": len(self.nodes.live),
             "in_flight": in_flight,
             "rebalances": {g: group.rebalances for g, group in self.coordinator.groups.items()},
             "partitions_detail": detail,
@@ -331,7 +347,7 @@ async def serve(settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     starting = asyncio.create_task(proxy.start(auto_migrate=settings.auto_migrate))
-    stopping = asyncio.create_task(stop.wait())
+    stopping = asyncio.create_task(_first(stop.wait(), proxy.must_stop.wait()))
     try:
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
@@ -359,3 +375,15 @@ async def serve(settings: Settings) -> None:
     finally:
         stopping.cancel()
         await proxy.stop()  # nothing left to stop after a clean stop
+    if proxy.fatal is not None:
+        raise exits.CommandError(proxy.fatal)
+
+
+async def _first(*waits: Coroutine[Any, Any, object]) -> None:
+    """Return when the first of the waits does; the others are cancelled."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

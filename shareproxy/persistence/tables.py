@@ -158,3 +158,14 @@ api_tokens = Table(
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Index("ix_api_tokens_username", "username"),
 )
+
+# The proxy nodes of a cluster and their leases (migration 0004).
+proxy_nodes = Table(
+    "proxy_nodes",
+    metadata,
+    Column("node_id", Integer, primary_key=True, autoincrement=False),
+    Column("incarnation", String(32), nullable=False),
+    Column("listeners", Json, nullable=False),  # {"PLAINTEXT": ["host", 9092], …}
+    Column("registered_at", DateTime(timezone=True), nullable=False),
+    Column("lease_expires_at", DateTime(timezone=True), nullable=False),
+)

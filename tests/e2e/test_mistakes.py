@@ -16,6 +16,7 @@ import pytest
 
 from shareproxy import exits
 from shareproxy.embedded import free_port
+from shareproxy.persistence import migrate
 
 CLI = [sys.executable, "-m", "shareproxy.cli"]
 
@@ -208,7 +209,7 @@ def test_users_add_on_a_store_without_schema_says_to_migrate_it(tmp_path):
     code, stderr = run("users", "add", "alice", "--password-stdin", "--state-url", url, stdin="p\n")
     assert code == exits.UNAVAILABLE
     assert one_error(stderr) == (
-        f"the state store {url} has schema none, expected 0003: "
+        f"the state store {url} has schema none, expected {migrate.head_revision(url)}: "
         f"run `shareproxy migrate --state-url {url}` first"
     )
 

@@ -36,7 +36,7 @@ def test_cli_migrates_a_fresh_postgres_database_and_reports_it(postgres: Tempora
     assert "run `shareproxy migrate`" in behind.output
     done = runner.invoke(app, ["migrate", "--state-url", url])
     assert done.exit_code == 0, done.output
-    assert "to revision 0003" in done.output
+    assert f"to revision {migrate.head_revision(url)}" in done.output
     assert runner.invoke(app, ["migrate", "--check", "--state-url", url]).exit_code == 0
     tables = postgres.psql(
         "select string_agg(tablename, ',' order by tablename) from pg_tables "
@@ -44,7 +44,7 @@ def test_cli_migrates_a_fresh_postgres_database_and_reports_it(postgres: Tempora
         "fresh_cli",
     ).strip()
     assert tables == (
-        "acls,alembic_version,api_tokens,scram_credentials,share_archived,share_groups,"
+        "acls,alembic_version,api_tokens,proxy_nodes,scram_credentials,share_archived,share_groups,"
         "share_snapshots,share_updates"
     )
 

@@ -1,0 +1,44 @@
+"""The proxy nodes of a cluster as the runtime sees them (issue 19): each live node holds a lease
+in the store that it renews; one whose lease passed is not live. A process that starts with a
+node id already registered replaces the old registration, as a restarted Kafka broker replaces
+its previous incarnation, and the process it replaced stops at its next renewal: a restart after
+a crash waits for nothing, and two processes given one id cannot both serve."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyNode:
+    node_id: int
+    incarnation: str  # one per process: tells a restarted node from the process it replaced
+    listeners: Mapping[str, tuple[str, int]]  # security protocol -> advertised (host, port)
+    lease_expires_at: datetime
+
+
+class NodeRegistry(Protocol):
+    async def register(
+        self,
+        node_id: int,
+        incarnation: str,
+        listeners: Mapping[str, tuple[str, int]],
+        lease_ms: int,
+    ) -> ProxyNode | None:
+        """Hold the node id's lease from now on; the registration replaced if it was live."""
+        ...
+
+    async def renew(self, node_id: int, incarnation: str, lease_ms: int) -> bool:
+        """Extend the lease; False if another process has registered the id since."""
+        ...
+
+    async def live(self) -> Sequence[ProxyNode]:
+        """The nodes whose lease has not passed, by node id."""
+        ...
+
+    async def leave(self, node_id: int, incarnation: str) -> None:
+        """Give the lease up at once (a clean stop): the others need not wait for it to pass."""
+        ...
