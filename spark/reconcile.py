@@ -18,7 +18,6 @@ import asyncio
 import dataclasses
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -42,11 +41,11 @@ from shareproxy.core.drift import (
     Cluster,
     Drift,
     Finding,
-    GroupFacts,
     SourcePartition,
     StoredFacts,
     classify_group,
 )
+from shareproxy.core.expiry import facts_of
 from shareproxy.core.states import RecordState
 
 FINDINGS_SCHEMA = (
@@ -55,10 +54,6 @@ FINDINGS_SCHEMA = (
     "detail string, repair string, outcome string"
 )
 COLUMNS = [c.split()[0] for c in FINDINGS_SCHEMA.split(", ")]
-
-
-def _ms(when: datetime | None) -> int | None:
-    return None if when is None else int(when.timestamp() * 1000)
 
 
 def _stored(r: Any) -> StoredFacts:
@@ -78,20 +73,12 @@ def find(
     spark: object,
     state_url: str,
     options: dict[str, str],
-    retention: timedelta | None,
+    retention_ms: int | None,
     now_ms: int,
 ) -> list[Finding]:
     """The job's Spark part: read, join per group, classify in executors."""
     with step("reading group membership from the store"):
-        groups = {
-            m.group_id: GroupFacts(
-                m.group_id,
-                m.subscribed_topics,
-                _ms(m.subscription_changed_at),
-                _ms(m.empty_since),
-            )
-            for m in store_call(state_url, "memberships")
-        }
+        groups = {m.group_id: facts_of(m) for m in store_call(state_url, "memberships")}
     reader = spark.read  # type: ignore[attr-defined]
     with step("reading source partition offsets (log start, high watermark, LSO, topic id)"):
         offsets = reader.format("shareproxy_offsets").options(**options).load()
@@ -104,7 +91,6 @@ def find(
     sc = spark.sparkContext  # type: ignore[attr-defined]
     cluster = sc.broadcast(source)
     facts = sc.broadcast(groups)
-    retention_ms = None if retention is None else int(retention.total_seconds() * 1000)
 
     def judge(item: tuple[str, tuple[object, Iterable[object] | None]]) -> list[Finding]:
         group_id, (_, rows) = item
@@ -140,15 +126,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     state_url, options = settings(args)
     retention = args.retention if args.retention is not None else proxy_retention()
+    retention_ms = None if retention is None else int(retention.total_seconds() * 1000)
     spark = spark_session("shareproxy-reconcile", args.master)
     try:
         now = repair.now_ms()
-        findings = find(spark, state_url, options, retention, now)
+        findings = find(spark, state_url, options, retention_ms, now)
         drift = [f for f in findings if f.drift != Drift.HEALTHY]
         outcomes: list[repair.Outcome] = []
         if args.apply and drift:
             with step(f"repairing {len(drift)} findings through the store"):
-                retention_ms = None if retention is None else int(retention.total_seconds() * 1000)
                 outcomes = asyncio.run(repair.apply(state_url, drift, retention_ms))
         done = {(o.finding.group_id, o.finding.topic_id, o.finding.partition): o for o in outcomes}
         rows = []

@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from shareproxy.core.drift import Finding, GroupFacts, Repair, expired
+from shareproxy.core.drift import Finding, Repair, expired
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.expiry import facts_of
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import GroupMembership, PartitionWrite, SharePartitionKey
 from shareproxy.persistence.engine import create_engine
@@ -52,8 +53,7 @@ def _still_expired(m: GroupMembership | None, retention_ms: int | None) -> bool:
         return False
     if retention_ms is None:  # judged elsewhere: an empty group is enough
         return True
-    facts = GroupFacts(m.group_id, m.subscribed_topics, None, int(m.empty_since.timestamp() * 1000))
-    return expired(facts, now_ms(), retention_ms)
+    return expired(facts_of(m), now_ms(), retention_ms)
 
 
 async def _repair(

@@ -15,8 +15,6 @@ from shareproxy.core.nodes import NodeRegistry, ProxyNode
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LEASE_MS = 10_000
-
 
 class ClusterNodes:
     def __init__(

@@ -13,33 +13,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 
 from shareproxy import metrics
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.periodic import Periodic
-from shareproxy.core.drift import GroupFacts
-from shareproxy.core.expiry import Expiry, expiring
+from shareproxy.core.expiry import Expiry, expiring, facts_of
 from shareproxy.core.store import GroupMembership, ShareStateStore
 from shareproxy.upstream.client import Upstream
 
 log = logging.getLogger(__name__)
-
-CHECK_EVERY_MS = 600_000  # Kafka's offsets.retention.check.interval.ms
-
-
-@dataclass(frozen=True, slots=True)
-class Swept:
-    """One round's deletions: expired groups, and share-partitions expired in all."""
-
-    groups: tuple[str, ...] = ()
-    partitions: int = 0
-
-
-def _ms(moment: datetime | None) -> int | None:
-    return None if moment is None else int(moment.timestamp() * 1000)
 
 
 class GroupRetention:
@@ -51,7 +34,7 @@ class GroupRetention:
         upstream: Upstream,
         retention_ms: int | None,
         clock_ms: Callable[[], int],
-        every_ms: int = CHECK_EVERY_MS,
+        every_ms: int,
     ) -> None:
         self.store = store
         self.coordinator = coordinator
@@ -70,39 +53,31 @@ class GroupRetention:
     async def stop(self) -> None:
         await self.rounds.stop()
 
-    async def sweep(self) -> Swept:
+    async def sweep(self) -> None:
         if self.retention_ms is None:
-            return Swept()
+            return
         names = {info.topic_id: name for name, info in self.upstream.topics.items()}
-        groups: list[str] = []
-        partitions = 0
         for m in await self.store.memberships():
-            facts = GroupFacts(
-                m.group_id, m.subscribed_topics, _ms(m.subscription_changed_at), _ms(m.empty_since)
-            )
             stored = {
                 k: names.get(k.topic_id) for k in await self.store.list_partitions(m.group_id)
             }
-            expiry = expiring(
-                facts, stored, self._has_members(m.group_id), self.clock_ms(), self.retention_ms
-            )
-            if expiry.group and await self._expire_group(m, expiry):
-                groups.append(m.group_id)
-                partitions += len(expiry.partitions)
+            has_members = self._has_members(m.group_id)
+            expiry = expiring(facts_of(m), stored, has_members, self.clock_ms(), self.retention_ms)
+            if expiry.group:
+                await self._expire_group(m, expiry)
             elif expiry.partitions:
-                partitions += await self._expire_topics(m.group_id, expiry)
-        return Swept(tuple(groups), partitions)
+                await self._expire_topics(m.group_id, expiry)
 
     def _has_members(self, group_id: str) -> bool:
         group = self.coordinator.groups.get(group_id)
         return group is not None and bool(group.members)
 
-    async def _expire_group(self, m: GroupMembership, expiry: Expiry) -> bool:
+    async def _expire_group(self, m: GroupMembership, expiry: Expiry) -> None:
         async with self.coordinator.held():
             if self._has_members(m.group_id):
-                return False
+                return
             if not await self.store.delete_group(m.group_id, m.empty_since):
-                return False  # a member joined through another proxy meanwhile
+                return  # a member joined through another proxy meanwhile
             self.partitions.evict(expiry.partitions)
             self.coordinator.bury(m.group_id)
         metrics.GROUP_EXPIRATIONS.inc()
@@ -115,9 +90,8 @@ class GroupRetention:
                 "partitions": len(expiry.partitions),
             },
         )
-        return True
 
-    async def _expire_topics(self, group_id: str, expiry: Expiry) -> int:
+    async def _expire_topics(self, group_id: str, expiry: Expiry) -> None:
         """Each share-partition is deleted only at the state epoch read when it was judged: a
         proxy that loaded it since (a member subscribed again there) has claimed a newer one."""
         epochs = await self.store.state_epochs(expiry.partitions)
@@ -126,16 +100,15 @@ class GroupRetention:
             group = self.coordinator.groups.get(group_id)
             subscribed = group.subscribed_topic_names() if group is not None else set()
             if subscribed & set(expiry.topics):
-                return 0  # a member subscribed again since the store recorded it
+                return  # a member subscribed again since the store recorded it
             for key, epoch in epochs.items():
                 if await self.store.delete_at_epoch(key, epoch):
                     deleted.append(key)
             self.partitions.evict(deleted)
         if not deleted:
-            return 0
+            return
         metrics.OFFSET_EXPIRATIONS.inc(len(deleted))
         log.info(
             "offsets expired: no member has subscribed to the topics for longer than the retention",
             extra={"group": group_id, "topics": list(expiry.topics), "partitions": len(deleted)},
         )
-        return len(deleted)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from shareproxy.core.drift import GroupFacts, expired, unsubscribed
-from shareproxy.core.store import SharePartitionKey
+from shareproxy.core.store import GroupMembership, SharePartitionKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,17 @@ class Expiry:
     group: bool  # the whole group goes, with every share-partition it has
     partitions: tuple[SharePartitionKey, ...]  # the share-partitions whose state goes
     topics: tuple[str, ...]  # the unsubscribed topics they belong to (empty for a group)
+
+
+def facts_of(m: GroupMembership) -> GroupFacts:
+    """A stored membership as the rules read it: times as epoch milliseconds."""
+
+    def ms(moment: datetime | None) -> int | None:
+        return None if moment is None else int(moment.timestamp() * 1000)
+
+    return GroupFacts(
+        m.group_id, m.subscribed_topics, ms(m.subscription_changed_at), ms(m.empty_since)
+    )
 
 
 def expiring(
