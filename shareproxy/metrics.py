@@ -159,6 +159,16 @@ class LiveState(Collector):
             "Proxy nodes whose lease in the store has not passed, this one included",
             value=state["live_nodes"],
         )
+        yield GaugeMetricFamily(
+            "shareproxy_share_groups_coordinated",
+            "Share groups whose coordinator is this node (placement over the live nodes)",
+            value=state["groups_coordinated"],
+        )
+        yield GaugeMetricFamily(
+            "shareproxy_cluster_generation",
+            "The live node set's generation: raised by every node joining, leaving or lapsing",
+            value=state["generation"],
+        )
         yield _labelled(
             GaugeMetricFamily,
             "share_in_flight_records",

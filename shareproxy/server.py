@@ -140,8 +140,16 @@ class Proxy:
         self.committer.start()
         self._running.push_async_callback(self.committer.stop)
         self.sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
+        self.nodes = ClusterNodes(
+            NodeRecords(self.engine), s.node_id, s.node_lease_ms, self._cannot_go_on
+        )
         self.partitions = SharePartitions(
-            self.store, self.committer, self.upstream, self.settings_for, clock_ms
+            self.store,
+            self.committer,
+            self.upstream,
+            self.settings_for,
+            clock_ms,
+            leads=self.nodes.leads,
         )
         self.partitions.start()
         self._running.push_async_callback(self.partitions.stop)
@@ -161,7 +169,10 @@ class Proxy:
             clock_ms,
             forget_group=self.configs.forget,
             max_groups=s.group_share_max_groups,
+            coordinates=self.nodes.coordinates,
         )
+        self.nodes.on_change(lambda placement: self._placement_changed())
+        self.nodes.on_lease_lost(self._lease_lost)
         self.coordinator.start()
         self._running.push_async_callback(self.coordinator.stop)
         self.retention = GroupRetention(
@@ -181,6 +192,7 @@ class Proxy:
         ctx = BrokerContext(
             node_id=s.node_id,
             advertised={spec.protocol: address for spec, address in self.plan},
+            cluster=self.nodes,
             security=self.security,
             sasl_mechanisms=self.mechanisms,
             upstream=self.upstream,
@@ -195,7 +207,14 @@ class Proxy:
         )
         self.ctx = ctx
         warm(served)
-        for (spec, address), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
+        for (spec, address), (sock, _) in zip(self.plan, kafka_sockets, strict=True):
+            if address[1] == 0:  # an ephemeral port: tell clients the one bound
+                ctx.advertised[spec.protocol] = (address[0], sock.getsockname()[1])
+        # joined before any client is served: until then this node would place everything on
+        # itself, and a share-partition it loaded would fence the node that leads it
+        await self.nodes.join(ctx.advertised)
+        self._running.push_async_callback(self.nodes.leave)
+        for (spec, _), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             listener = KafkaListener(
                 ctx,
                 spec.host,
@@ -208,18 +227,12 @@ class Proxy:
                 await listener.start(sock)
             self.listeners.append(listener)
             self._running.push_async_callback(listener.stop)
-            if address[1] == 0:  # an ephemeral port: tell clients the one bound
-                ctx.advertised[spec.protocol] = (address[0], listener.port)
         self.listener = self.listeners[0]
-        self.nodes = ClusterNodes(
-            NodeRecords(self.engine), s.node_id, s.node_lease_ms, self._cannot_go_on
-        )
-        await self.nodes.join(ctx.advertised)
-        self._running.push_async_callback(self.nodes.leave)
         probes = ReadinessProbes(
             store=self._probe_store,
             upstream=self._probe_upstream,
             listener=lambda: bool(self.listeners) and all(x.accepting for x in self.listeners),
+            owned=self._owned,
         )
         self.census = StoredCensus(self.store)
         self.census.start()
@@ -232,6 +245,29 @@ class Proxy:
         with listen_errors(admin_what):
             await self.admin.start()
         self._running.push_async_callback(self.admin.stop)
+
+    def _owned(self) -> dict[str, Any]:
+        """What this node owns now, for /readyz: with several nodes, which one serves what."""
+        return {
+            "node_id": self.nodes.node_id,
+            "live_nodes": list(self.nodes.placement.nodes),
+            "generation": self.nodes.placement.generation,
+            "share_partitions_led": sorted(
+                f"{k.group_id}/{leader.topic}/{k.partition}"
+                for k, leader in list(self.partitions.leaders.items())
+            ),
+            "groups_coordinated": sorted(self.coordinator.groups),
+        }
+
+    def _placement_changed(self) -> None:
+        """The live nodes changed: let go of what other nodes own now."""
+        self.partitions.let_go()
+        self.coordinator.let_go()
+
+    def _lease_lost(self) -> None:
+        """Other nodes may have claimed anything this one held while its lease had lapsed."""
+        self.partitions.let_go(everything=True)
+        self.coordinator.let_go(everything=True)
 
     def _cannot_go_on(self, reason: str) -> None:
         log.error(reason)
@@ -292,6 +328,8 @@ class Proxy:
             "partitions_led": len(self.partitions.leaders),
             "sessions": len(self.sessions),
             "live_nodes": len(self.nodes.live),
+            "groups_coordinated": len(self.coordinator.groups),
+            "generation": self.nodes.placement.generation,
             "in_flight": in_flight,
             "rebalances": {g: group.rebalances for g, group in self.coordinator.groups.items()},
             "partitions_detail": detail,

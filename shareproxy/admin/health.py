@@ -1,11 +1,13 @@
 """Liveness and readiness: /healthz says the process is up; /readyz that the state store and
-the upstream cluster answer and the Kafka listener accepts connections."""
+the upstream cluster answer and the Kafka listener accepts connections, and what this node
+leads and coordinates (with several nodes, which one serves what)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
@@ -18,6 +20,7 @@ class ReadinessProbes:
     store: Callable[[], Awaitable[None]]
     upstream: Callable[[], Awaitable[None]]
     listener: Callable[[], bool]
+    owned: Callable[[], dict[str, Any]] = dict  # what this node leads and coordinates
 
 
 def router(probes: ReadinessProbes) -> APIRouter:
@@ -39,7 +42,7 @@ def router(probes: ReadinessProbes) -> APIRouter:
         checks["listener"] = "ok" if probes.listener() else "not accepting"
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse(
-            {"status": "ready" if ready else "not ready", "checks": checks},
+            {"status": "ready" if ready else "not ready", "checks": checks, "node": probes.owned()},
             status_code=200 if ready else 503,
         )
 

@@ -110,7 +110,8 @@ class Consumption:
         for name in dict.fromkeys(topics):
             info = await topic_named(self.upstream, name)
             for p in sorted(info.leaders):
-                leaders.append(await self.partitions.leader(group_id, info.topic_id, p))
+                if self.partitions.leads(info.topic_id, p):  # others: from the node leading them
+                    leaders.append(await self.partitions.leader(group_id, info.topic_id, p))
         await self.store.ensure_group(group_id)
         got = await self.acquire(
             leaders,

@@ -32,7 +32,9 @@ class Coordinator:
         metadata_refresh_ms: int = 5_000,
         forget_group: Callable[[str], None] = lambda group_id: None,
         max_groups: int | None = None,
+        coordinates: Callable[[str], bool] = lambda group_id: True,
     ) -> None:
+        self.coordinates = coordinates  # whether this node coordinates a group (issue 19)
         self.store = store
         self.upstream = upstream
         self.partitions = partitions
@@ -70,6 +72,13 @@ class Coordinator:
         client_id: str,
         client_host: str,
     ) -> HeartbeatResult:
+        if not self.coordinates(group_id):
+            return HeartbeatResult(
+                HeartbeatError.NOT_COORDINATOR,
+                member_epoch,
+                None,
+                f"another proxy node coordinates share group {group_id!r}: find it again",
+            )
         if group_id not in self.groups:  # counted before the mutex: other groups' heartbeats
             refused = await self._over_cap(group_id, member_epoch)  # never wait on it
             if refused is not None:
@@ -175,6 +184,21 @@ class Coordinator:
                 log.exception("recording the membership of %s failed", group.group_id)
                 return  # tried again on the next heartbeat
             self._recorded[group.group_id] = topics
+
+    def let_go(self, everything: bool = False) -> list[str]:
+        """The live nodes changed: forget the groups another node coordinates now (or all of
+        them: this node's lease had lapsed, and they may have moved meanwhile). Their
+        members get NOT_COORDINATOR, find the new coordinator, and rejoin there (it does not
+        know them: UNKNOWN_MEMBER_ID, then a heartbeat with epoch 0), as KIP-932 prescribes
+        when a coordinator moves. Nothing stored is touched."""
+        gone = [g for g in self.groups if everything or not self.coordinates(g)]
+        for group_id in gone:
+            self.groups.pop(group_id, None)
+            self._recorded.pop(group_id, None)
+            self._recording.pop(group_id, None)
+        if gone:
+            log.info("%d share groups now coordinated by other nodes: let go", len(gone))
+        return gone
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)

@@ -39,8 +39,10 @@ class SharePartitions:
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
         replaced_check_ms: int = 5_000,
+        leads: Callable[[UUID, int], bool] = lambda topic_id, partition: True,
     ) -> None:
         self.store = store
+        self.leads = leads  # whether this node leads a partition (placement, issue 19)
         self.replaced_check_ms = replaced_check_ms
         self.committer = committer
         self.upstream = upstream
@@ -66,7 +68,13 @@ class SharePartitions:
     async def leader(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader:
         """The loaded leader of this share-partition; raises a ShareError for a topic id
         (UNKNOWN_TOPIC_ID) or partition (UNKNOWN_TOPIC_OR_PARTITION) upstream does not have,
-        UpstreamError if upstream cannot answer."""
+        UpstreamError if upstream cannot answer; NOT_LEADER_OR_FOLLOWER for a partition another
+        node leads: loading it here would claim its state and fence that node."""
+        if not self.leads(topic_id, partition):
+            raise ShareError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"partition {partition} of topic {topic_id} is led by another proxy node",
+            )
         key = SharePartitionKey(group_id, topic_id, partition)
         current = self.leaders.get(key)
         if current is not None and current.valid:
@@ -172,6 +180,19 @@ class SharePartitions:
             )
         self.evict(replaced)
         return replaced
+
+    def let_go(self, everything: bool = False) -> list[SharePartitionKey]:
+        """The live nodes changed: forget the leaders of partitions another node leads now
+        (or all of them: this node's lease had lapsed). Their records' locks end with them;
+        the new leader claims the state (epoch +1) and gives what was acquired here again,
+        with the delivery counts stored."""
+        gone = [
+            key for key in self.leaders if everything or not self.leads(key.topic_id, key.partition)
+        ]
+        if gone:
+            log.info("%d share-partitions now led by other nodes: let go", len(gone))
+        self.evict(gone)
+        return gone
 
     def apply_settings(self, group_id: str, settings: GroupSettings) -> None:
         """A group config changed: the group's live share-partitions use it from now on."""

@@ -58,6 +58,8 @@ class GroupRetention:
             return
         names = {info.topic_id: name for name, info in self.upstream.topics.items()}
         for m in await self.store.memberships():
+            if not self.coordinator.coordinates(m.group_id):
+                continue  # its coordinator knows its members and expires it
             stored = {
                 k: names.get(k.topic_id) for k in await self.store.list_partitions(m.group_id)
             }

@@ -6,9 +6,10 @@ a crash waits for nothing, and two processes given one id cannot both serve."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Protocol
 
 
@@ -18,6 +19,22 @@ class ProxyNode:
     incarnation: str  # one per process: tells a restarted node from the process it replaced
     listeners: Mapping[str, tuple[str, int]]  # security protocol -> advertised (host, port)
     lease_expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """The live nodes and the cluster's generation: a number raised in the same transaction as
+    every change of the live set (a node registering, leaving, or its lapsed lease being
+    reaped), so two views with one generation list the same nodes."""
+
+    generation: int
+    nodes: tuple[ProxyNode, ...]
+
+
+class Renewal(Enum):
+    RENEWED = "renewed"
+    REJOINED = "rejoined"  # the lease had lapsed and was reaped: registered again
+    REPLACED = "replaced"  # another process registered the id: this one must stop
 
 
 class NodeRegistry(Protocol):
@@ -31,12 +48,19 @@ class NodeRegistry(Protocol):
         """Hold the node id's lease from now on; the registration replaced if it was live."""
         ...
 
-    async def renew(self, node_id: int, incarnation: str, lease_ms: int) -> bool:
-        """Extend the lease; False if another process has registered the id since."""
+    async def renew(
+        self,
+        node_id: int,
+        incarnation: str,
+        listeners: Mapping[str, tuple[str, int]],
+        lease_ms: int,
+    ) -> Renewal:
+        """Extend the lease; register again if it lapsed and was reaped meanwhile (a node cut
+        off from the store for longer than its lease comes back as a new member)."""
         ...
 
-    async def live(self) -> Sequence[ProxyNode]:
-        """The nodes whose lease has not passed, by node id."""
+    async def live(self) -> ClusterView:
+        """Reap the leases that passed, then the live nodes (by node id) and the generation."""
         ...
 
     async def leave(self, node_id: int, incarnation: str) -> None:

@@ -40,3 +40,49 @@ def owner(key: bytes, nodes: Iterable[int]) -> int | None:
         if best is None or candidate > best:
             best = candidate
     return None if best is None else -best[1]
+
+
+# a cap on the owners one placement remembers: FindCoordinator keys come from clients, so the
+# cache must not grow with whatever they send (a miss only costs the hashing again)
+_REMEMBERED = 100_000
+
+
+class Placement:
+    """Who owns what for one set of live nodes and one cluster generation (a number the store
+    raises at every change of the set, given to clients as the partitions' leader epoch, so a
+    client never takes an older answer for a newer one). Answers are remembered: the set
+    changes rarely and every ShareFetch asks about each of its partitions."""
+
+    def __init__(self, nodes: Iterable[int], generation: int = 0) -> None:
+        self.nodes = tuple(sorted(set(nodes)))
+        if not self.nodes:
+            raise ValueError("a placement needs at least one node")
+        self.generation = generation
+        self._owners: dict[bytes, int] = {}
+
+    def owner(self, key: bytes) -> int:
+        if len(self.nodes) == 1:
+            return self.nodes[0]
+        found = self._owners.get(key)
+        if found is None:
+            found = owner(key, self.nodes)
+            assert found is not None
+            if len(self._owners) >= _REMEMBERED:
+                self._owners.clear()
+            self._owners[key] = found
+        return found
+
+    def partition_leader(self, topic_id: UUID, partition: int) -> int:
+        return self.owner(partition_key(topic_id, partition))
+
+    def group_coordinator(self, group_id: str) -> int:
+        return self.owner(group_key(group_id))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Placement) and (self.nodes, self.generation) == (
+            other.nodes,
+            other.generation,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.nodes, self.generation))

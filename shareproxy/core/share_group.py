@@ -27,6 +27,7 @@ class GroupState(Enum):
 class HeartbeatError(Enum):
     """Kafka error codes a heartbeat can be refused with."""
 
+    NOT_COORDINATOR = 16
     UNKNOWN_MEMBER_ID = 25
     INVALID_REQUEST = 42
     GROUP_MAX_SIZE_REACHED = 81

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
@@ -31,6 +32,7 @@ T = TypeVar("T")
 class BrokerContext:
     node_id: int
     advertised: dict[str, tuple[str, int]]  # listener (security protocol) → host, port
+    cluster: ClusterNodes  # the live proxy nodes and who owns what (issue 19)
     upstream: Upstream
     consumption: Consumption  # fetch and acknowledge: the runtime the REST API uses too
     coordinator: Coordinator
@@ -51,6 +53,46 @@ class BrokerContext:
     def address(self, conn: Connection) -> tuple[str, int]:
         """Where clients of the connection's listener reach this broker."""
         return self.advertised[conn.listener]
+
+    def nodes(self, conn: Connection) -> list[tuple[int, str, int]]:
+        """Every node of the placement with its address on the connection's listener: this
+        one, then the live others (a node without that listener is left out)."""
+        found = []
+        for node_id in self.cluster.placement.nodes:
+            endpoint = self.node_address(node_id, conn)
+            if endpoint is not None:
+                found.append((node_id, *endpoint))
+        return found
+
+    def node_address(self, node_id: int, conn: Connection) -> tuple[str, int] | None:
+        if node_id == self.node_id:
+            return self.address(conn)
+        return self.cluster.endpoint(node_id, conn.listener)
+
+    @property
+    def leader_epoch(self) -> int:
+        """The partitions' leader epoch: the cluster's generation, raised by every change of
+        the live nodes, so clients take the newest leader over what they cached."""
+        return self.cluster.placement.generation
+
+    @property
+    def controller_id(self) -> int:
+        """The lowest live node id: every node names the same one."""
+        return self.cluster.placement.nodes[0]
+
+    def leader_of(self, topic_id: UUID, partition: int) -> int:
+        return self.cluster.placement.partition_leader(topic_id, partition)
+
+    def node_endpoints(self, cls: type[T], conn: Connection, node_ids: Iterable[int]) -> tuple:
+        """KIP-951's NodeEndpoints: where the leaders named in an answer are reached, so a
+        client sent elsewhere need not wait for a metadata refresh."""
+        out = []
+        for node_id in sorted(set(node_ids)):
+            endpoint = self.node_address(node_id, conn)
+            if endpoint is not None:
+                host, port = endpoint
+                out.append(build(cls, node_id=node_id, host=host, port=port, rack=None))
+        return tuple(out)
 
     def allowed(
         self,
@@ -139,6 +181,7 @@ def share_response(
     lock_timeout: timedelta,
     code: int = 0,
     message: str | None = None,
+    node_endpoints: tuple = (),
 ) -> T:
     """The envelope ShareFetch and ShareAcknowledge responses share."""
     return build(
@@ -148,7 +191,7 @@ def share_response(
         error_message=message,
         acquisition_lock_timeout=lock_timeout,
         responses=tuple(topic_cls(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
-        node_endpoints=(),
+        node_endpoints=node_endpoints,
     )
 
 

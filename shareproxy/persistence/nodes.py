@@ -1,6 +1,8 @@
 """The ``proxy_nodes`` rows: each node's lease, timed by the database's clock on Postgres, so
 nodes on different machines agree on when a lease passed whatever their own clocks say (SQLite
-is one machine's file, so its nodes share that machine's clock)."""
+is one machine's file, so its nodes share that machine's clock). A lapsed lease is reaped by the
+first reader that sees it passed, in the transaction that raises the generation, so every change
+of the live set is counted exactly once."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from shareproxy.core.nodes import ProxyNode
+from shareproxy.core.nodes import ClusterView, ProxyNode, Renewal
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.sql import dialect_insert
-from shareproxy.persistence.tables import proxy_nodes
+from shareproxy.persistence.tables import proxy_cluster, proxy_nodes
 
 
 async def _now(conn: AsyncConnection) -> datetime:
@@ -30,6 +32,16 @@ def _node(row: Any) -> ProxyNode:
     expires = aware_utc(row.lease_expires_at)
     assert expires is not None
     return ProxyNode(row.node_id, row.incarnation, listeners, expires)
+
+
+async def _next_generation(conn: AsyncConnection) -> None:
+    """Raise the generation, in the transaction that changes the live set."""
+    stmt = dialect_insert(conn)(proxy_cluster).values(id=1, generation=1)
+    await conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["id"], set_={"generation": proxy_cluster.c.generation + 1}
+        )
+    )
 
 
 class NodeRecords:
@@ -50,20 +62,19 @@ class NodeRecords:
                     select(proxy_nodes).where(proxy_nodes.c.node_id == node_id).with_for_update()
                 )
             ).first()
-            values = {
-                "incarnation": incarnation,
-                "listeners": {p: [h, port] for p, (h, port) in listeners.items()},
-                "registered_at": now,
-                "lease_expires_at": now + timedelta(milliseconds=lease_ms),
-            }
-            stmt = dialect_insert(conn)(proxy_nodes).values(node_id=node_id, **values)
-            await conn.execute(stmt.on_conflict_do_update(index_elements=["node_id"], set_=values))
+            await _upsert(conn, node_id, incarnation, listeners, now, lease_ms)
         if before is None:
             return None
         replaced = _node(before)
         return replaced if replaced.lease_expires_at > now else None
 
-    async def renew(self, node_id: int, incarnation: str, lease_ms: int) -> bool:
+    async def renew(
+        self,
+        node_id: int,
+        incarnation: str,
+        listeners: Mapping[str, tuple[str, int]],
+        lease_ms: int,
+    ) -> Renewal:
         async with self.engine.begin() as conn:
             now = await _now(conn)
             result = await conn.execute(
@@ -72,18 +83,57 @@ class NodeRecords:
                 .where(proxy_nodes.c.incarnation == incarnation)
                 .values(lease_expires_at=now + timedelta(milliseconds=lease_ms))
             )
-            return result.rowcount > 0
+            if result.rowcount > 0:
+                return Renewal.RENEWED
+            held = await conn.scalar(
+                select(proxy_nodes.c.incarnation)
+                .where(proxy_nodes.c.node_id == node_id)
+                .with_for_update()
+            )
+            if held is not None:
+                return Renewal.REPLACED
+            await _upsert(conn, node_id, incarnation, listeners, now, lease_ms)
+            return Renewal.REJOINED
 
-    async def live(self) -> list[ProxyNode]:
-        async with self.engine.connect() as conn:
+    async def live(self) -> ClusterView:
+        async with self.engine.begin() as conn:
             now = await _now(conn)
+            reaped = await conn.execute(
+                delete(proxy_nodes).where(proxy_nodes.c.lease_expires_at <= now)
+            )
+            if reaped.rowcount > 0:
+                await _next_generation(conn)
             rows = await conn.execute(select(proxy_nodes).order_by(proxy_nodes.c.node_id))
-            return [n for n in map(_node, rows) if n.lease_expires_at > now]
+            nodes = tuple(map(_node, rows))
+            generation = await conn.scalar(select(proxy_cluster.c.generation))
+            return ClusterView(int(generation or 0), nodes)
 
     async def leave(self, node_id: int, incarnation: str) -> None:
         async with self.engine.begin() as conn:
-            await conn.execute(
+            gone = await conn.execute(
                 delete(proxy_nodes)
                 .where(proxy_nodes.c.node_id == node_id)
                 .where(proxy_nodes.c.incarnation == incarnation)
             )
+            if gone.rowcount > 0:
+                await _next_generation(conn)
+
+
+async def _upsert(
+    conn: AsyncConnection,
+    node_id: int,
+    incarnation: str,
+    listeners: Mapping[str, tuple[str, int]],
+    now: datetime,
+    lease_ms: int,
+) -> None:
+    """Hold the id for this process from now on; the live set changed, so a new generation."""
+    values = {
+        "incarnation": incarnation,
+        "listeners": {p: [h, port] for p, (h, port) in listeners.items()},
+        "registered_at": now,
+        "lease_expires_at": now + timedelta(milliseconds=lease_ms),
+    }
+    stmt = dialect_insert(conn)(proxy_nodes).values(node_id=node_id, **values)
+    await conn.execute(stmt.on_conflict_do_update(index_elements=["node_id"], set_=values))
+    await _next_generation(conn)

@@ -169,3 +169,11 @@ proxy_nodes = Table(
     Column("registered_at", DateTime(timezone=True), nullable=False),
     Column("lease_expires_at", DateTime(timezone=True), nullable=False),
 )
+
+# one row (id 1): the generation of the live node set, raised with each change of it
+proxy_cluster = Table(
+    "proxy_cluster",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("generation", BigInteger, nullable=False),
+)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from uuid import UUID
 
 import pytest
 
 from shareproxy.broker.nodes import ClusterNodes
+from shareproxy.core.nodes import Renewal
+from shareproxy.core.placement import Placement
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.nodes import NodeRecords
 
@@ -24,15 +27,30 @@ async def registry(state_url: str) -> AsyncIterator[NodeRecords]:
         await engine.dispose()
 
 
-async def test_a_node_is_live_while_its_lease_holds(registry: NodeRecords):
+async def ids(registry: NodeRecords) -> list[int]:
+    return [n.node_id for n in (await registry.live()).nodes]
+
+
+async def test_a_node_is_live_while_its_lease_holds_and_every_change_is_a_new_generation(
+    registry: NodeRecords,
+):
     assert await registry.register(1, "a" * 32, HERE, 1_000) is None
     assert await registry.register(2, "b" * 32, {"SSL": ("h2", 9093)}, 60_000) is None
-    [one, two] = await registry.live()
+    view = await registry.live()
+    [one, two] = view.nodes
     assert (one.node_id, one.listeners, two.listeners) == (1, HERE, {"SSL": ("h2", 9093)})
+    assert await registry.renew(2, "b" * 32, {}, 60_000) is Renewal.RENEWED
+    assert (await registry.live()).generation == view.generation  # nothing changed
     await asyncio.sleep(1.2)
-    assert [n.node_id for n in await registry.live()] == [2]  # 1 did not renew
-    assert await registry.renew(1, "a" * 32, 1_000)  # late, but nobody took the id: live again
-    assert [n.node_id for n in await registry.live()] == [1, 2]
+    lapsed = await registry.live()
+    assert [n.node_id for n in lapsed.nodes] == [2]  # 1 did not renew: reaped, once
+    assert lapsed.generation == view.generation + 1 == (await registry.live()).generation
+    # back after its lease was reaped: it joins again, a new generation
+    assert await registry.renew(1, "a" * 32, HERE, 1_000) is Renewal.REJOINED
+    back = await registry.live()
+    assert [n.node_id for n in back.nodes] == [1, 2] and back.generation == lapsed.generation + 1
+    await registry.leave(2, "b" * 32)
+    assert (await registry.live()).generation == back.generation + 1
 
 
 async def test_registering_a_live_id_replaces_it_and_the_old_process_is_told(
@@ -48,10 +66,10 @@ async def test_registering_a_live_id_replaces_it_and_the_old_process_is_told(
         await old.renew()
         assert old.replaced and old.live == ()
         assert told and "node id 1" in told[0] and "--node-id" in told[0]
-        assert [n.incarnation for n in await registry.live()] == [new.incarnation]
+        assert [n.incarnation for n in (await registry.live()).nodes] == [new.incarnation]
     finally:
         await old.leave()  # a replaced node leaves nothing: the new registration stays
-    assert len(await registry.live()) == 1
+    assert await ids(registry) == [1]
 
 
 async def test_a_clean_leave_ends_the_lease_at_once(registry: NodeRecords):
@@ -59,4 +77,58 @@ async def test_a_clean_leave_ends_the_lease_at_once(registry: NodeRecords):
     await node.join(HERE)
     assert node.live_ids == [7]
     await node.leave()
-    assert await registry.live() == []
+    assert await ids(registry) == []
+
+
+async def test_nodes_agree_on_the_placement_and_are_told_when_it_changes(registry: NodeRecords):
+    seen: list[Placement] = []
+    one = ClusterNodes(registry, 1, 60_000, lambda why: None)
+    one.on_change(seen.append)
+    two = ClusterNodes(registry, 2, 60_000, lambda why: None)
+    await one.join(HERE)
+    await two.join({"PLAINTEXT": ("127.0.0.1", 9093)})
+    try:
+        await one.renew()
+        assert one.placement == two.placement and one.placement.nodes == (1, 2)
+        assert seen[-1] is one.placement
+        topic = UUID(int=42)
+        leaders = {one.placement.partition_leader(topic, p) for p in range(40)}
+        assert leaders == {1, 2}
+        for p in range(40):
+            assert one.leads(topic, p) != two.leads(topic, p)
+        assert one.endpoint(2, "PLAINTEXT") == ("127.0.0.1", 9093)
+        assert one.endpoint(2, "SSL") is None and one.endpoint(3, "PLAINTEXT") is None
+        await two.leave()
+        await one.renew()
+        assert one.placement.nodes == (1,) and seen[-1].generation > seen[-2].generation
+        assert all(one.leads(topic, p) for p in range(40)) and one.coordinates("any")
+    finally:
+        await one.leave()
+
+
+async def test_a_node_serves_only_while_its_lease_surely_holds_and_reloads_after_a_lapse(
+    registry: NodeRecords,
+):
+    now = [100.0]
+    lost: list[bool] = []
+    node = ClusterNodes(registry, 1, 1_000, lambda why: None, clock=lambda: now[0])
+    node.on_lease_lost(lambda: lost.append(True))
+    topic = UUID(int=7)
+    assert not node.leads(topic, 0)  # nothing before it joins
+    await node.join(HERE)
+    await node.rounds.stop()  # renewed by hand below, as if the process were paused
+    try:
+        assert node.holds_lease() and node.leads(topic, 0) and node.coordinates("g")
+        now[0] += 0.95  # past the share of the lease it counts on: it stops serving
+        assert not node.holds_lease() and not node.leads(topic, 0) and not node.coordinates("g")
+        await node.renew()
+        assert node.holds_lease() and node.leads(topic, 0) and lost == []
+        await asyncio.sleep(1.1)  # the store's clock: the lease passes and another node reaps it
+        other = ClusterNodes(registry, 2, 60_000, lambda why: None)
+        await other.join({"PLAINTEXT": ("127.0.0.1", 9093)})
+        assert other.live_ids == [2]
+        await node.renew()  # back: it joins again, and what it had loaded is let go
+        assert lost == [True] and node.holds_lease()
+        await other.leave()
+    finally:
+        await node.leave()

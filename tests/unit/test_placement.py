@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from uuid import UUID
 
-from shareproxy.core.placement import group_key, owner, partition_key
+import pytest
+
+from shareproxy.core.placement import Placement, group_key, owner, partition_key
 
 TOPICS = [UUID(int=i * 7919 + 1) for i in range(20)]
 KEYS = [partition_key(t, p) for t in TOPICS for p in range(30)]  # 600 partitions
@@ -45,3 +47,22 @@ def test_a_node_joining_takes_about_its_share_and_only_for_itself():
 def test_groups_and_partitions_are_placed_independently():
     assert group_key("x") != partition_key(UUID(int=0), 0)
     assert Counter(owner(group_key(f"g{i}"), [1, 2]) for i in range(400)).keys() == {1, 2}
+
+
+def test_a_placement_answers_as_the_rule_does_and_one_node_owns_everything():
+    placement = Placement([3, 1, 2], generation=7)
+    assert placement.nodes == (1, 2, 3) and placement.generation == 7
+    for key in KEYS[:50]:
+        assert placement.owner(key) == owner(key, [1, 2, 3])
+    tid = TOPICS[0]
+    assert placement.partition_leader(tid, 4) == owner(partition_key(tid, 4), [1, 2, 3])
+    assert placement.group_coordinator("g") == owner(group_key("g"), [1, 2, 3])
+    alone = Placement([5])
+    assert {alone.partition_leader(t, 0) for t in TOPICS} == {5}
+    assert alone.group_coordinator("anything") == 5
+
+
+def test_a_placement_needs_a_node_and_compares_by_nodes_and_generation():
+    with pytest.raises(ValueError):
+        Placement([])
+    assert Placement([1, 2], 3) == Placement([2, 1], 3) != Placement([1, 2], 4)

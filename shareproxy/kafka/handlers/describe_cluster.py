@@ -1,5 +1,5 @@
-"""DescribeCluster: the cluster a client sees is the proxy's own node(s), named under the
-upstream cluster's id, as Metadata answers (Kafka's admin client asks this first)."""
+"""DescribeCluster: the cluster a client sees is the live proxy nodes, named under the upstream
+cluster's id, as Metadata answers (Kafka's admin client asks this first)."""
 
 from __future__ import annotations
 
@@ -36,14 +36,16 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             brokers=(),
             cluster_authorized_operations=UNREQUESTED_OPERATIONS,
         )
-    host, port = ctx.address(conn)
-    broker = build(
-        schema_module(cls).DescribeClusterBroker,
-        broker_id=ctx.node_id,
-        host=host,
-        port=port,
-        rack=None,
-        is_fenced=False,
+    brokers = tuple(
+        build(
+            schema_module(cls).DescribeClusterBroker,
+            broker_id=node_id,
+            host=host,
+            port=port,
+            rack=None,
+            is_fenced=False,
+        )
+        for node_id, host, port in ctx.nodes(conn)
     )
     return build(
         cls,
@@ -52,8 +54,8 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         error_message=None,
         endpoint_type=BROKERS_ENDPOINT,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.node_id,
-        brokers=(broker,),
+        controller_id=ctx.controller_id,
+        brokers=brokers,
         cluster_authorized_operations=(
             ctx.cluster_operations(conn)
             if body.include_cluster_authorized_operations

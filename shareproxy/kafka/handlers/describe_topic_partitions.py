@@ -14,7 +14,7 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import BrokerContext, Connection, error
-from shareproxy.kafka.handlers.metadata import own_partitions
+from shareproxy.kafka.handlers.metadata import led_partitions
 from shareproxy.protocol.codec import Request
 from shareproxy.protocol.error_response import error_entity
 from shareproxy.upstream.client import UpstreamError
@@ -90,7 +90,7 @@ def _page(
         start = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
         partitions = [
             p
-            for p in own_partitions(ctx, info, r.DescribeTopicPartitionsResponsePartition)
+            for p in led_partitions(ctx, info, r.DescribeTopicPartitionsResponsePartition)
             if p.partition_index >= start
         ]
         shown = partitions[:remaining]

@@ -1,7 +1,7 @@
-"""FindCoordinator v0-v6: the proxy is the coordinator of every group and transactional id a
-client asks about: share groups it coordinates itself; consumer groups and transactions it
-relays to the upstream coordinator (``relay.py``), which clients never see. Other key types
-get COORDINATOR_NOT_AVAILABLE."""
+"""FindCoordinator v0-v6: the node placement gives the key coordinates it (every node names the
+same one; with one node, that node): share groups it coordinates itself; consumer groups and
+transactions it relays to the upstream coordinator (``relay.py``), which clients never see.
+Other key types get COORDINATOR_NOT_AVAILABLE."""
 
 from __future__ import annotations
 
@@ -30,33 +30,41 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     key_type = getattr(body, "key_type", CoordinatorType.GROUP)
     served = key_type in _KEYS
     resource, denied = _KEYS.get(key_type, (ResourceType.GROUP, ErrorCode.NONE))
-    host, port = ctx.address(conn)
     code = ErrorCode.NONE if served else ErrorCode.COORDINATOR_NOT_AVAILABLE
     message = None if served else "shareproxy coordinates groups and transactions only"
+
+    def find(key: str) -> tuple[int, str, int, int, str | None]:
+        """node id, host, port, error code, message"""
+        if not served:
+            return -1, "", -1, code, message
+        if not ctx.allowed(conn, Operation.DESCRIBE, resource, key):
+            return -1, "", -1, denied, "not authorized"
+        node_id = ctx.cluster.placement.group_coordinator(key)
+        endpoint = ctx.node_address(node_id, conn)
+        if endpoint is None:
+            return -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"node {node_id} is away"
+        return node_id, endpoint[0], endpoint[1], ErrorCode.NONE, None
+
     if request.api_version < 4:
-        if served and not ctx.allowed(conn, Operation.DESCRIBE, resource, body.key):
-            code, message = denied, "not authorized"
-            served = False
+        node_id, host, port, c, why = find(body.key)
         return build(
             cls,
             throttle_time=timedelta(0),
-            error_code=error(code),
-            error_message=message,
-            node_id=ctx.node_id if served else -1,
-            host=host if served else "",
-            port=port if served else -1,
+            error_code=error(c),
+            error_message=why,
+            node_id=node_id,
+            host=host,
+            port=port,
         )
     m = schema_module(cls)
 
     def coordinator(key: str) -> Any:
-        ok, c, why = served, code, message
-        if ok and not ctx.allowed(conn, Operation.DESCRIBE, resource, key):
-            ok, c, why = False, denied, "not authorized"
+        node_id, host, port, c, why = find(key)
         return m.Coordinator(
             key=key,
-            node_id=ctx.node_id if ok else -1,
-            host=host if ok else "",
-            port=port if ok else -1,
+            node_id=node_id,
+            host=host,
+            port=port,
             error_code=error(c),
             error_message=why,
         )

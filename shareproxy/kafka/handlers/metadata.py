@@ -1,5 +1,6 @@
-"""Metadata: the proxy is the only broker and leads every partition it serves; topic ids are
-the upstream cluster's."""
+"""Metadata: the brokers are the live proxy nodes, and each partition's leader is the node that
+placement gives it (issue 19; with one node, that node leads everything); topic ids are the
+upstream cluster's."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
                 )
             )
     for info in chosen:
-        partitions = own_partitions(ctx, info, m.MetadataResponsePartition)
+        partitions = led_partitions(ctx, info, m.MetadataResponsePartition)
         topics.append(
             build(
                 m.MetadataResponseTopic,
@@ -96,19 +97,16 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
                 ),
             )
         )
-    broker = build(
-        m.MetadataResponseBroker,
-        node_id=ctx.node_id,
-        host=ctx.address(conn)[0],
-        port=ctx.address(conn)[1],
-        rack=None,
+    brokers = tuple(
+        build(m.MetadataResponseBroker, node_id=node_id, host=host, port=port, rack=None)
+        for node_id, host, port in ctx.nodes(conn)
     )
     return build(
         cls,
         throttle_time=timedelta(0),
-        brokers=(broker,),
+        brokers=brokers,
         cluster_id=ctx.cluster_id,
-        controller_id=ctx.node_id,
+        controller_id=ctx.controller_id,
         topics=tuple(topics),
         cluster_authorized_operations=(
             ctx.cluster_operations(conn)
@@ -119,17 +117,18 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     )
 
 
-def own_partitions(ctx: BrokerContext, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
-    """A topic's partitions as a client sees them: this node leads and holds every one."""
+def led_partitions(ctx: BrokerContext, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
+    """A topic's partitions as a client sees them: each led and held by its placed node, at
+    the cluster's generation as leader epoch."""
     return tuple(
         build(
             entry,
             error_code=error(0),
             partition_index=p,
-            leader_id=ctx.node_id,
-            leader_epoch=0,
-            replica_nodes=(ctx.node_id,),
-            isr_nodes=(ctx.node_id,),
+            leader_id=(leader := ctx.leader_of(info.topic_id, p)),
+            leader_epoch=ctx.leader_epoch,
+            replica_nodes=(leader,),
+            isr_nodes=(leader,),
             eligible_leader_replicas=(),  # Kafka sends empty lists: its client reads them
             last_known_elr=(),
             offline_replicas=(),

@@ -35,11 +35,17 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
                 partition_index=tp[1],
                 error_code=error(codes[tp]),
                 error_message=partition_error_message(codes[tp]),
-                current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
+                current_leader=m.LeaderIdAndEpoch(
+                    leader_id=ctx.leader_of(*tp), leader_epoch=ctx.leader_epoch
+                ),
             ),
         )
+        moved = [
+            ctx.leader_of(*tp) for tp, c in codes.items() if c == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        ]
+        endpoints = ctx.node_endpoints(m.NodeEndpoint, conn, moved)
         return share_response(
-            cls, m.ShareAcknowledgeTopicResponse, topics, lock_timeout, code, message
+            cls, m.ShareAcknowledgeTopicResponse, topics, lock_timeout, code, message, endpoints
         )
 
     if not group_id or not member_id:
@@ -49,7 +55,10 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}", {}
         )
     key = (group_id, member_id, ctx.node_id)
-    if not ctx.coordinator.is_member(group_id, member_id) and ctx.sessions.get(key) is None:
+    member = not ctx.cluster.coordinates(group_id) or ctx.coordinator.is_member(
+        group_id, member_id
+    )  # known only where the group is coordinated: elsewhere the share session is trusted
+    if not member and ctx.sessions.get(key) is None:
         return reply(ErrorCode.UNKNOWN_MEMBER_ID, not_a_member(group_id, member_id), {})
     try:
         ctx.sessions.begin(

@@ -50,7 +50,10 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}"
         )
     key = (group_id, member_id, ctx.node_id)
-    member = ctx.coordinator.is_member(group_id, member_id)
+    # membership is known only where the group is coordinated; a partition leader elsewhere
+    # trusts the share session, as a Kafka broker that is not the coordinator does
+    coordinated_here = ctx.cluster.coordinates(group_id)
+    member = not coordinated_here or ctx.coordinator.is_member(group_id, member_id)
     if not member and (epoch == OPEN_EPOCH or ctx.sessions.get(key) is None):
         # a member id the group does not know opens nothing and acquires nothing; one that
         # has just left may still finish its open session (its last acknowledgements)
@@ -67,7 +70,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     if epoch == CLOSE_EPOCH:
         ctx.sessions.close(key)
         await ctx.consumption.release(group_id, member_id)
-        return _response(ctx, m, cls, lock_timeout, {}, ack_codes, {})
+        return _response(ctx, conn, m, cls, lock_timeout, {}, ack_codes, {})
 
     session.add((t.topic_id, p.partition_index) for t in body.topics for p in t.partitions)
     session.forget((t.topic_id, p) for t in body.forgotten_topics_data for p in t.partitions)
@@ -81,8 +84,9 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     # A member learns a new assignment only at its next heartbeat, seconds later. Until then
     # it still fetches partitions now assigned to others: it gets no new records from those
     # (it may still acknowledge what it holds), so a rebalance takes effect at once.
-    target = ctx.coordinator.target_of(group_id, member_id) or set()
-    leaders = [ld for ld in leaders if (ld.key.topic_id, ld.key.partition) in target]
+    if coordinated_here:
+        target = ctx.coordinator.target_of(group_id, member_id) or set()
+        leaders = [ld for ld in leaders if (ld.key.topic_id, ld.key.partition) in target]
     got = await ctx.consumption.acquire(
         leaders,
         member_id,
@@ -92,7 +96,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         min_bytes=body.min_bytes,
         mode=mode,
     )
-    return _response(ctx, m, cls, lock_timeout, got, ack_codes, errors)
+    return _response(ctx, conn, m, cls, lock_timeout, got, ack_codes, errors)
 
 
 def _acquire_mode(body: Any) -> AcquireMode | None:
@@ -105,6 +109,7 @@ def _acquire_mode(body: Any) -> AcquireMode | None:
 
 def _response(
     ctx: BrokerContext,
+    conn: Connection,
     m: Any,
     cls: type,
     lock_timeout: timedelta,
@@ -121,7 +126,9 @@ def _response(
             error_message=partition_error_message(errors.get(tp, ErrorCode.NONE)),
             acknowledge_error_code=ack_codes.get(tp, ErrorCode.NONE),
             acknowledge_error_message=partition_error_message(ack_codes.get(tp, ErrorCode.NONE)),
-            current_leader=m.LeaderIdAndEpoch(leader_id=ctx.node_id, leader_epoch=0),
+            current_leader=m.LeaderIdAndEpoch(
+                leader_id=ctx.leader_of(*tp), leader_epoch=ctx.leader_epoch
+            ),
             records=a.records if a else b"",
             acquired_records=tuple(
                 m.AcquiredRecords(
@@ -134,4 +141,15 @@ def _response(
         )
 
     topics = by_topic([*got, *ack_codes, *errors], entry)
-    return share_response(cls, m.ShareFetchableTopicResponse, topics, lock_timeout)
+    moved = [
+        ctx.leader_of(*tp)
+        for tp, code in (*errors.items(), *ack_codes.items())
+        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    ]
+    return share_response(
+        cls,
+        m.ShareFetchableTopicResponse,
+        topics,
+        lock_timeout,
+        node_endpoints=ctx.node_endpoints(m.NodeEndpoint, conn, moved),
+    )
