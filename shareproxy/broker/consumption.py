@@ -131,14 +131,19 @@ class Consumption:
         acks: Mapping[NamedPartition, Sequence[AckBatch]],
     ) -> dict[NamedPartition, ErrorCode]:
         """Acknowledgements by topic name, one share-partition after another, each durable
-        before the next; UNKNOWN_TOPIC_OR_PARTITION for one upstream does not have."""
+        before the next; UNKNOWN_TOPIC_OR_PARTITION for one upstream does not have,
+        NOT_LEADER_OR_FOLLOWER for one another node leads."""
         results: dict[NamedPartition, ErrorCode] = {}
         for (topic, partition), batches in acks.items():
             info = self.upstream.topics.get(topic)
             if info is None or partition not in info.leaders:
                 results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            leader = await self.partitions.leader(group_id, info.topic_id, partition)
+            try:
+                leader = await self.partitions.leader(group_id, info.topic_id, partition)
+            except ShareError as e:  # led by another node, say: that partition's answer
+                results[(topic, partition)] = ErrorCode(e.code)
+                continue
             results[(topic, partition)] = await leader.acknowledge(member_id, batches)
         return results
 
@@ -190,6 +195,11 @@ class Consumption:
             for leader in leaders:
                 if budget <= 0 or room <= 0:
                     break
+                if not self.partitions.leads(leader.key.topic_id, leader.key.partition):
+                    # led elsewhere since the fetch began, or this node's lease may have
+                    # lapsed while it waited (a paused process): another node may have
+                    # claimed the state, and what this one holds of it is stale
+                    continue
                 a = await leader.acquire(member_id, budget, mode, room)
                 if a.acquired:
                     self.feed.read_ahead(leader)

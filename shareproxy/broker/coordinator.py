@@ -15,6 +15,7 @@ from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import ShareStateStore
+from shareproxy.persistence.engine import STORE_FAILURES
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,9 @@ class Coordinator:
             now = datetime.fromtimestamp(self.clock_ms() / 1000, UTC)
             try:
                 await self.store.record_membership(group.group_id, topics, now)
+            except STORE_FAILURES as exc:
+                log.warning("recording the membership of %s failed: %s", group.group_id, exc)
+                return  # tried again on the next heartbeat
             except Exception:
                 log.exception("recording the membership of %s failed", group.group_id)
                 return  # tried again on the next heartbeat

@@ -11,6 +11,8 @@ import logging
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import PartitionWrite, ShareStateStore
+from shareproxy.exits import first_line
+from shareproxy.persistence.engine import STORE_FAILURES
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +65,16 @@ class GroupCommitter:
                 try:
                     with metrics.STORE_COMMIT_SECONDS.time():
                         results = await self.store.write([w for w, _ in batch])
-                except Exception:
-                    log.exception("state store write of %d share-partitions failed", len(batch))
+                except Exception as exc:
+                    if isinstance(exc, STORE_FAILURES):  # the store is down or out of reach
+                        log.warning(
+                            "state store write of %d share-partitions failed, answered as "
+                            "retriable: %s",
+                            len(batch),
+                            first_line(exc),
+                        )
+                    else:
+                        log.exception("state store write of %d share-partitions failed", len(batch))
                     results = {}
                     # retriable, as Kafka answers when its share coordinator cannot write:
                     # nothing was written, the client sends the acknowledgement again

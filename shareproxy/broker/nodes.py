@@ -45,6 +45,7 @@ class ClusterNodes:
         self.replaced = False
         # until it joins, a node places everything on itself (it serves nothing yet)
         self.placement = Placement([node_id])
+        self._others: Placement | None = None  # the placement without this node
         self._watchers: list[Callable[[Placement], None]] = []
         self._lost: list[Callable[[], None]] = []
         self.rounds = Periodic("node-lease", lease_ms / 3000, self.renew, "renewing the node lease")
@@ -81,6 +82,14 @@ class ClusterNodes:
             if node.node_id == node_id:
                 return node.listeners.get(protocol)
         return None
+
+    def serving(self) -> Placement:
+        """The placement to tell clients: without this node while its lease may have lapsed
+        (cut off from the store, it cannot know, and the others will soon lead what it led),
+        so clients go where they will be served; a node alone keeps its own."""
+        if self._others is None or self.holds_lease():
+            return self.placement
+        return self._others
 
     def leads(self, topic_id: UUID, partition: int) -> bool:
         return (
@@ -149,15 +158,28 @@ class ClusterNodes:
         # while it was cut off): the others may already lead what it led, and the state
         # epoch fences whichever of them is behind
         placement = Placement([*ids, self.node_id], view.generation)
+        others = [i for i in ids if i != self.node_id]
+        self._others = Placement(others, view.generation) if others else None
         if placement != self.placement:
             self.placement = placement
             for watcher in self._watchers:
                 watcher(placement)
 
     async def leave(self) -> None:
+        """Give the lease up (a clean stop): the others take over at once. A store out of
+        reach only delays that until the lease passes, so a stop never fails on it."""
         await self.rounds.stop()
-        if not self.replaced:
+        if self.replaced:
+            return
+        try:
             await self.registry.leave(self.node_id, self.incarnation)
+        except Exception as exc:
+            log.warning(
+                "could not give the node lease up (%s): the others take over when it passes, "
+                "within %d ms",
+                exc,
+                self.lease_ms,
+            )
 
 
 def _addresses(node: ProxyNode) -> str:

@@ -20,6 +20,8 @@ from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
+from shareproxy.exits import first_line
+from shareproxy.persistence.engine import STORE_FAILURES
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -86,7 +88,17 @@ class SharePartitions:
             current = self.leaders.get(key)
             if current is not None and current.valid:
                 return current
-            loaded = await self._load(key)
+            try:
+                loaded = await self._load(key)
+            except STORE_FAILURES as exc:
+                # not led until its state is loaded: NOT_LEADER_OR_FOLLOWER is the error
+                # clients retry quietly (librdkafka surfaces COORDINATOR_NOT_AVAILABLE on a
+                # fetch to the application), refreshing metadata meanwhile
+                log.warning("loading %s failed: the state store: %s", key, first_line(exc))
+                raise ShareError(
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    "the share-group state store cannot be reached: retry",
+                ) from exc
             self.leaders[key] = loaded
             return loaded
 

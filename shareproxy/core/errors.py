@@ -64,8 +64,8 @@ _PARTITION_MESSAGES = {
     ErrorCode.FENCED_STATE_EPOCH: "the share-partition was taken over (state epoch moved on)",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "the share-group state store is unavailable: retry",
     ErrorCode.NOT_LEADER_OR_FOLLOWER: (
-        "not led here (another proxy node leads it, or the upstream leader did not answer): "
-        "refresh metadata and retry"
+        "not led here now (another proxy node leads it, its state could not be loaded, or "
+        "the upstream leader did not answer): refresh metadata and retry"
     ),
     ErrorCode.NETWORK_EXCEPTION: "the upstream cluster could not be reached: retry",
     ErrorCode.REQUEST_TIMED_OUT: "the upstream cluster did not answer in time: retry",

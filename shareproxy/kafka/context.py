@@ -58,7 +58,7 @@ class BrokerContext:
         """Every node of the placement with its address on the connection's listener: this
         one, then the live others (a node without that listener is left out)."""
         found = []
-        for node_id in self.cluster.placement.nodes:
+        for node_id in self.cluster.serving().nodes:
             endpoint = self.node_address(node_id, conn)
             if endpoint is not None:
                 found.append((node_id, *endpoint))
@@ -73,15 +73,15 @@ class BrokerContext:
     def leader_epoch(self) -> int:
         """The partitions' leader epoch: the cluster's generation, raised by every change of
         the live nodes, so clients take the newest leader over what they cached."""
-        return self.cluster.placement.generation
+        return self.cluster.serving().generation
 
     @property
     def controller_id(self) -> int:
         """The lowest live node id: every node names the same one."""
-        return self.cluster.placement.nodes[0]
+        return self.cluster.serving().nodes[0]
 
     def leader_of(self, topic_id: UUID, partition: int) -> int:
-        return self.cluster.placement.partition_leader(topic_id, partition)
+        return self.cluster.serving().partition_leader(topic_id, partition)
 
     def node_endpoints(self, cls: type[T], conn: Connection, node_ids: Iterable[int]) -> tuple:
         """KIP-951's NodeEndpoints: where the leaders named in an answer are reached, so a

@@ -17,10 +17,12 @@ from typing import Any
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
+from shareproxy.exits import first_line
 from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
 from shareproxy.logs import RateLimit
+from shareproxy.persistence.engine import STORE_FAILURES
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
@@ -254,8 +256,8 @@ class KafkaListener:
         started = time.perf_counter()
         try:
             body = await handler_for(request.api_key)(self.ctx, conn, request)
-        except Exception:
-            body = self._failed(conn, request)
+        except Exception as exc:
+            body = self._failed(conn, request, exc)
         if isinstance(body, Pending):
             return asyncio.create_task(self._finish(conn, request, started, body.answer))
         return self._chunks(conn, request, started, body)
@@ -265,12 +267,27 @@ class KafkaListener:
     ) -> Chunks | None:
         try:
             body = await answer
-        except Exception:
-            body = self._failed(conn, request)
+        except Exception as exc:
+            body = self._failed(conn, request, exc)
         return self._chunks(conn, request, started, body)
 
-    def _failed(self, conn: Connection, request: Request) -> Any:
-        """A defect: the client still gets an answer, others are unaffected."""
+    def _failed(self, conn: Connection, request: Request, exc: Exception | None = None) -> Any:
+        """A defect: the client still gets an answer, others are unaffected. A state store out
+        of reach is no defect: answered retriable, as Kafka does when its coordinator is away."""
+        cls = response_type(request.api_key, request.api_version)
+        if isinstance(exc, STORE_FAILURES):
+            log.warning(
+                "%s v%d from %s: the state store cannot be reached (answered retriable): %s",
+                api_name(request.api_key),
+                request.api_version,
+                conn.client_host,
+                first_line(exc),
+            )
+            return error_entity(
+                cls,
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "the share-group state store cannot be reached: retry",
+            )
         log.exception(
             "%s v%d from %s failed; answered UNKNOWN_SERVER_ERROR",
             api_name(request.api_key),
@@ -278,7 +295,7 @@ class KafkaListener:
             conn.client_host,
         )
         return error_entity(
-            response_type(request.api_key, request.api_version),
+            cls,
             ErrorCode.UNKNOWN_SERVER_ERROR,
             "the proxy failed to handle the request",
         )

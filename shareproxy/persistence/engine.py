@@ -29,7 +29,7 @@ class StoreUnavailable(Unavailable):
 
 
 # what a store that is down, refuses us or lacks the schema raises (not our own bugs)
-_STORE_FAILURES = (
+STORE_FAILURES = (
     OSError,
     SQLAlchemyError,
     asyncpg.PostgresError,
@@ -43,7 +43,7 @@ def store_errors(shown: str) -> Iterator[None]:
     """Report a failing store as one line naming it (``shown``: its URL, password hidden)."""
     try:
         yield
-    except _STORE_FAILURES as exc:
+    except STORE_FAILURES as exc:
         raise StoreUnavailable(f"cannot use the state store {shown}: {first_line(exc)}") from exc
 
 

@@ -39,7 +39,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             return -1, "", -1, code, message
         if not ctx.allowed(conn, Operation.DESCRIBE, resource, key):
             return -1, "", -1, denied, "not authorized"
-        node_id = ctx.cluster.placement.group_coordinator(key)
+        node_id = ctx.cluster.serving().group_coordinator(key)
         endpoint = ctx.node_address(node_id, conn)
         if endpoint is None:
             return -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"node {node_id} is away"
