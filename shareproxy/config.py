@@ -144,6 +144,14 @@ class Settings(BaseSettings):
     node_id: int = Field(
         default=1, ge=0, description="the broker id the proxy presents; one per node of a cluster"
     )
+    nodes: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="node processes to run on this machine (one asyncio loop each): node ids "
+        "--node-id and up, every listener and admin port +1 per node; more than one needs a "
+        "Postgres --state-url",
+    )
     node_lease_ms: int = Field(
         default=10_000,
         ge=1000,
@@ -348,6 +356,11 @@ class Settings(BaseSettings):
             raise SettingError("advertised_listeners", str(exc)) from None
         if any(spec.uses_tls for spec, _ in specs) and not self.ssl_certfile:
             raise SettingError("listeners", "an SSL or SASL_SSL listener needs --ssl-certfile")
+        if self.nodes > 1 and not self.state_url.startswith("postgresql"):
+            raise SettingError(
+                "nodes",
+                "several nodes share their state through a Postgres --state-url (postgresql://…)",
+            )
         sasl = self.upstream_security_protocol.startswith("SASL_")
         if sasl and not self.upstream_sasl_username:
             raise SettingError("upstream_security_protocol", "needs --upstream-sasl-username")

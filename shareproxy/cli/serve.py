@@ -83,6 +83,14 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
     if print_config:
         out.print(config.render(settings), markup=False, highlight=False, end="")
         return
+    if settings.nodes > 1:
+        from shareproxy.cli.nodes import supervise
+
+        try:
+            code = supervise(settings, flags, config_file)
+        except CommandError as exc:
+            raise fail(exc) from exc
+        raise typer.Exit(code)
     logs.configure(settings.log_level, settings.log_format)  # type: ignore[arg-type]
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from shareproxy.embedded import TansuBroker, TansuUnavailable
+from tests.support.java import JavaPrograms, JavaUnavailable
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 from tests.support.s3 import S3Server, TansuObjects
@@ -125,3 +127,12 @@ def s3_proxy(
     s3_broker: TansuBroker, postgres: TemporaryPostgres
 ) -> Iterator[Callable[..., ProxyProcess]]:
     yield from _proxies(s3_broker, postgres)
+
+
+@pytest.fixture(scope="session")
+def java(tmp_path_factory: pytest.TempPathFactory) -> JavaPrograms:
+    """tests/e2e/java compiled once against kafka-clients 4.3.0."""
+    try:
+        return JavaPrograms(Path(__file__).parent / "java", tmp_path_factory.mktemp("java"))
+    except JavaUnavailable as exc:
+        pytest.fail(f"the Java client tests need a JDK and kafka-clients: {exc}")

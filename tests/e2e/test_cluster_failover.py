@@ -19,6 +19,7 @@ from confluent_kafka import AcknowledgeType, ShareConsumer
 from confluent_kafka.admin import AdminClient
 
 from shareproxy.embedded import TansuBroker
+from tests.support.java import run_java
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay
@@ -378,3 +379,18 @@ def test_a_paused_leader_resumed_after_its_lease_passed_is_fenced(cluster, topic
 
 def _led_partitions(node: ProxyProcess) -> set[int]:
     return {int(k.rsplit("/", 1)[1]) for k in _owned(node)["share_partitions_led"]}
+
+
+def test_kafkas_java_client_sees_the_cluster_and_shares_a_topic_across_its_nodes(
+    cluster, topic, produce, java
+):
+    nodes, t, leaders = _started(cluster, topic, produce, 3, 60)
+    assert len(set(leaders.values())) >= 2
+    admin = run_java(java, "admin", nodes[0].bootstrap, f"java-admin-{uuid.uuid4().hex[:8]}")
+    assert admin["cluster.nodes"] == "3"
+    out = run_java(java, "share", nodes[2].bootstrap, t, f"java-{uuid.uuid4().hex[:6]}", 60)
+    assert out == {
+        "share.accepted": "59",
+        "share.released.redelivered.count": "2",
+        "share.problems": "[]",
+    }

@@ -5,31 +5,16 @@ group and a share consumer with explicit acknowledgement (tests/e2e/java/Through
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.support.java import JavaPrograms, JavaUnavailable
-
-SOURCES = Path(__file__).parent / "java"
-
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory) -> JavaPrograms:
-    try:
-        return JavaPrograms(SOURCES, tmp_path_factory.mktemp("java"))
-    except JavaUnavailable as exc:
-        pytest.fail(f"the Java client tests need a JDK and kafka-clients: {exc}")
+from tests.support.java import run_java as _run
 
 
 @pytest.fixture
 def endpoint(proxy):
     return proxy()
-
-
-def _run(java: JavaPrograms, command: str, *args: object) -> dict[str, str]:
-    return java.run("ThroughProxy", command, *map(str, args))
 
 
 def _values(bootstrap: str, topic: str, partitions: int) -> list[str]:

@@ -83,3 +83,8 @@ class JavaPrograms:
             f"java {main} {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
         )
         return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+
+def run_java(java: JavaPrograms, command: str, *args: object) -> dict[str, str]:
+    """One command of tests/e2e/java/ThroughProxy.java; its ``key=value`` lines."""
+    return java.run("ThroughProxy", command, *map(str, args))

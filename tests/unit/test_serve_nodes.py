@@ -1,0 +1,54 @@
+"""``serve --nodes N``: each node's settings and command line, decided before any process
+starts."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from shareproxy import config
+from shareproxy.cli.nodes import node_command, node_settings, shift_ports
+from shareproxy.exits import CommandError
+
+PG = "postgresql://u@db:5432/share"
+
+
+def test_ports_move_by_the_node_index_and_an_ephemeral_port_stays_ephemeral():
+    assert shift_ports("0.0.0.0:9092", 2) == "0.0.0.0:9094"
+    assert shift_ports("PLAINTEXT://h:9092,SSL://h:9093", 1) == "PLAINTEXT://h:9093,SSL://h:9094"
+    assert shift_ports("[::1]:9092", 3) == "[::1]:9095"
+    assert shift_ports("127.0.0.1:0", 5) == "127.0.0.1:0"
+
+
+def test_each_node_has_its_own_id_listeners_and_admin_port():
+    s = config.load({"state_url": PG, "nodes": "3", "node_id": "4", "admin_listen": "0.0.0.0:8080",
+                     "advertised_listener": "proxy.example:19092"})  # fmt: skip
+    assert node_settings(s, 0) == {
+        "node_id": 4,
+        "nodes": 1,
+        "listen": "0.0.0.0:9092",
+        "advertised_listener": "proxy.example:19092",
+        "admin_listen": "0.0.0.0:8080",
+    }
+    assert node_settings(s, 2)["node_id"] == 6
+    assert node_settings(s, 2)["listen"] == "0.0.0.0:9094"
+    assert node_settings(s, 2)["advertised_listener"] == "proxy.example:19094"
+    assert node_settings(s, 2)["admin_listen"] == "0.0.0.0:8082"
+
+
+def test_a_nodes_command_keeps_the_other_flags_and_overrides_its_own():
+    flags = {"state_url": PG, "nodes": "2", "listen": "x:1", "auto_migrate": False,
+             "fail_fast": True, "log_level": None}  # fmt: skip
+    cmd = node_command(flags, None, {"node_id": 2, "nodes": 1, "listen": "x:2"})
+    assert cmd[:4] == [sys.executable, "-m", "shareproxy.cli", "serve"]
+    args = cmd[4:]
+    assert args.count("--listen") == 1 and args[args.index("--listen") + 1] == "x:2"
+    assert args[args.index("--nodes") + 1] == "1" and args[args.index("--node-id") + 1] == "2"
+    assert "--no-migrate" in args and "--fail-fast" in args and "--log-level" not in args
+
+
+def test_several_nodes_need_a_postgres_store():
+    with pytest.raises(CommandError, match="Postgres"):
+        config.load({"nodes": "2", "state_url": "sqlite:///x.db"})
+    assert config.load({"nodes": "2", "state_url": PG}).nodes == 2
