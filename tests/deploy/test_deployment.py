@@ -18,7 +18,7 @@ from shareproxy import __version__
 from shareproxy.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = {"kafka", "postgres", "shareproxy", "prometheus", "grafana"}
+SERVICES = {"kafka", "postgres", "shareproxy", "shareproxy-2", "prometheus", "grafana"}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_docker_compose_validates_the_file():
     assert run.returncode == 0, run.stderr
 
 
-def test_five_services_with_pinned_images_healthchecks_and_start_order(compose):
+def test_six_services_with_pinned_images_healthchecks_and_start_order(compose):
     services = compose["services"]
     assert set(services) == SERVICES
     for name, service in services.items():
@@ -49,7 +49,8 @@ def test_five_services_with_pinned_images_healthchecks_and_start_order(compose):
         for dep, cond in service.get("depends_on", {}).items():
             assert cond == {"condition": "service_healthy"}, (name, dep)
     assert set(services["shareproxy"]["depends_on"]) == {"kafka", "postgres"}
-    assert "shareproxy" in services["prometheus"]["depends_on"]
+    assert set(services["shareproxy-2"]["depends_on"]) == {"shareproxy"}  # after it migrated
+    assert {"shareproxy", "shareproxy-2"} <= set(services["prometheus"]["depends_on"])
     assert "prometheus" in services["grafana"]["depends_on"]
 
 
@@ -76,6 +77,26 @@ def test_the_proxy_migrates_then_serves_pointed_at_kafka_and_postgres(compose):
     assert f"{admin_port}:{admin_port}" in proxy["ports"]
 
 
+def test_two_proxy_nodes_share_one_store_each_with_its_own_id_and_ports(compose):
+    one, two = compose["services"]["shareproxy"], compose["services"]["shareproxy-2"]
+    assert one["image"] == two["image"] and two["entrypoint"] == [
+        "shareproxy",
+        "serve",
+        "--no-migrate",
+    ]
+    a, b = one["environment"], two["environment"]
+    assert a["SHAREPROXY_STATE_URL"] == b["SHAREPROXY_STATE_URL"]
+    assert a["SHAREPROXY_BOOTSTRAP_SERVERS"] == b["SHAREPROXY_BOOTSTRAP_SERVERS"]
+    assert (a["SHAREPROXY_NODE_ID"], b["SHAREPROXY_NODE_ID"]) == ("1", "2")
+    for service, env in ((one, a), (two, b)):
+        kafka_port = env["SHAREPROXY_LISTEN"].rpartition(":")[2]
+        assert env["SHAREPROXY_ADVERTISED_LISTENER"] == f"localhost:{kafka_port}"
+        assert f"{kafka_port}:{kafka_port}" in service["ports"]
+        admin_port = env["SHAREPROXY_ADMIN_LISTEN"].rpartition(":")[2]
+        assert f"{admin_port}:{admin_port}" in service["ports"]
+        assert admin_port in " ".join(service["healthcheck"]["test"])
+
+
 def _mounts(service: dict) -> dict[str, str]:
     """container path → host path (relative to the compose file) of the bind mounts."""
     out = {}
@@ -91,9 +112,11 @@ def test_prometheus_scrapes_the_proxy_and_grafana_is_provisioned(compose):
     prom_mounts = _mounts(services["prometheus"])
     config = yaml.safe_load((ROOT / prom_mounts["/etc/prometheus/prometheus.yml"]).read_text())
     (job,) = config["scrape_configs"]
-    admin_port = services["shareproxy"]["environment"]["SHAREPROXY_ADMIN_LISTEN"].rpartition(":")[2]
     assert job["job_name"] == "shareproxy"
-    assert job["static_configs"][0]["targets"] == [f"shareproxy:{admin_port}"]
+    assert job["static_configs"][0]["targets"] == [
+        f"{name}:{services[name]['environment']['SHAREPROXY_ADMIN_LISTEN'].rpartition(':')[2]}"
+        for name in ("shareproxy", "shareproxy-2")
+    ]
 
     grafana = _mounts(services["grafana"])
     provisioning = ROOT / grafana["/etc/grafana/provisioning"]
@@ -138,6 +161,11 @@ def test_the_readme_compose_walkthrough_uses_the_published_ports(compose):
         name: {p.split(":")[0] for p in service.get("ports", [])}
         for name, service in compose["services"].items()
     }
-    for name, port in (("kafka", "29092"), ("shareproxy", "9192"), ("shareproxy", "8080")):
+    for name, port in (
+        ("kafka", "29092"),
+        ("shareproxy", "9192"),
+        ("shareproxy", "8080"),
+        ("shareproxy-2", "9193"),
+    ):
         assert port in published[name], (name, published)
         assert f"localhost:{port}" in readme, port
