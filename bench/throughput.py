@@ -35,7 +35,14 @@ from tests.support.proxy import ProxyProcess
 PARTITIONS = 3
 
 
-def produce(bootstrap: str, topic: str, count: int, size: int, rate: float | None = None) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    size: int,
+    rate: float | None = None,
+    partitions: int = PARTITIONS,
+) -> None:
     p = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -48,7 +55,7 @@ def produce(bootstrap: str, topic: str, count: int, size: int, rate: float | Non
     for i in range(count):
         while True:
             try:
-                p.produce(topic, value=payload, partition=i % PARTITIONS)
+                p.produce(topic, value=payload, partition=i % partitions)
                 break
             except BufferError:  # the local queue is full: let deliveries drain
                 p.poll(0.05)
@@ -62,7 +69,11 @@ def produce(bootstrap: str, topic: str, count: int, size: int, rate: float | Non
 
 
 def direct_read(
-    bootstrap: str, topic: str, count: int, latencies: list | None = None
+    bootstrap: str,
+    topic: str,
+    count: int,
+    latencies: list | None = None,
+    partitions: int = PARTITIONS,
 ) -> tuple[float, float]:
     """(records/s from start, records/s from the first record to the last)."""
     c = Consumer(
@@ -73,7 +84,7 @@ def direct_read(
             "fetch.wait.max.ms": 100,
         }
     )
-    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     n = 0
     t0 = time.monotonic()
     first = None
@@ -91,21 +102,24 @@ def direct_read(
 
 
 def share_read(
-    bootstrap: str,
+    bootstrap: str | list[str],
     topic: str,
     count: int,
     consumers: int,
     latencies: list | None = None,
     client: dict | None = None,
-) -> float:
+) -> tuple[float, float]:
+    """(records/s from start, records/s from the first record to the last); consumer i
+    bootstraps at ``bootstrap[i % len]`` when several nodes are given."""
+    servers = [bootstrap] if isinstance(bootstrap, str) else bootstrap
     group = f"bench-{uuid.uuid4().hex[:8]}"
     total = [0]
     first: list[float] = []
     lock = threading.Lock()
     done = threading.Event()
 
-    def run() -> None:
-        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **(client or {})})
+    def run(server: str) -> None:
+        c = ShareConsumer({"bootstrap.servers": server, "group.id": group, **(client or {})})
         c.subscribe([topic])
         deadline = time.monotonic() + 300
         while not done.is_set() and time.monotonic() < deadline:
@@ -122,7 +136,9 @@ def share_read(
                     done.set()
         c.close()
 
-    threads = [threading.Thread(target=run) for _ in range(consumers)]
+    threads = [
+        threading.Thread(target=run, args=(servers[i % len(servers)],)) for i in range(consumers)
+    ]
     t0 = time.monotonic()
     for t in threads:
         t.start()

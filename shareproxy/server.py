@@ -187,7 +187,12 @@ class Proxy:
         self.retention.start()
         self._running.push_async_callback(self.retention.stop)
         self.group_admin = GroupAdmin(
-            self.store, self.coordinator, self.partitions, self.upstream, self.configs
+            self.store,
+            self.coordinator,
+            self.partitions,
+            self.upstream,
+            self.configs,
+            coordinator_of=lambda g: self.nodes.describe(self.nodes.serving().group_coordinator(g)),
         )
         ctx = BrokerContext(
             node_id=s.node_id,

@@ -28,6 +28,7 @@ STATUS = {
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: 403,
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: 403,
     ErrorCode.SECURITY_DISABLED: 400,
+    ErrorCode.NOT_COORDINATOR: 421,  # misdirected: another proxy node coordinates the group
     ErrorCode.FENCED_STATE_EPOCH: 503,  # retriable: the state moved to a newer writer
     ErrorCode.REQUEST_TIMED_OUT: 503,
     ErrorCode.NETWORK_EXCEPTION: 503,

@@ -8,7 +8,7 @@ same codes to HTTP statuses. A refused call changes nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -88,7 +88,9 @@ class GroupAdmin:
         partitions: SharePartitions,
         upstream: Upstream,
         configs: GroupConfigs,
+        coordinator_of: Callable[[str], str] = lambda group_id: "another proxy node",
     ) -> None:
+        self.coordinator_of = coordinator_of  # where a group is coordinated, for messages
         self.store = store
         self.coordinator = coordinator
         self.partitions = partitions
@@ -119,6 +121,7 @@ class GroupAdmin:
     async def describe(self, group_id: str) -> GroupView:
         """The group as its coordinator holds it (members, epochs, assignment), or as stored
         when it has no members; the one view REST and ShareGroupDescribe both answer with."""
+        self._require_coordinated(group_id)
         group = self.coordinator.groups.get(group_id)
         if group is None:
             if not await self.exists(group_id):
@@ -196,7 +199,18 @@ class GroupAdmin:
         group = self.coordinator.groups.get(group_id)
         return len(group.members) if group is not None else 0
 
+    def _require_coordinated(self, group_id: str) -> None:
+        """Members are known, and may be held off, only where the group is coordinated: a
+        change or a view of them anywhere else could miss a member that just joined."""
+        if not self.coordinator.coordinates(group_id):
+            raise ShareError(
+                ErrorCode.NOT_COORDINATOR,
+                f"share group {group_id!r} is coordinated by {self.coordinator_of(group_id)}: "
+                "ask that node (Kafka admin clients find it themselves)",
+            )
+
     def _require_empty(self, group_id: str) -> None:
+        self._require_coordinated(group_id)
         n = self._members(group_id)
         if n:
             raise ShareError(

@@ -100,6 +100,16 @@ class ClusterNodes:
     def coordinates(self, group_id: str) -> bool:
         return self.placement.group_coordinator(group_id) == self.node_id and self.holds_lease()
 
+    def describe(self, node_id: int) -> str:
+        """A node as messages name it: its id and advertised listeners."""
+        endpoints = (
+            self.listeners
+            if node_id == self.node_id
+            else next((n.listeners for n in self.live if n.node_id == node_id), {})
+        )
+        shown = ", ".join(f"{p}://{h}:{port}" for p, (h, port) in sorted(endpoints.items()))
+        return f"proxy node {node_id}" + (f" ({shown})" if shown else "")
+
     async def join(self, listeners: Mapping[str, tuple[str, int]]) -> None:
         self.listeners = dict(listeners)
         started = self.clock()

@@ -17,9 +17,11 @@ import httpx
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 from confluent_kafka.admin import AdminClient
+from kio.schema.list_groups.v5.request import ListGroupsRequest
 
 from shareproxy.embedded import TansuBroker
 from tests.support.java import run_java
+from tests.support.kafka_client import call
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay
@@ -394,3 +396,39 @@ def test_kafkas_java_client_sees_the_cluster_and_shares_a_topic_across_its_nodes
         "share.released.redelivered.count": "2",
         "share.problems": "[]",
     }
+
+
+def test_group_admin_goes_to_the_groups_coordinator_and_each_group_is_listed_once(
+    cluster, topic, produce
+):
+    nodes, t, _ = _started(cluster, topic, produce, 3, 60)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = ShareConsumer({"bootstrap.servers": nodes[0].bootstrap, "group.id": group})
+    c.subscribe([t])
+    try:
+        deadline = time.monotonic() + 30
+        while not any(group in _owned(n)["groups_coordinated"] for n in nodes):
+            c.poll(0.5)
+            assert time.monotonic() < deadline, "the group never joined"
+        home = next(n for n in nodes if group in _owned(n)["groups_coordinated"])
+        others = [n for n in nodes if n is not home]
+        # admin clients ask every broker for its groups and join the answers: each node lists
+        # the groups it coordinates, so the group is listed once, by its coordinator
+        every = ListGroupsRequest(states_filter=(), types_filter=())
+        listing = {n.options["node_id"]: [g.group_id for g in call(n.port, every).groups]
+                   for n in nodes}  # fmt: skip
+        assert [n for n, ids in listing.items() for g in ids if g == group] == [
+            home.options["node_id"]
+        ]
+        # REST on the coordinator shows the member; elsewhere it names the coordinator
+        url = f"/v1/share-groups/{group}"
+        view = httpx.get(home.admin_url + url, timeout=10)
+        assert view.status_code == 200 and len(view.json()["members"]) == 1
+        for node in others:
+            away = httpx.get(node.admin_url + url, timeout=10)
+            assert away.status_code == 421, away.text
+            assert f"proxy node {home.options['node_id']}" in away.json()["message"]
+            gone = httpx.delete(node.admin_url + url, timeout=10)  # never behind its back
+            assert gone.status_code == 421, gone.text
+    finally:
+        c.close()

@@ -33,7 +33,8 @@ def _module(api_key: int, request: Request) -> tuple[type, Any]:
 
 async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     """The proxy's share groups and every group the upstream brokers coordinate (each broker
-    lists its own), filtered by the principal's Describe permission, as Kafka does."""
+    lists its own), filtered by the principal's Describe permission, as Kafka does; with
+    several proxy nodes, each lists the groups it coordinates."""
     cls, m = _module(16, request)
     body = request.body
     types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
@@ -48,10 +49,14 @@ async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) ->
         ]
     if types != {"share"}:
         listed += await upstream_groups.listed(ctx, conn, request)
+    placement = ctx.cluster.serving()
     visible = tuple(  # only the groups the principal may Describe, silently
         g
         for g in listed
-        if ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
+        # admin clients ask every broker and join the answers: each group is listed by the
+        # node that coordinates it (FindCoordinator's answer), so once
+        if placement.group_coordinator(g.group_id) == ctx.node_id
+        and ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
     )
     return build(cls, throttle_time=NO_THROTTLE, error_code=error(0), groups=visible)
 

@@ -83,10 +83,14 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     errors.update(unled)
     # A member learns a new assignment only at its next heartbeat, seconds later. Until then
     # it still fetches partitions now assigned to others: it gets no new records from those
-    # (it may still acknowledge what it holds), so a rebalance takes effect at once.
+    # (it may still acknowledge what it holds), so a rebalance takes effect at once. Unless
+    # none of its partitions here is still its own: then it is served as Kafka serves it
+    # (a broker does not check assignments), since a fetch that waits out MaxWaitMs with
+    # nothing would stall a client that fetches from one node at a time (librdkafka).
     if coordinated_here:
         target = ctx.coordinator.target_of(group_id, member_id) or set()
-        leaders = [ld for ld in leaders if (ld.key.topic_id, ld.key.partition) in target]
+        own = [ld for ld in leaders if (ld.key.topic_id, ld.key.partition) in target]
+        leaders = own or leaders
     got = await ctx.consumption.acquire(
         leaders,
         member_id,

@@ -27,14 +27,6 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             described.append(
                 _refused(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
             )
-        elif not ctx.cluster.coordinates(group_id):  # its members are known only there
-            described.append(
-                _refused(
-                    group_id,
-                    ErrorCode.NOT_COORDINATOR,
-                    "another proxy node coordinates this group: find it again",
-                )
-            )
         else:
             try:
                 ops = (
