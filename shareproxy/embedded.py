@@ -45,11 +45,19 @@ def wait_for_port(
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: Linux sends SIGKILL when the parent dies, so a parent killed
-    mid-run (a test timeout, a Ctrl-C'd demo) leaves no orphan broker or proxy behind."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def signalled_when_parent_dies(sig: int) -> Callable[[], None]:
+    """A ``preexec_fn``: in the child before exec, Linux is asked to send ``sig`` when the
+    parent dies, so a parent killed mid-run leaves no orphan behind."""
+
+    def arm() -> None:
+        if sys.platform == "linux":
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
+
+    return arm
+
+
+# helpers (a test timeout, a Ctrl-C'd demo): killed outright
+_die_with_parent = signalled_when_parent_dies(signal.SIGKILL)
 
 
 def spawn(

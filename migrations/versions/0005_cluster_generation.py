@@ -1,5 +1,6 @@
 """The cluster's generation (issue 19): raised with every change of the live proxy nodes and
-given to clients as the partitions' leader epoch.
+given to clients as the partitions' leader epoch; each node records the newest one it acts on,
+so a node takes over a partition only once its previous owner has let it go.
 
 Revision ID: 0005
 Revises: 0004
@@ -24,7 +25,13 @@ def upgrade() -> None:
         sa.Column("generation", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_proxy_cluster")),
     )
+    op.add_column(
+        "proxy_nodes",
+        sa.Column("seen_generation", sa.BigInteger(), nullable=False, server_default="0"),
+    )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("proxy_nodes") as batch:
+        batch.drop_column("seen_generation")
     op.drop_table("proxy_cluster")

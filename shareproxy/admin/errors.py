@@ -29,6 +29,8 @@ STATUS = {
     ErrorCode.CLUSTER_AUTHORIZATION_FAILED: 403,
     ErrorCode.SECURITY_DISABLED: 400,
     ErrorCode.NOT_COORDINATOR: 421,  # misdirected: another proxy node coordinates the group
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: 503,  # retriable: led elsewhere now, or not yet loaded
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: 503,  # retriable: the state store is out of reach
     ErrorCode.FENCED_STATE_EPOCH: 503,  # retriable: the state moved to a newer writer
     ErrorCode.REQUEST_TIMED_OUT: 503,
     ErrorCode.NETWORK_EXCEPTION: 503,

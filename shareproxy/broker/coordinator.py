@@ -74,17 +74,14 @@ class Coordinator:
         client_host: str,
     ) -> HeartbeatResult:
         if not self.coordinates(group_id):
-            return HeartbeatResult(
-                HeartbeatError.NOT_COORDINATOR,
-                member_epoch,
-                None,
-                f"another proxy node coordinates share group {group_id!r}: find it again",
-            )
+            return self._not_coordinator(group_id, member_epoch)
         if group_id not in self.groups:  # counted before the mutex: other groups' heartbeats
             refused = await self._over_cap(group_id, member_epoch)  # never wait on it
             if refused is not None:
                 return refused
         async with self._mutex:
+            if not self.coordinates(group_id):  # the live nodes changed while this waited
+                return self._not_coordinator(group_id, member_epoch)
             group = self.groups.get(group_id)
             if group is None or member_epoch == 0:
                 # a join makes sure the row exists: a batch repair may have deleted the empty
@@ -134,6 +131,15 @@ class Coordinator:
             self._leaving(group_id, member_id)
         await self._record_membership(group)
         return result
+
+    @staticmethod
+    def _not_coordinator(group_id: str, member_epoch: int) -> HeartbeatResult:
+        return HeartbeatResult(
+            HeartbeatError.NOT_COORDINATOR,
+            member_epoch,
+            None,
+            f"another proxy node coordinates share group {group_id!r}: find it again",
+        )
 
     async def _over_cap(self, group_id: str, member_epoch: int) -> HeartbeatResult | None:
         """A heartbeat that would create a group beyond ``group.share.max.groups`` is refused
@@ -289,6 +295,8 @@ class Coordinator:
                 gone: list[tuple[str, str]] = []
                 async with self._mutex:
                     for group in self.groups.values():
+                        if not self.coordinates(group.group_id):
+                            continue  # its members heartbeat to another node now
                         timeout = self.settings_for(group.group_id).session_timeout_ms
                         for member_id in group.expire_members(now, timeout):
                             gone.append((group.group_id, member_id))

@@ -64,6 +64,9 @@ class SharePartitionLeader:
         self.mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
         self.cache = LogCache(settings.isolation_level)
         self.valid = True  # False once a write was refused or the state replaced: reload
+        # whether this node still leads the partition (placement and its lease, issue 19):
+        # asked under the mutex, since waiting for it may outlast either
+        self.still_led: Callable[[], bool] = lambda: True
         self.reading_ahead = False  # an upstream read-ahead for this cache is under way
         self._reported = (sp.lock_timeouts, sp.archived_at_limit)
         self._changed: asyncio.Future[None] | None = None
@@ -98,7 +101,7 @@ class SharePartitionLeader:
     ) -> Acquisition:
         """Acquire for ``member_id`` from what is cached; nothing if this leader is retired."""
         async with self.mutex:
-            if not self.valid:
+            if not self.valid or not self.still_led():
                 return Acquisition([], b"")
             return self._acquire_cached(member_id, self.clock_ms(), max_records, mode, max_bytes)
 

@@ -7,6 +7,7 @@ who coordinates each group) from the live set, and tells its watchers when it ch
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 # the share of the lease this node counts on, from the start of its last renewal: the others
 # judge the lease by the store's clock, which may run a little faster than this one
 LEASE_SAFETY = 0.9
+# how often a node that gained something reads whether the one losing it has let it go
+SETTLE_POLL_S = 0.2
 
 
 class ClusterNodes:
@@ -45,6 +48,10 @@ class ClusterNodes:
         self.replaced = False
         # until it joins, a node places everything on itself (it serves nothing yet)
         self.placement = Placement([node_id])
+        # the newest placement every live node acts on: what this node gains in a newer one
+        # it serves only once the node that had it has let it go (None: nothing settled yet)
+        self.settled: Placement | None = None
+        self._settling: asyncio.Task[None] | None = None
         self._others: Placement | None = None  # the placement without this node
         self._watchers: list[Callable[[Placement], None]] = []
         self._lost: list[Callable[[], None]] = []
@@ -92,13 +99,19 @@ class ClusterNodes:
         return self._others
 
     def leads(self, topic_id: UUID, partition: int) -> bool:
-        return (
-            self.placement.partition_leader(topic_id, partition) == self.node_id
-            and self.holds_lease()
-        )
+        return self._serves(lambda p: p.partition_leader(topic_id, partition))
 
     def coordinates(self, group_id: str) -> bool:
-        return self.placement.group_coordinator(group_id) == self.node_id and self.holds_lease()
+        return self._serves(lambda p: p.group_coordinator(group_id))
+
+    def _serves(self, owner: Callable[[Placement], int]) -> bool:
+        """Owned now, under a lease that surely holds, and either settled or owned before
+        too: two nodes never serve one partition or group at once, even while the one that
+        is losing it has not yet read the change (a renewal later)."""
+        if owner(self.placement) != self.node_id or not self.holds_lease():
+            return False
+        settled = self.settled
+        return settled is self.placement or (settled is not None and owner(settled) == self.node_id)
 
     def describe(self, node_id: int) -> str:
         """A node as messages name it: its id and advertised listeners."""
@@ -124,8 +137,8 @@ class ClusterNodes:
                 _addresses(before),
                 extra={"node": self.node_id, "replaced": before.incarnation},
             )
-        self._held_from(started)
-        self._see(await self.registry.live())
+        await self._see(await self.registry.live())
+        self._held_from(started)  # from the start of a renewal whose view is now in force
         log.info(
             "node %d joined the cluster",
             self.node_id,
@@ -138,28 +151,32 @@ class ClusterNodes:
             return
         started = self.clock()
         renewal = await self.registry.renew(
-            self.node_id, self.incarnation, self.listeners, self.lease_ms
+            self.node_id, self.incarnation, self.listeners, self.lease_ms, self.placement.generation
         )
         if renewal is Renewal.REPLACED:
             self.replaced = True
+            self._held_until = 0.0  # it serves nothing more while it stops
             self.live = ()
             self.on_replaced(
                 f"node id {self.node_id} was registered by another process: this one stops "
                 "(give every node its own --node-id)"
             )
             return
-        self._held_from(started)
         if renewal is Renewal.REJOINED:
             log.warning(
                 "node %d had lost its lease (cut off from the store, or paused, for longer than "
                 "--node-lease-ms): it joined again and reloads what it serves from the store",
                 self.node_id,
             )
+            self.settled = None  # what it had may be another node's now
             for watcher in self._lost:
                 watcher()
-        self._see(await self.registry.live())
+        await self._see(await self.registry.live())
+        self._held_from(started)
 
-    def _see(self, view: ClusterView) -> None:
+    async def _see(self, view: ClusterView) -> None:
+        if view.generation < self.placement.generation:
+            return  # an older view read concurrently with a newer one
         ids = [n.node_id for n in view.nodes]
         if ids != self.live_ids:
             log.info("live nodes changed", extra={"live_nodes": ids, "generation": view.generation})
@@ -174,11 +191,37 @@ class ClusterNodes:
             self.placement = placement
             for watcher in self._watchers:
                 watcher(placement)
+            try:  # the others wait for this before they take what it let go
+                await self.registry.seen(self.node_id, self.incarnation, view.generation)
+            except Exception as exc:  # recorded with the next renewal
+                log.warning("recording the generation seen failed: %s", exc)
+        if all(
+            n.seen_generation >= view.generation for n in view.nodes if n.node_id != self.node_id
+        ):
+            self.settled = self.placement
+        elif self._settling is None or self._settling.done():
+            self._settling = asyncio.create_task(self._settle(), name="node-settle")
+
+    async def _settle(self) -> None:
+        """Read the live nodes often until all act on the newest generation, so what this
+        node gains is served soon after the node that had it lets go (at its next renewal)."""
+        deadline = self.clock() + self.lease_ms / 1000
+        while self.settled is not self.placement and not self.replaced:
+            if self.clock() > deadline:
+                return  # the regular renewals go on reading
+            await asyncio.sleep(SETTLE_POLL_S)
+            try:
+                await self._see(await self.registry.live())
+            except Exception as exc:
+                log.warning("reading the live nodes failed: %s", exc)
 
     async def leave(self) -> None:
         """Give the lease up (a clean stop): the others take over at once. A store out of
         reach only delays that until the lease passes, so a stop never fails on it."""
         await self.rounds.stop()
+        if self._settling is not None:
+            self._settling.cancel()
+            await asyncio.gather(self._settling, return_exceptions=True)
         if self.replaced:
             return
         try:

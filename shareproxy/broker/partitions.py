@@ -72,11 +72,7 @@ class SharePartitions:
         (UNKNOWN_TOPIC_ID) or partition (UNKNOWN_TOPIC_OR_PARTITION) upstream does not have,
         UpstreamError if upstream cannot answer; NOT_LEADER_OR_FOLLOWER for a partition another
         node leads: loading it here would claim its state and fence that node."""
-        if not self.leads(topic_id, partition):
-            raise ShareError(
-                ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                f"partition {partition} of topic {topic_id} is led by another proxy node",
-            )
+        self._require_led(topic_id, partition)
         key = SharePartitionKey(group_id, topic_id, partition)
         current = self.leaders.get(key)
         if current is not None and current.valid:
@@ -85,6 +81,7 @@ class SharePartitions:
             return current
         loading = self._loading.setdefault(key, asyncio.Lock())
         async with loading:
+            self._require_led(topic_id, partition)  # the live nodes may have changed meanwhile
             current = self.leaders.get(key)
             if current is not None and current.valid:
                 return current
@@ -99,8 +96,19 @@ class SharePartitions:
                     ErrorCode.NOT_LEADER_OR_FOLLOWER,
                     "the share-group state store cannot be reached: retry",
                 ) from exc
+            if not self.leads(topic_id, partition):  # moved while it loaded: not ours
+                loaded.invalidate()
+                self._require_led(topic_id, partition)
+            loaded.still_led = lambda: self.leads(topic_id, partition)
             self.leaders[key] = loaded
             return loaded
+
+    def _require_led(self, topic_id: UUID, partition: int) -> None:
+        if not self.leads(topic_id, partition):
+            raise ShareError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"partition {partition} of topic {topic_id} is led by another proxy node",
+            )
 
     async def _load(self, key: SharePartitionKey) -> SharePartitionLeader:
         with metrics.PARTITION_LOAD_SECONDS.time():

@@ -1,8 +1,9 @@
 """``serve --nodes N``: N proxy nodes on this machine, one process each, so every core serves
-(one asyncio loop per process). Node i (from 0) gets node id ``--node-id`` + i and every port
-of its listeners and admin API + i (port 0 stays ephemeral). This process supervises them: a
-node that dies after it started is started again; one that cannot start stops them all with
-its exit code; SIGTERM or SIGINT stops them all."""
+(one asyncio loop per process). Node i (from 0) gets node id ``--node-id`` + i, its Kafka
+listener ports + i times the number of listeners and its admin port + i (port 0 stays
+ephemeral). This process supervises them: a node that dies after it started is started again
+with a back-off; one that cannot start stops them all with its exit code; SIGTERM or SIGINT
+stops them all, and so does the supervisor's own death."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from shareproxy import config, exits
+from shareproxy.embedded import signalled_when_parent_dies
 
 # settings that differ per node; the rest is given to every node as it was given here
 PER_NODE = ("node_id", "nodes", "listen", "listeners", "advertised_listener",
@@ -37,12 +39,14 @@ def shift_ports(addresses: str, by: int) -> str:
 
 
 def node_settings(settings: config.Settings, index: int) -> dict[str, Any]:
-    """The per-node settings of node ``index`` (from 0)."""
+    """The per-node settings of node ``index`` (from 0). With several Kafka listeners each
+    node takes as many ports: node 0 on 9092 and 9093, node 1 on 9094 and 9095, …"""
     out: dict[str, Any] = {"node_id": settings.node_id + index, "nodes": 1}
+    stride = len(settings.listeners.split(",")) if settings.listeners else 1
     for name in PER_NODE[2:]:
         value = getattr(settings, name)
         if value is not None:
-            out[name] = shift_ports(value, index)
+            out[name] = shift_ports(value, index * (1 if name == "admin_listen" else stride))
     return out
 
 
@@ -68,8 +72,9 @@ def supervise(settings: config.Settings, flags: Mapping[str, Any], config_file: 
     """Run ``settings.nodes`` nodes until a signal; the exit code."""
     if settings.auto_migrate:  # once, here: N nodes upgrading one schema at once would race
         _migrate(settings.state_url)
-    commands = [
-        node_command(flags, config_file, node_settings(settings, i)) for i in range(settings.nodes)
+    nodes = [
+        _Node(settings.node_id + i, node_command(flags, config_file, node_settings(settings, i)))
+        for i in range(settings.nodes)
     ]
     stopping = False
 
@@ -79,37 +84,78 @@ def supervise(settings: config.Settings, flags: Mapping[str, Any], config_file: 
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    procs = [(subprocess.Popen(cmd), time.monotonic()) for cmd in commands]
     code = 0
     try:
+        for node in nodes:
+            node.start()
         while not stopping:
             time.sleep(0.2)
-            for i, (proc, started) in enumerate(procs):
-                exit_code = proc.poll()
-                if exit_code is None:
-                    continue
-                node = settings.node_id + i
-                if time.monotonic() - started < STARTUP_S:
-                    print(
-                        f"error: node {node} could not start (exit {exit_code}): stopping all",
-                        file=sys.stderr,
-                    )
-                    code = exit_code or exits.UNAVAILABLE
-                    stopping = True
+            for node in nodes:
+                if stopping:
                     break
-                print(f"node {node} exited ({exit_code}): starting it again", file=sys.stderr)
-                procs[i] = (subprocess.Popen(commands[i]), time.monotonic())
+                failed = node.check(time.monotonic())
+                if failed is not None:  # it never started: another try would fail the same way
+                    print(f"error: node {node.node_id} could not start (exit {failed}): "
+                          "stopping all", file=sys.stderr)  # fmt: skip
+                    code, stopping = failed or exits.UNAVAILABLE, True
     finally:
-        for proc, _ in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc, _ in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        for node in nodes:
+            node.terminate()
+        for node in nodes:
+            node.wait()
     return code
+
+
+class _Node:
+    """One node process: started again with a growing back-off (1 s doubling to 30 s) when it
+    dies after it started; a failure on its first start is reported instead."""
+
+    def __init__(self, node_id: int, command: list[str]) -> None:
+        self.node_id, self.command = node_id, command
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = self.due = 0.0
+        self.backoff = 1.0
+        self.first = True
+
+    def start(self) -> None:
+        # SIGTERM if the supervisor dies: the node stops cleanly, and never outlives it
+        self.proc = subprocess.Popen(self.command, preexec_fn=_stop_with_parent)
+        self.started = time.monotonic()
+
+    def check(self, now: float) -> int | None:
+        """Start it again if it is due; the exit code of a first start that failed."""
+        if self.proc is None:
+            if now >= self.due:
+                self.start()
+            return None
+        exit_code = self.proc.poll()
+        if exit_code is None:
+            if now - self.started > STARTUP_S:
+                self.first, self.backoff = False, 1.0  # up and running
+            return None
+        if self.first and now - self.started < STARTUP_S:
+            return exit_code
+        print(f"node {self.node_id} exited ({exit_code}): starting it again in "
+              f"{self.backoff:.0f} s", file=sys.stderr)  # fmt: skip
+        self.proc, self.due = None, now + self.backoff
+        self.backoff = min(self.backoff * 2, 30.0)
+        return None
+
+    def terminate(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def wait(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+_stop_with_parent = signalled_when_parent_dies(signal.SIGTERM)
 
 
 def _migrate(url: str) -> None:

@@ -19,6 +19,7 @@ class ProxyNode:
     incarnation: str  # one per process: tells a restarted node from the process it replaced
     listeners: Mapping[str, tuple[str, int]]  # security protocol -> advertised (host, port)
     lease_expires_at: datetime
+    seen_generation: int = 0  # the newest cluster generation the node acts on
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +55,14 @@ class NodeRegistry(Protocol):
         incarnation: str,
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
+        seen_generation: int = 0,
     ) -> Renewal:
         """Extend the lease; register again if it lapsed and was reaped meanwhile (a node cut
         off from the store for longer than its lease comes back as a new member)."""
+        ...
+
+    async def seen(self, node_id: int, incarnation: str, generation: int) -> None:
+        """Record that the node acts on this generation now (it let go of what it lost)."""
         ...
 
     async def live(self) -> ClusterView:

@@ -275,9 +275,10 @@ class KafkaListener:
         """A defect: the client still gets an answer, others are unaffected. A state store out
         of reach is no defect: answered retriable, as Kafka does when its coordinator is away."""
         cls = response_type(request.api_key, request.api_version)
-        if isinstance(exc, STORE_FAILURES):
+        if isinstance(exc, STORE_FAILURES):  # the store's errors, and any connection's
             log.warning(
-                "%s v%d from %s: the state store cannot be reached (answered retriable): %s",
+                "%s v%d from %s: a dependency cannot be reached (the state store, or a "
+                "connection; answered retriable): %s",
                 api_name(request.api_key),
                 request.api_version,
                 conn.client_host,
@@ -286,7 +287,7 @@ class KafkaListener:
             return error_entity(
                 cls,
                 ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "the share-group state store cannot be reached: retry",
+                "the share-group state store (or a connection) cannot be reached: retry",
             )
         log.exception(
             "%s v%d from %s failed; answered UNKNOWN_SERVER_ERROR",

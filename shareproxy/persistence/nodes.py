@@ -31,7 +31,7 @@ def _node(row: Any) -> ProxyNode:
     listeners = {p: (h, int(port)) for p, (h, port) in row.listeners.items()}
     expires = aware_utc(row.lease_expires_at)
     assert expires is not None
-    return ProxyNode(row.node_id, row.incarnation, listeners, expires)
+    return ProxyNode(row.node_id, row.incarnation, listeners, expires, row.seen_generation)
 
 
 async def _next_generation(conn: AsyncConnection) -> None:
@@ -74,6 +74,7 @@ class NodeRecords:
         incarnation: str,
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
+        seen_generation: int = 0,
     ) -> Renewal:
         async with self.engine.begin() as conn:
             now = await _now(conn)
@@ -81,7 +82,12 @@ class NodeRecords:
                 update(proxy_nodes)
                 .where(proxy_nodes.c.node_id == node_id)
                 .where(proxy_nodes.c.incarnation == incarnation)
-                .values(lease_expires_at=now + timedelta(milliseconds=lease_ms))
+                .values(
+                    lease_expires_at=now + timedelta(milliseconds=lease_ms),
+                    seen_generation=func.greatest(proxy_nodes.c.seen_generation, seen_generation)
+                    if conn.dialect.name == "postgresql"
+                    else func.max(proxy_nodes.c.seen_generation, seen_generation),
+                )
             )
             if result.rowcount > 0:
                 return Renewal.RENEWED
@@ -95,6 +101,16 @@ class NodeRecords:
             await _upsert(conn, node_id, incarnation, listeners, now, lease_ms)
             return Renewal.REJOINED
 
+    async def seen(self, node_id: int, incarnation: str, generation: int) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(proxy_nodes)
+                .where(proxy_nodes.c.node_id == node_id)
+                .where(proxy_nodes.c.incarnation == incarnation)
+                .where(proxy_nodes.c.seen_generation < generation)
+                .values(seen_generation=generation)
+            )
+
     async def live(self) -> ClusterView:
         async with self.engine.begin() as conn:
             now = await _now(conn)
@@ -103,10 +119,16 @@ class NodeRecords:
             )
             if reaped.rowcount > 0:
                 await _next_generation(conn)
-            rows = await conn.execute(select(proxy_nodes).order_by(proxy_nodes.c.node_id))
-            nodes = tuple(map(_node, rows))
-            generation = await conn.scalar(select(proxy_cluster.c.generation))
-            return ClusterView(int(generation or 0), nodes)
+            # the rows and the generation from one statement: one snapshot of both
+            generation = select(proxy_cluster.c.generation).scalar_subquery().label("generation")
+            rows = (
+                await conn.execute(select(proxy_nodes, generation).order_by(proxy_nodes.c.node_id))
+            ).all()
+            if not rows:
+                return ClusterView(
+                    int(await conn.scalar(select(proxy_cluster.c.generation)) or 0), ()
+                )
+            return ClusterView(int(rows[0].generation or 0), tuple(map(_node, rows)))
 
     async def leave(self, node_id: int, incarnation: str) -> None:
         async with self.engine.begin() as conn:
@@ -133,6 +155,7 @@ async def _upsert(
         "listeners": {p: [h, port] for p, (h, port) in listeners.items()},
         "registered_at": now,
         "lease_expires_at": now + timedelta(milliseconds=lease_ms),
+        "seen_generation": 0,
     }
     stmt = dialect_insert(conn)(proxy_nodes).values(node_id=node_id, **values)
     await conn.execute(stmt.on_conflict_do_update(index_elements=["node_id"], set_=values))

@@ -168,6 +168,8 @@ proxy_nodes = Table(
     Column("listeners", Json, nullable=False),  # {"PLAINTEXT": ["host", 9092], …}
     Column("registered_at", DateTime(timezone=True), nullable=False),
     Column("lease_expires_at", DateTime(timezone=True), nullable=False),
+    # the newest generation the node acts on: others take over from it once it has seen theirs
+    Column("seen_generation", BigInteger, nullable=False, server_default="0"),
 )
 
 # one row (id 1): the generation of the live node set, raised with each change of it

@@ -52,3 +52,11 @@ def test_several_nodes_need_a_postgres_store():
     with pytest.raises(CommandError, match="Postgres"):
         config.load({"nodes": "2", "state_url": "sqlite:///x.db"})
     assert config.load({"nodes": "2", "state_url": PG}).nodes == 2
+
+
+def test_several_listeners_step_by_their_number_so_nodes_never_share_a_port():
+    s = config.load({"state_url": PG, "nodes": "2",
+                     "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"})  # fmt: skip
+    assert node_settings(s, 0)["listeners"] == "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"
+    assert node_settings(s, 1)["listeners"] == "PLAINTEXT://:9094,SASL_PLAINTEXT://:9095"
+    assert node_settings(s, 1)["admin_listen"] == "127.0.0.1:8081"

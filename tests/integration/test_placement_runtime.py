@@ -1,0 +1,60 @@
+"""A share-partition leader and the live nodes changing under it (issue 19), on a real broker and
+store: a node that stops leading a partition while it loads, or while a fetch waits, keeps
+nothing of it and acquires nothing from it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.states import AcquireMode
+from tests.support.runtime import Runtime
+
+
+@pytest.fixture
+def placement(runtime: Runtime) -> dict[str, bool]:
+    """Whether this node leads, as the live nodes would decide it, switched by the test."""
+    here = {"leads": True}
+    runtime.partitions.leads = lambda topic_id, partition: here["leads"]
+    return here
+
+
+async def test_a_partition_that_moves_away_while_it_loads_is_not_kept(runtime, placement):
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tid, p = await runtime.partition(t)
+    loading = asyncio.create_task(runtime.partitions.leader("g", tid, p))
+    await asyncio.sleep(0)  # the load is under way (it waits on the broker and the store)
+    placement["leads"] = False  # the live nodes changed: another node leads it now
+    runtime.partitions.let_go()
+    with pytest.raises(ShareError) as refused:
+        await loading
+    assert refused.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert runtime.partitions.leaders == {}
+    placement["leads"] = True  # back here later: loaded afresh, not a stale object
+    again = await runtime.partitions.leader("g", tid, p)
+    assert again.valid and again.still_led()
+
+
+async def test_a_fetch_that_waited_acquires_nothing_once_the_partition_moved(runtime, placement):
+    t = runtime.topic()
+    tid, p = await runtime.partition(t)
+    leader = await runtime.partitions.leader("g", tid, p)
+    member = uuid.uuid4().hex
+    waiting = asyncio.create_task(
+        runtime.consumption.acquire(
+            [leader], member, max_wait_ms=3000, max_records=100, max_bytes=1 << 20,
+            mode=AcquireMode.BATCH_OPTIMIZED,
+        )
+    )  # fmt: skip
+    await asyncio.sleep(0.3)
+    placement["leads"] = False  # its lease lapsed, say, while the fetch waited
+    runtime.produce(t, 5)  # records arrive: the waiting fetch wakes up
+    assert await waiting == {}
+    got = await leader.acquire(member, 100, AcquireMode.BATCH_OPTIMIZED, 1 << 20)
+    assert got.acquired == []  # nor directly: the check is made under the leader's mutex
+    placement["leads"] = True
+    assert (await leader.acquire(member, 100, AcquireMode.BATCH_OPTIMIZED, 1 << 20)).acquired
