@@ -214,14 +214,6 @@ class Coordinator:
         group = self.groups.get(group_id)
         return group is not None and member_id in group.members
 
-    def target_of(self, group_id: str, member_id: str) -> set[tuple[UUID, int]] | None:
-        """The partitions a member's target assignment holds; None if it is not a member."""
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if member is None:
-            return None
-        return {(t, p) for t, parts in member.target.items() for p in parts}
-
     def _leaving(self, group_id: str, member_id: str) -> None:
         """A member left. Its client closes its share sessions separately (ShareAcknowledge -1,
         carrying its last acknowledgements), often after the leave heartbeat; releasing first

@@ -52,8 +52,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     key = (group_id, member_id, ctx.node_id)
     # membership is known only where the group is coordinated; a partition leader elsewhere
     # trusts the share session, as a Kafka broker that is not the coordinator does
-    coordinated_here = ctx.cluster.coordinates(group_id)
-    member = not coordinated_here or ctx.coordinator.is_member(group_id, member_id)
+    member = not ctx.cluster.coordinates(group_id) or ctx.coordinator.is_member(group_id, member_id)
     if not member and (epoch == OPEN_EPOCH or ctx.sessions.get(key) is None):
         # a member id the group does not know opens nothing and acquires nothing; one that
         # has just left may still finish its open session (its last acknowledgements)
@@ -81,16 +80,10 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         group_id, [tp for tp in session.partitions if tp[0] not in denied]
     )
     errors.update(unled)
-    # A member learns a new assignment only at its next heartbeat, seconds later. Until then
-    # it still fetches partitions now assigned to others: it gets no new records from those
-    # (it may still acknowledge what it holds), so a rebalance takes effect at once. Unless
-    # none of its partitions here is still its own: then it is served as Kafka serves it
-    # (a broker does not check assignments), since a fetch that waits out MaxWaitMs with
-    # nothing would stall a client that fetches from one node at a time (librdkafka).
-    if coordinated_here:
-        target = ctx.coordinator.target_of(group_id, member_id) or set()
-        own = [ld for ld in leaders if (ld.key.topic_id, ld.key.partition) in target]
-        leaders = own or leaders
+    # Like a Kafka broker, the partition leader does not check assignments: a member fetching
+    # a partition that a rebalance moved away is served until its next heartbeat tells it.
+    # (Serving only the member's target stalled clients that fetch from one node at a time,
+    # librdkafka, for MaxWaitMs whenever their target and their fetches disagreed.)
     got = await ctx.consumption.acquire(
         leaders,
         member_id,
