@@ -44,6 +44,9 @@ GROUP_DEFAULTS = {
     "session_timeout_ms": gc.SESSION_TIMEOUT,
     "heartbeat_interval_ms": gc.HEARTBEAT_INTERVAL,
     "renew_acknowledge": gc.RENEW_ACKNOWLEDGE,
+    "redelivery_backoff_initial_ms": gc.BACKOFF_INITIAL,
+    "redelivery_backoff_multiplier": gc.BACKOFF_MULTIPLIER,
+    "redelivery_backoff_max_ms": gc.BACKOFF_MAX,
 }
 _FILES = (
     "ssl_certfile",
@@ -57,7 +60,9 @@ _FILES = (
 
 def _group_default(name: str) -> Any:
     d = gc.DEFINITIONS[name]
-    value: Any = {"int": int, "boolean": lambda v: v == "true"}.get(d.kind, str)(d.default)
+    value: Any = {"int": int, "double": float, "boolean": lambda v: v == "true"}.get(d.kind, str)(
+        d.default
+    )
     return Field(default=value, description=f"default {name}: {d.doc}")
 
 
@@ -212,6 +217,9 @@ class Settings(BaseSettings):
     session_timeout_ms: int = _group_default(gc.SESSION_TIMEOUT)
     heartbeat_interval_ms: int = _group_default(gc.HEARTBEAT_INTERVAL)
     renew_acknowledge: bool = _group_default(gc.RENEW_ACKNOWLEDGE)
+    redelivery_backoff_initial_ms: int = _group_default(gc.BACKOFF_INITIAL)
+    redelivery_backoff_multiplier: float = _group_default(gc.BACKOFF_MULTIPLIER)
+    redelivery_backoff_max_ms: int = _group_default(gc.BACKOFF_MAX)
     # the bounds of the group configs: Kafka's broker configs of the same names, defaults and
     # ranges (group.share.min.record.lock.duration.ms, …)
     group_share_min_record_lock_duration_ms: int = _bound(
@@ -347,6 +355,19 @@ class Settings(BaseSettings):
             raise SettingError(
                 "session_timeout_ms",
                 f"must be above the heartbeat interval ({self.heartbeat_interval_ms} ms)",
+            ) from None
+        try:
+            gc.check_backoff(self.group_configs())
+        except gc.GroupConfigError:
+            if "redelivery_backoff_max_ms" in self.model_fields_set:  # blame the one given
+                raise SettingError(
+                    "redelivery_backoff_max_ms",
+                    f"must not be below the initial back-off "
+                    f"({self.redelivery_backoff_initial_ms} ms)",
+                ) from None
+            raise SettingError(
+                "redelivery_backoff_initial_ms",
+                f"must not be above the longest back-off ({self.redelivery_backoff_max_ms} ms)",
             ) from None
         try:
             specs = plan(

@@ -149,7 +149,7 @@ class SharePartitionLeader:
         """The member's share session closed or it left: its acquisition locks end now."""
         async with self.mutex:
             if self.valid:
-                await self._write(self.sp.release_member(member_id))
+                await self._write(self.sp.release_member(member_id, self.clock_ms()))
 
     async def expire_locks(self) -> None:
         """Acquisition locks past their deadline end as if released."""

@@ -53,6 +53,7 @@ class SharePartitions:
         self.leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
         self._expiry: asyncio.Task[None] | None = None
+        self._swept_ms = clock_ms()  # when expire_due last looked
         self._replaced: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -229,11 +230,17 @@ class SharePartitions:
             await leader.release_member(member_id)
 
     async def expire_due(self) -> None:
+        """End the locks past their deadline, and wake the fetches waiting on share-partitions
+        whose redelivery back-off ended since the last sweep."""
         now = self.clock_ms()
+        since, self._swept_ms = self._swept_ms, now
         for leader in list(self.leaders.values()):
-            deadline = leader.sp.next_lock_deadline()
+            sp = leader.sp
+            deadline = sp.next_lock_deadline()
             if deadline is not None and deadline <= now and leader.valid:
                 await leader.expire_locks()
+            if sp.limits.redelivery_backoff.enabled and sp.backoff_ended(since, now):
+                leader.notify()
 
     async def _expire_forever(self) -> None:
         while True:

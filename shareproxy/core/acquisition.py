@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.inflight import AcquiredRange
 
 
@@ -29,6 +30,7 @@ class PartitionLimits:
     record_lock_duration_ms: int = 30_000
     delivery_count_limit: int = 5
     max_record_locks: int = 2_000
+    redelivery_backoff: RedeliveryBackoff = field(default_factory=RedeliveryBackoff)
 
     @property
     def throttle_threshold(self) -> int:
@@ -49,6 +51,7 @@ class AcquisitionRun:
     """One call of ``SharePartition.acquire``: for whom, until when, and how far it got."""
 
     member_id: str
+    now_ms: int
     deadline_ms: int
     max_records: int
     limit: int  # max_records, or less once a record on a late delivery narrows it

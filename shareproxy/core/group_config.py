@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from shareproxy.core.acquisition import PartitionLimits
+from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.errors import ShareError
 from shareproxy.core.offset_reset import AutoOffsetReset, parse_auto_offset_reset
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE
@@ -25,6 +26,10 @@ ISOLATION_LEVEL = "share.isolation.level"
 SESSION_TIMEOUT = "share.session.timeout.ms"
 HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 RENEW_ACKNOWLEDGE = "share.renew.acknowledge.enable"
+# beyond KIP-932: the redelivery back-off (core.backoff)
+BACKOFF_INITIAL = "share.redelivery.backoff.initial.ms"
+BACKOFF_MULTIPLIER = "share.redelivery.backoff.multiplier"
+BACKOFF_MAX = "share.redelivery.backoff.max.ms"
 
 
 class GroupConfigError(ValueError):
@@ -38,7 +43,7 @@ class GroupConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class ConfigDef:
     name: str
-    kind: str  # "int", "string", "boolean" (as DescribeConfigs reports types)
+    kind: str  # "int", "double", "string", "boolean" (as DescribeConfigs reports types)
     doc: str
     check: Callable[[str], None]
     default: str  # the proxy-wide default unless ``serve`` is given another
@@ -52,6 +57,18 @@ def _int_between(low: int, high: int) -> Callable[[str], None]:
             raise ValueError(f"{value!r} is not an integer") from None
         if not low <= n <= high:
             raise ValueError(f"{n} is outside [{low}, {high}]")
+
+    return check
+
+
+def _number_between(low: float, high: float) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            x = float(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a number") from None
+        if not low <= x <= high:  # NaN fails too
+            raise ValueError(f"{value} is outside [{low:g}, {high:g}]")
 
     return check
 
@@ -130,6 +147,28 @@ DEFINITIONS: dict[str, ConfigDef] = {
             "whether consumers may renew their acquisition locks (acknowledge type Renew)",
             _one_of("true", "false"),
             "true",
+        ),
+        ConfigDef(
+            BACKOFF_INITIAL,
+            "int",
+            "how long a record whose lock ended without acceptance waits before it is "
+            "delivered again, after its first delivery (0: at once, as in Kafka)",
+            _int_between(0, 3_600_000),
+            "0",
+        ),
+        ConfigDef(
+            BACKOFF_MULTIPLIER,
+            "double",
+            "how much the redelivery back-off grows with each further delivery",
+            _number_between(1.0, 10.0),
+            "2.0",
+        ),
+        ConfigDef(
+            BACKOFF_MAX,
+            "int",
+            "the longest redelivery back-off; not below share.redelivery.backoff.initial.ms",
+            _int_between(0, 3_600_000),
+            "60000",
         ),
     )
 }
@@ -220,6 +259,14 @@ def check_heartbeat(effective: Mapping[str, str]) -> None:
         )
 
 
+def check_backoff(effective: Mapping[str, str]) -> None:
+    """A back-off that cannot grow to its initial value is a mistake, not a cap."""
+    initial = int(effective.get(BACKOFF_INITIAL, _DEFAULT[BACKOFF_INITIAL]))
+    most = int(effective.get(BACKOFF_MAX, _DEFAULT[BACKOFF_MAX]))
+    if most < initial:
+        raise GroupConfigError(BACKOFF_MAX, f"must not be below {BACKOFF_INITIAL} ({initial})")
+
+
 def validate(
     changes: Mapping[str, str | None],
     current: Mapping[str, str],
@@ -239,7 +286,9 @@ def validate(
         else:
             check(name, value, bounds)
             merged[name] = value
-    check_heartbeat({**(defaults or {}), **merged})
+    effective = {**(defaults or {}), **merged}
+    check_heartbeat(effective)
+    check_backoff(effective)
     return merged
 
 
@@ -264,16 +313,27 @@ class GroupSettings:
     heartbeat_interval_ms: int = int(_DEFAULT[HEARTBEAT_INTERVAL])
     max_size: int = DEFAULT_MAX_SIZE
     renew_acknowledge: bool = _DEFAULT[RENEW_ACKNOWLEDGE] == "true"
+    redelivery_backoff: RedeliveryBackoff = field(
+        default_factory=lambda: RedeliveryBackoff(
+            int(_DEFAULT[BACKOFF_INITIAL]),
+            float(_DEFAULT[BACKOFF_MULTIPLIER]),
+            int(_DEFAULT[BACKOFF_MAX]),
+        )
+    )
 
     @property
     def limits(self) -> PartitionLimits:
         return PartitionLimits(
-            self.record_lock_duration_ms, self.delivery_count_limit, self.max_record_locks
+            self.record_lock_duration_ms,
+            self.delivery_count_limit,
+            self.max_record_locks,
+            self.redelivery_backoff,
         )
 
     def with_configs(self, configs: Mapping[str, str]) -> GroupSettings:
         """These settings (the proxy-wide defaults) overridden by a group's stored configs."""
         changes: dict[str, object] = {}
+        backoff: dict[str, object] = {}
         for name, value in configs.items():
             if name == LOCK_DURATION:
                 changes["record_lock_duration_ms"] = int(value)
@@ -291,6 +351,14 @@ class GroupSettings:
                 changes["heartbeat_interval_ms"] = int(value)
             elif name == RENEW_ACKNOWLEDGE:
                 changes["renew_acknowledge"] = value == "true"
+            elif name == BACKOFF_INITIAL:
+                backoff["initial_ms"] = int(value)
+            elif name == BACKOFF_MULTIPLIER:
+                backoff["multiplier"] = float(value)
+            elif name == BACKOFF_MAX:
+                backoff["max_ms"] = int(value)
+        if backoff:
+            changes["redelivery_backoff"] = replace(self.redelivery_backoff, **backoff)
         return replace(self, **changes)  # type: ignore[arg-type]
 
     def as_configs(self) -> dict[str, str]:
@@ -304,4 +372,7 @@ class GroupSettings:
             SESSION_TIMEOUT: str(self.session_timeout_ms),
             HEARTBEAT_INTERVAL: str(self.heartbeat_interval_ms),
             RENEW_ACKNOWLEDGE: "true" if self.renew_acknowledge else "false",
+            BACKOFF_INITIAL: str(self.redelivery_backoff.initial_ms),
+            BACKOFF_MULTIPLIER: repr(self.redelivery_backoff.multiplier),
+            BACKOFF_MAX: str(self.redelivery_backoff.max_ms),
         }

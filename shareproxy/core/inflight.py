@@ -16,9 +16,19 @@ from shareproxy.core.states import RecordState
 
 
 class InFlightRange:
-    """Offsets first..last (inclusive) sharing one state; member/deadline set while Acquired."""
+    """Offsets first..last (inclusive) sharing one state; member/deadline set while Acquired;
+    ``available_at_ms`` set when a lock ended under a redelivery back-off (kept while Acquired
+    again, as the store still holds it)."""
 
-    __slots__ = ("deadline_ms", "delivery_count", "first", "last", "member_id", "state")
+    __slots__ = (
+        "available_at_ms",
+        "deadline_ms",
+        "delivery_count",
+        "first",
+        "last",
+        "member_id",
+        "state",
+    )
 
     def __init__(
         self,
@@ -28,6 +38,7 @@ class InFlightRange:
         delivery_count: int,
         member_id: str | None = None,
         deadline_ms: int | None = None,
+        available_at_ms: int = 0,
     ) -> None:
         self.first = first
         self.last = last
@@ -35,26 +46,44 @@ class InFlightRange:
         self.delivery_count = delivery_count
         self.member_id = member_id
         self.deadline_ms = deadline_ms
+        self.available_at_ms = available_at_ms
 
     def split(self, offset: int) -> InFlightRange:
         """Cut before ``offset``: self keeps first..offset-1, the returned range the rest."""
         tail = InFlightRange(
-            offset, self.last, self.state, self.delivery_count, self.member_id, self.deadline_ms
+            offset,
+            self.last,
+            self.state,
+            self.delivery_count,
+            self.member_id,
+            self.deadline_ms,
+            self.available_at_ms,
         )
         self.last = offset - 1
         return tail
 
     def persisted(self) -> PersistedBatch:
         """How the store sees this range: an Acquired record is stored as it was before its
-        acquisition, i.e. Available with one delivery fewer (0 on its first delivery)."""
+        acquisition, i.e. Available with one delivery fewer (0 on its first delivery) and the
+        back-off it had then (over by now; kept so the engine and the store agree)."""
         if self.state == RecordState.ACQUIRED:
             return PersistedBatch(
-                self.first, self.last, RecordState.AVAILABLE, self.delivery_count - 1
+                self.first,
+                self.last,
+                RecordState.AVAILABLE,
+                self.delivery_count - 1,
+                self.available_at_ms,
+            )
+        if self.state == RecordState.AVAILABLE and self.available_at_ms:
+            return PersistedBatch(
+                self.first, self.last, self.state, self.delivery_count, self.available_at_ms
             )
         return PersistedBatch(self.first, self.last, self.state, self.delivery_count)
 
     def __repr__(self) -> str:
         owner = f", {self.member_id}@{self.deadline_ms}" if self.member_id is not None else ""
+        if self.available_at_ms:
+            owner += f", from {self.available_at_ms}"
         return (
             f"InFlightRange({self.first}-{self.last}, {self.state.name}, "
             f"dc={self.delivery_count}{owner})"

@@ -19,7 +19,9 @@ NO_START_OFFSET = -1
 
 
 class PersistedBatch(NamedTuple):
-    """One stored state batch: FirstOffset, LastOffset, DeliveryState, DeliveryCount.
+    """One stored state batch: FirstOffset, LastOffset, DeliveryState, DeliveryCount, and, beyond
+    KIP-932, when an Available batch under a redelivery back-off may be acquired again (epoch
+    ms; 0 at once). Stored as ``[first, last, state, count]``, with the fifth value only when set.
 
     A tuple, because a reload builds one per stored range (100k of them must load fast)."""
 
@@ -27,24 +29,38 @@ class PersistedBatch(NamedTuple):
     last_offset: int
     delivery_state: RecordState
     delivery_count: int
+    available_at_ms: int = 0
 
     def to_row(self) -> list[int]:
-        return [self.first_offset, self.last_offset, int(self.delivery_state), self.delivery_count]
+        row = [self.first_offset, self.last_offset, int(self.delivery_state), self.delivery_count]
+        if self.available_at_ms:
+            row.append(self.available_at_ms)
+        return row
 
     @classmethod
     def from_row(cls, row: Sequence[int]) -> PersistedBatch:
-        return cls(int(row[0]), int(row[1]), _STATE_OF[row[2]], int(row[3]))
+        return batches_from_rows((row,))[0]
 
 
 _STATE_OF = {int(s): s for s in RecordState}
 
 
 def batches_from_rows(rows: Iterable[Sequence[int]]) -> list[PersistedBatch]:
-    """Decode stored ``[first, last, state, count]`` rows; unknown states raise KeyError."""
+    """Decode stored ``[first, last, state, count(, available at)]`` rows; unknown states
+    raise KeyError."""
     state_of = _STATE_OF
     make = tuple.__new__  # NamedTuple's own __new__ is a Python call per row: 3x slower here
     cls = PersistedBatch
-    return [make(cls, (f, la, state_of[s], c)) for f, la, s, c in rows]  # type: ignore[misc]
+    out: list[PersistedBatch] = []
+    append = out.append
+    for row in rows:
+        if len(row) == 4:
+            f, la, s, c = row
+            append(make(cls, (f, la, state_of[s], c, 0)))  # type: ignore[arg-type]
+        else:
+            f, la, s, c, at = row
+            append(make(cls, (f, la, state_of[s], c, int(at))))  # type: ignore[arg-type]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +76,8 @@ class StateDelta:
 
 
 def coalesce(batches: Iterable[PersistedBatch]) -> list[PersistedBatch]:
-    """Merge adjacent batches with equal state and delivery count (input sorted, disjoint)."""
+    """Merge adjacent batches with equal state, delivery count and back-off (input sorted,
+    disjoint)."""
     out: list[PersistedBatch] = []
     for b in batches:
         if out:
@@ -69,10 +86,9 @@ def coalesce(batches: Iterable[PersistedBatch]) -> list[PersistedBatch]:
                 p.last_offset + 1 == b.first_offset
                 and p.delivery_state == b.delivery_state
                 and p.delivery_count == b.delivery_count
+                and p.available_at_ms == b.available_at_ms
             ):
-                out[-1] = PersistedBatch(
-                    p.first_offset, b.last_offset, p.delivery_state, p.delivery_count
-                )
+                out[-1] = p._replace(last_offset=b.last_offset)
                 continue
         out.append(b)
     return out
@@ -111,24 +127,10 @@ class PersistedState:
         if lo < hi:
             head, tail = batches[lo], batches[hi - 1]
             if head.first_offset < batch.first_offset:
-                replacement.append(
-                    PersistedBatch(
-                        head.first_offset,
-                        batch.first_offset - 1,
-                        head.delivery_state,
-                        head.delivery_count,
-                    )
-                )
+                replacement.append(head._replace(last_offset=batch.first_offset - 1))
             replacement.append(batch)
             if tail.last_offset > batch.last_offset:
-                replacement.append(
-                    PersistedBatch(
-                        batch.last_offset + 1,
-                        tail.last_offset,
-                        tail.delivery_state,
-                        tail.delivery_count,
-                    )
-                )
+                replacement.append(tail._replace(first_offset=batch.last_offset + 1))
         else:
             replacement.append(batch)
         batches[lo:hi] = replacement
@@ -141,8 +143,7 @@ class PersistedState:
         idx = bisect_right(batches, start - 1, key=_last_offset)
         del batches[:idx]
         if batches and batches[0].first_offset < start:
-            b = batches[0]
-            batches[0] = PersistedBatch(start, b.last_offset, b.delivery_state, b.delivery_count)
+            batches[0] = batches[0]._replace(first_offset=start)
 
     def canonical(self) -> list[PersistedBatch]:
         """Coalesced batches with trailing "first delivery" (Available, count 0) dropped.

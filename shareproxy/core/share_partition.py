@@ -29,6 +29,10 @@ from shareproxy.core.states import (
     released_state,
 )
 
+# the "now" of an acquisition when the group has no redelivery back-off: every back-off is over
+# (one a group had before it was turned off too)
+_NO_BACKOFF = 1 << 62
+
 
 class SharePartition:
     """In-flight records between SPSO and SPEO, their locks, and what must be persisted."""
@@ -70,10 +74,12 @@ class SharePartition:
         expected = state.start_offset
         ranges = sp._inflight.ranges
         available = RecordState.AVAILABLE
-        for first, last, delivery_state, delivery_count in state.batches:
+        for first, last, delivery_state, delivery_count, available_at in state.batches:
             if first != expected:  # the store is contiguous; a hole reads as new records
                 ranges.append(InFlightRange(expected, first - 1, available, 0))
-            ranges.append(InFlightRange(first, last, delivery_state, delivery_count))
+            ranges.append(
+                InFlightRange(first, last, delivery_state, delivery_count, None, None, available_at)
+            )
             expected = last + 1
         sp.speo = expected
         sp._persisted_end = expected - 1
@@ -103,6 +109,15 @@ class SharePartition:
             return True
         return any(r.state == RecordState.AVAILABLE for r in self._inflight.ranges)
 
+    def backoff_ended(self, since_ms: int, now_ms: int) -> bool:
+        """Whether a redelivery back-off ended in (since_ms, now_ms]: waiting fetches may now
+        acquire what it held back."""
+        return any(
+            since_ms < r.available_at_ms <= now_ms
+            for r in self._inflight.ranges
+            if r.state == RecordState.AVAILABLE
+        )
+
     def next_lock_deadline(self) -> int | None:
         deadlines = [
             r.deadline_ms for r in self._inflight.ranges if r.state == RecordState.ACQUIRED
@@ -129,12 +144,14 @@ class SharePartition:
         ``BATCH_OPTIMIZED`` mode ``max_records`` and the cap are checked at batch boundaries, so
         a batch is never cut (cutting it would still send the whole batch to the client); in
         ``RECORD_LIMIT`` mode both are exact.
-        A record on a late delivery narrows the acquisition (poison throttling).
+        A record on a late delivery narrows the acquisition (poison throttling); a record whose
+        redelivery back-off has not ended is skipped.
         """
         if max_records <= 0:
             raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
         run = AcquisitionRun(
             member_id,
+            now_ms=now_ms if self.limits.redelivery_backoff.enabled else _NO_BACKOFF,
             deadline_ms=now_ms + self.limits.record_lock_duration_ms,
             max_records=max_records,
             limit=max_records,
@@ -163,7 +180,7 @@ class SharePartition:
         ranges = self._inflight.ranges
         while i < len(ranges) and ranges[i].first <= hi:
             r = ranges[i]
-            if r.state != RecordState.AVAILABLE:
+            if r.state != RecordState.AVAILABLE or r.available_at_ms > run.now_ms:
                 i += 1
                 continue
             delivery_count = r.delivery_count + 1
@@ -305,7 +322,7 @@ class SharePartition:
         target = ACK_TARGET[run.ack_type]
         for r in ranges[start:stop]:
             if target == RecordState.AVAILABLE:
-                self._end_lock(r)
+                self._end_lock(r, now_ms)
             else:
                 r.state = target
                 r.member_id = None
@@ -314,9 +331,9 @@ class SharePartition:
                     self.archived_log.append((r.first, r.last, r.delivery_count))
         self._dirty.append((run.first_offset, run.last_offset))
 
-    def _end_lock(self, r: InFlightRange) -> None:
-        """A lock ends without acceptance: Available again, or Archived at the delivery limit
-        or when retention has removed the record."""
+    def _end_lock(self, r: InFlightRange, now_ms: int) -> None:
+        """A lock ends without acceptance: Available again (after the redelivery back-off, if
+        any), or Archived at the delivery limit or when retention has removed the record."""
         if r.last < self.log_start_offset:
             r.state = RecordState.ARCHIVED
         else:
@@ -324,6 +341,9 @@ class SharePartition:
             if r.state == RecordState.ARCHIVED:
                 self.archived_at_limit += r.last - r.first + 1
                 self.archived_log.append((r.first, r.last, r.delivery_count))
+            else:
+                delay = self.limits.redelivery_backoff.delay_ms(r.delivery_count)
+                r.available_at_ms = now_ms + delay if delay else 0
         r.member_id = None
         r.deadline_ms = None
 
@@ -334,22 +354,22 @@ class SharePartition:
         def due(r: InFlightRange) -> bool:
             return r.deadline_ms is not None and r.deadline_ms <= now_ms
 
-        delta, ended = self._end_locks_where(due)
+        delta, ended = self._end_locks_where(due, now_ms)
         self.lock_timeouts += ended
         return delta
 
-    def release_member(self, member_id: str) -> StateDelta:
+    def release_member(self, member_id: str, now_ms: int) -> StateDelta:
         """Release everything a member holds (its share session closed or it left the group)."""
-        return self._end_locks_where(lambda r: r.member_id == member_id)[0]
+        return self._end_locks_where(lambda r: r.member_id == member_id, now_ms)[0]
 
-    def _end_locks_where(self, predicate: object) -> tuple[StateDelta, int]:
+    def _end_locks_where(self, predicate: object, now_ms: int) -> tuple[StateDelta, int]:
         """End the locks of the Acquired ranges matching; (the write, records ended)."""
         self._cut_at_log_start()
         ended = 0
         for r in self._inflight.ranges:
             if r.state == RecordState.ACQUIRED and predicate(r):  # type: ignore[operator]
                 ended += r.last - r.first + 1
-                self._end_lock(r)
+                self._end_lock(r, now_ms)
                 self._dirty.append((r.first, r.last))
         self._advance_spso()
         return self._take_delta(), ended
@@ -412,11 +432,8 @@ class SharePartition:
         for r in self._inflight.overlapping(first, last):
             b = r.persisted()
             out.append(
-                PersistedBatch(
-                    max(b.first_offset, first),
-                    min(b.last_offset, last),
-                    b.delivery_state,
-                    b.delivery_count,
+                b._replace(
+                    first_offset=max(b.first_offset, first), last_offset=min(b.last_offset, last)
                 )
             )
         return out

@@ -6,7 +6,8 @@ the store (every delta folded in) must hold exactly what the engine says it shou
 no record is lost, none is acknowledged twice, an Acknowledged or Archived record is never
 handed out again, delivery counts never go down, SPSO never passes a non-terminal record, every
 state change is one of KIP-932's transitions (``TRANSITIONS``), and a restart from the store
-rebuilds the state the store describes.
+rebuilds the state the store describes. With a redelivery back-off drawn, a record whose lock
+ended is handed out again exactly when its back-off is over, not before, restart or not.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader, PartitionLimits
+from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
@@ -45,14 +47,21 @@ class Rec:
     dc: int = 0
     member: str | None = None
     deadline: int | None = None
+    available_at: int = 0  # under a redelivery back-off: not handed out before
 
 
 class ShareLeaderMachine(RuleBasedStateMachine):
-    @initialize(cuts=st.sets(st.integers(1, LOG_END), max_size=12))
-    def setup(self, cuts):
+    @initialize(
+        cuts=st.sets(st.integers(1, LOG_END), max_size=12),
+        backoff=st.sampled_from([(0, 2, 0), (40, 2, 100), (30, 3, 1000), (60, 1, 60)]),
+    )
+    def setup(self, cuts, backoff):
         edges = [0, *sorted(cuts), LOG_END + 1]
         self.log = [BatchHeader(a, b - 1) for a, b in itertools.pairwise(edges)]
-        self.limits = PartitionLimits(LOCK_MS, LIMIT, MAX_LOCKS)
+        self.backoff = backoff  # initial, multiplier, max: the model's own arithmetic
+        self.limits = PartitionLimits(
+            LOCK_MS, LIMIT, MAX_LOCKS, RedeliveryBackoff(backoff[0], float(backoff[1]), backoff[2])
+        )
         self.sp, init = SharePartition.initialized(0, self.limits)
         self.store = PersistedState()
         self.store.apply(init)
@@ -75,6 +84,9 @@ class ShareLeaderMachine(RuleBasedStateMachine):
             r.state = ARC
         else:
             r.state = AV
+            initial, multiplier, most = self.backoff
+            delay = min(initial * multiplier ** (r.dc - 1), most) if initial else 0
+            r.available_at = self.now + delay if delay else 0
         r.member = r.deadline = None
 
     # ------------------------------------------------------------- operations
@@ -92,6 +104,7 @@ class ShareLeaderMachine(RuleBasedStateMachine):
             for o in range(g.first_offset, g.last_offset + 1):
                 r = self.rec(o)
                 assert r.state == AV, f"{o} handed out while {r.state.name}"
+                assert r.available_at <= self.now, f"{o} handed out during its back-off"
                 assert o not in self.acked
                 assert o >= self.log_start
                 assert g.delivery_count == r.dc + 1
@@ -103,7 +116,8 @@ class ShareLeaderMachine(RuleBasedStateMachine):
             assert n <= max_records
         if not got:  # liveness: nothing acquirable was left behind
             for o in range(self.sp.spso, min(self.sp.speo, LOG_END + 1)):
-                assert self.rec(o).state != AV, f"{o} Available but not acquired"
+                r = self.rec(o)
+                assert r.state != AV or r.available_at > self.now, f"{o} left Available"
             assert self.sp.speo > LOG_END or self.sp.in_flight_count >= MAX_LOCKS
 
     @rule(member=st.sampled_from(MEMBERS), data=st.data())
@@ -160,7 +174,7 @@ class ShareLeaderMachine(RuleBasedStateMachine):
 
     @rule(member=st.sampled_from(MEMBERS))
     def session_closes(self, member):
-        self.write(self.sp.release_member(member))
+        self.write(self.sp.release_member(member, self.now))
         for o, r in self.model.items():
             if r.state == ACQ and r.member == member:
                 self.end_lock(o, r)
@@ -207,6 +221,8 @@ class ShareLeaderMachine(RuleBasedStateMachine):
                 assert (m.state, m.dc, m.member) == (r.state, r.delivery_count, r.member_id), o
                 if r.state == ACQ:
                     assert m.deadline == r.deadline_ms
+                if r.state == AV:
+                    assert m.available_at == r.available_at_ms, o
         assert seen == sp.speo
         for o in range(sp.speo, LOG_END + 1):  # not yet read: nothing happened to them
             m = self.rec(o)

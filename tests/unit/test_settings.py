@@ -22,6 +22,7 @@ PROBES = {
         "read_committed", "read_uncommitted", "dirty",
     ],
     "boolean": [True, False],
+    "double": [-1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 10.0, 10.5, float("nan"), float("inf")],
 }  # fmt: skip
 
 
@@ -61,6 +62,17 @@ def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused_as_in_gro
     with pytest.raises(UsageError, match=r"^--heartbeat-interval-ms 50000: must be below"):
         config.load({"heartbeat_interval_ms": 50_000, **wide})
     assert config.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000, **wide})
+
+
+def test_a_longest_back_off_below_the_initial_one_is_refused_naming_the_one_given():
+    with pytest.raises(UsageError, match=r"^--redelivery-backoff-max-ms 500: must not be below"):
+        config.load({"redelivery_backoff_max_ms": 500, "redelivery_backoff_initial_ms": 1000})
+    with pytest.raises(UsageError, match=r"^--redelivery-backoff-initial-ms 90000: .* above"):
+        config.load({"redelivery_backoff_initial_ms": 90_000})
+    loaded = config.load({"redelivery_backoff_initial_ms": 500, "redelivery_backoff_multiplier": 3})
+    assert loaded.group_configs()[gc.BACKOFF_MULTIPLIER] == "3.0"
+    with pytest.raises(gc.GroupConfigError, match="must not be below"):
+        gc.validate({gc.BACKOFF_INITIAL: "90000"}, {}, GroupSettings().as_configs())
 
 
 def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():

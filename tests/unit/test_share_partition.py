@@ -214,7 +214,7 @@ def test_release_member_frees_only_that_members_locks():
     sp = fresh()
     sp.acquire("m", LOG, 0, 10)
     sp.acquire("n", LOG, 0, 10)
-    delta = sp.release_member("m")
+    delta = sp.release_member("m", 0)
     assert inflight(sp) == [(0, 9, AV, 1, None), (10, 19, ACQ, 1, "n")]
     assert delta == StateDelta(-1, (pb(0, 9, AV, 1),))
 
@@ -230,7 +230,7 @@ def test_log_start_past_spso_archives_available_and_keeps_acquired():
     assert inflight(sp) == [(10, 19, ACQ, 1, "n")]
     assert delta == StateDelta(10, ())
     # n's lock on 10-14 ends: those records are gone, so Archived; 15-19 become Available
-    delta = sp.release_member("n")
+    delta = sp.release_member("n", 0)
     assert sp.spso == 15
     assert inflight(sp) == [(15, 19, AV, 1, None)]
     assert delta == StateDelta(15, (pb(15, 19, AV, 1),))

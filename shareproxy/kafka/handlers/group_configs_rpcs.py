@@ -19,7 +19,7 @@ from shareproxy.protocol.codec import Request, response_type
 GROUP = 32  # ConfigResource.Type GROUP
 CONFIG_SOURCE_GROUP = 8  # GROUP_CONFIG
 CONFIG_SOURCE_DEFAULT = 5  # DEFAULT_CONFIG: the proxy-wide default from `serve`
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3}
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "double": 6}  # Kafka's ConfigType
 SET, DELETE = 0, 1
 NOT_GROUP = "group configs are altered with IncrementalAlterConfigs"
 
