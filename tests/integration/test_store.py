@@ -8,7 +8,7 @@ import uuid
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.persisted import PersistedState, StateDelta
+from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.persistence.repository import SqlShareStateStore
@@ -19,6 +19,25 @@ TOPIC = uuid.UUID("9f2c1e4a-55e1-4f1b-a0a2-0c4e2d7b7d11")
 
 def key(p: int = 0, group: str = "g1") -> SharePartitionKey:
     return SharePartitionKey(group, TOPIC, p)
+
+
+async def test_a_redelivery_back_off_is_stored_folded_and_read_back(store: SqlShareStateStore):
+    await store.initialize(key(), 0)
+    deltas = [
+        StateDelta(-1, (PersistedBatch(0, 9, AV, 1, 1_700_000_000_123),)),
+        StateDelta(-1, (PersistedBatch(4, 5, AV, 2, 1_700_000_009_999),)),
+    ] + [StateDelta(-1, (pb(10 + i, 10 + i, ACK, 1),)) for i in range(5)]  # past a fold
+    model = PersistedState(0, [])
+    for d in deltas:
+        assert await store.write([PartitionWrite(key(), 0, d)]) == {key(): ErrorCode.NONE}
+        model.apply(d)
+    loaded = await store.read(key())
+    assert loaded.snapshot_epoch == 1 and loaded.state == model
+    assert loaded.state.batches[:3] == [
+        PersistedBatch(0, 3, AV, 1, 1_700_000_000_123),
+        PersistedBatch(4, 5, AV, 2, 1_700_000_009_999),
+        PersistedBatch(6, 9, AV, 1, 1_700_000_000_123),
+    ]
 
 
 async def test_initialize_is_idempotent_and_records_the_group(store: SqlShareStateStore):
