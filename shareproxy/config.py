@@ -47,6 +47,7 @@ GROUP_DEFAULTS = {
     "redelivery_backoff_initial_ms": gc.BACKOFF_INITIAL,
     "redelivery_backoff_multiplier": gc.BACKOFF_MULTIPLIER,
     "redelivery_backoff_max_ms": gc.BACKOFF_MAX,
+    "fair_acquisition": gc.FAIR_ACQUISITION,
 }
 _FILES = (
     "ssl_certfile",
@@ -220,6 +221,7 @@ class Settings(BaseSettings):
     redelivery_backoff_initial_ms: int = _group_default(gc.BACKOFF_INITIAL)
     redelivery_backoff_multiplier: float = _group_default(gc.BACKOFF_MULTIPLIER)
     redelivery_backoff_max_ms: int = _group_default(gc.BACKOFF_MAX)
+    fair_acquisition: bool = _group_default(gc.FAIR_ACQUISITION)
     # the bounds of the group configs: Kafka's broker configs of the same names, defaults and
     # ranges (group.share.min.record.lock.duration.ms, …)
     group_share_min_record_lock_duration_ms: int = _bound(

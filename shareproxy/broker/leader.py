@@ -28,6 +28,10 @@ from shareproxy.core.store import PartitionWrite, SharePartitionKey
 
 log = logging.getLogger(__name__)
 
+# a member that asked for records here this recently shares the work (fair work, issue 20):
+# several of Kafka's and librdkafka's default fetch waits (500 ms)
+ASKING_WINDOW_MS = 2_000
+
 
 @dataclass(slots=True)
 class Acquisition:
@@ -69,6 +73,8 @@ class SharePartitionLeader:
         self.still_led: Callable[[], bool] = lambda: True
         self.reading_ahead = False  # an upstream read-ahead for this cache is under way
         self._reported = (sp.lock_timeouts, sp.archived_at_limit)
+        # member id -> when it last asked for records here (within ASKING_WINDOW_MS)
+        self._fetchers: dict[str, int] = {}
         self._changed: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------ waking long polls
@@ -103,16 +109,36 @@ class SharePartitionLeader:
         async with self.mutex:
             if not self.valid or not self.still_led():
                 return Acquisition([], b"")
-            return self._acquire_cached(member_id, self.clock_ms(), max_records, mode, max_bytes)
+            now_ms = self.clock_ms()
+            sharers = self._sharers(member_id, now_ms) if self.settings.fair_acquisition else 1
+            return self._acquire_cached(member_id, now_ms, max_records, mode, max_bytes, sharers)
+
+    def _sharers(self, member_id: str, now_ms: int) -> int:
+        """How many members share the work here: those that asked for records lately (idle
+        ones ask every MaxWait) and those holding records (busy ones do not ask)."""
+        fetchers = self._fetchers
+        fetchers[member_id] = now_ms
+        if len(fetchers) > 1:
+            horizon = now_ms - ASKING_WINDOW_MS
+            for gone in [m for m, at in fetchers.items() if at < horizon]:
+                del fetchers[gone]
+        return len(fetchers.keys() | self.sp.holders())
 
     def _acquire_cached(
-        self, member_id: str, now_ms: int, max_records: int, mode: AcquireMode, max_bytes: int
+        self,
+        member_id: str,
+        now_ms: int,
+        max_records: int,
+        mode: AcquireMode,
+        max_bytes: int,
+        sharers: int = 1,
     ) -> Acquisition:
         sp = self.sp
         batches = self.cache.from_offset(sp.next_fetch_offset(), max_bytes)
         if not batches:
             return Acquisition([], b"")
-        acquired = sp.acquire(member_id, [b.header for b in batches], now_ms, max_records, mode)
+        headers = [b.header for b in batches]
+        acquired = sp.acquire(member_id, headers, now_ms, max_records, mode, sharers)
         if not acquired:
             return Acquisition([], b"")
         _count_deliveries(self.key.group_id, acquired)
@@ -148,6 +174,7 @@ class SharePartitionLeader:
     async def release_member(self, member_id: str) -> None:
         """The member's share session closed or it left: its acquisition locks end now."""
         async with self.mutex:
+            self._fetchers.pop(member_id, None)
             if self.valid:
                 await self._write(self.sp.release_member(member_id, self.clock_ms()))
 

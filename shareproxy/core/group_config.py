@@ -30,6 +30,8 @@ RENEW_ACKNOWLEDGE = "share.renew.acknowledge.enable"
 BACKOFF_INITIAL = "share.redelivery.backoff.initial.ms"
 BACKOFF_MULTIPLIER = "share.redelivery.backoff.multiplier"
 BACKOFF_MAX = "share.redelivery.backoff.max.ms"
+# beyond KIP-932: fair work when members share a partition (SharePartition.acquire's sharers)
+FAIR_ACQUISITION = "share.fair.acquisition.enable"
 
 
 class GroupConfigError(ValueError):
@@ -169,6 +171,15 @@ DEFINITIONS: dict[str, ConfigDef] = {
             "the longest redelivery back-off; not below share.redelivery.backoff.initial.ms",
             _int_between(0, 3_600_000),
             "60000",
+        ),
+        ConfigDef(
+            FAIR_ACQUISITION,
+            "boolean",
+            "when several consumers fetch one partition, each fetch takes at most an even share "
+            "of what is there and at most max.poll.records, cutting large producer batches, so "
+            "no consumer sits idle while another holds a whole batch",
+            _one_of("true", "false"),
+            "true",
         ),
     )
 }
@@ -320,6 +331,7 @@ class GroupSettings:
             int(_DEFAULT[BACKOFF_MAX]),
         )
     )
+    fair_acquisition: bool = _DEFAULT[FAIR_ACQUISITION] == "true"
 
     @property
     def limits(self) -> PartitionLimits:
@@ -351,6 +363,8 @@ class GroupSettings:
                 changes["heartbeat_interval_ms"] = int(value)
             elif name == RENEW_ACKNOWLEDGE:
                 changes["renew_acknowledge"] = value == "true"
+            elif name == FAIR_ACQUISITION:
+                changes["fair_acquisition"] = value == "true"
             elif name == BACKOFF_INITIAL:
                 backoff["initial_ms"] = int(value)
             elif name == BACKOFF_MULTIPLIER:
@@ -375,4 +389,5 @@ class GroupSettings:
             BACKOFF_INITIAL: str(self.redelivery_backoff.initial_ms),
             BACKOFF_MULTIPLIER: repr(self.redelivery_backoff.multiplier),
             BACKOFF_MAX: str(self.redelivery_backoff.max_ms),
+            FAIR_ACQUISITION: "true" if self.fair_acquisition else "false",
         }

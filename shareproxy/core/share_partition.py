@@ -7,7 +7,7 @@ answered). Acquisition changes nothing durable: an Acquired record is stored as 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
@@ -109,6 +109,14 @@ class SharePartition:
             return True
         return any(r.state == RecordState.AVAILABLE for r in self._inflight.ranges)
 
+    def holders(self) -> set[str]:
+        """The members holding acquisition locks here (busy with records of this partition)."""
+        return {
+            r.member_id
+            for r in self._inflight.ranges
+            if r.state == RecordState.ACQUIRED and r.member_id is not None
+        }
+
     def backoff_ended(self, since_ms: int, now_ms: int) -> bool:
         """Whether a redelivery back-off ended in (since_ms, now_ms]: waiting fetches may now
         acquire what it held back."""
@@ -132,10 +140,11 @@ class SharePartition:
     def acquire(
         self,
         member_id: str,
-        batches: Iterable[BatchHeader],
+        batches: Sequence[BatchHeader],
         now_ms: int,
         max_records: int,
         mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+        sharers: int = 1,
     ) -> list[AcquiredRange]:
         """Lock records for ``member_id`` from the given log batches (ascending offsets).
 
@@ -146,6 +155,11 @@ class SharePartition:
         ``RECORD_LIMIT`` mode both are exact.
         A record on a late delivery narrows the acquisition (poison throttling); a record whose
         redelivery back-off has not ended is skipped.
+
+        Fair work (beyond KIP-932): when ``sharers`` members fetch this share-partition, one
+        acquisition takes at most an even share of what is acquirable and never more than
+        ``max_records``, cutting batches where it must, so a member cannot take a whole large
+        producer batch while others sit idle. ``RECORD_LIMIT`` is exact already: untouched.
         """
         if max_records <= 0:
             raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
@@ -157,6 +171,9 @@ class SharePartition:
             limit=max_records,
             strict=mode == AcquireMode.RECORD_LIMIT,
         )
+        if sharers > 1 and not run.strict:
+            run.limit = min(max_records, -(-self._acquirable(batches, run.now_ms) // sharers))
+            run.strict = True
         for batch in batches:
             if batch.last_offset < self.spso:
                 continue
@@ -171,6 +188,20 @@ class SharePartition:
             if run.count >= run.limit:
                 break
         return run.acquired
+
+    def _acquirable(self, batches: Sequence[BatchHeader], now_ms: int) -> int:
+        """How many records an acquisition from ``batches`` could take at most: the Available
+        in-flight ones not held back, and new ones up to the in-flight cap (at least 1)."""
+        if not batches:
+            return 1
+        available = sum(
+            r.last - r.first + 1
+            for r in self._inflight.ranges
+            if r.state == RecordState.AVAILABLE and r.available_at_ms <= now_ms
+        )
+        new = batches[-1].last_offset + 1 - max(self.speo, batches[0].base_offset)
+        room = self.limits.max_record_locks - self.in_flight_count
+        return max(1, available + max(0, min(new, room)))
 
     def _acquire_available(self, run: AcquisitionRun, lo: int, last: int) -> bool:
         """Acquire the Available in-flight records among ``lo..last`` (released or timed out,

@@ -162,7 +162,8 @@ async def test_concurrent_first_uses_load_a_share_partition_once(runtime: Runtim
 async def test_a_long_poll_wakes_on_a_release(runtime: Runtime):
     # at the in-flight cap nothing is read upstream (the tail poll stays quiet): only the
     # release itself can wake the waiting fetch
-    runtime.configure(GROUP, max_record_locks=5)
+    # m2 alone takes what m1 released (with fair work on, it would take a share with m1)
+    runtime.configure(GROUP, max_record_locks=5, fair_acquisition=False)
     t = runtime.topic()
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
@@ -191,7 +192,7 @@ async def test_a_long_poll_wakes_on_new_upstream_records(runtime: Runtime):
 async def test_a_lock_timeout_makes_records_available_and_wakes_a_waiting_fetch(
     runtime: Runtime,
 ):
-    runtime.configure(GROUP, record_lock_duration_ms=400)
+    runtime.configure(GROUP, record_lock_duration_ms=400, fair_acquisition=False)
     t = runtime.topic()
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
@@ -314,3 +315,20 @@ async def test_a_deleted_topic_is_neither_acknowledged_nor_delivered_again_when_
     leaders, errors = await runtime.consumption.leaders(GROUP, [old])
     assert (leaders, errors) == ([], {old: ErrorCode.UNKNOWN_TOPIC_ID})
     assert await fetch(runtime, "m1", new) == [(0, 2, 1)]  # the new topic's records only
+
+
+async def test_members_sharing_a_partition_each_get_an_even_share_unless_the_group_opts_out(
+    runtime: Runtime,
+):
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 9, 1)]  # alone: whole batches
+    assert await ack(runtime, "m1", tp, 0, 9, RELEASE) == ErrorCode.NONE
+    # m1 asked a moment ago: m2 takes an even share of the ten records, not all of them
+    assert await fetch(runtime, "m2", tp) == [(0, 4, 2)]
+    await runtime.consumption.release(GROUP, "m1")  # m1 left: it shares nothing more
+    assert await fetch(runtime, "m2", tp) == [(5, 9, 2)]
+    runtime.configure(GROUP, fair_acquisition=False)  # share.fair.acquisition.enable=false
+    assert await ack(runtime, "m2", tp, 0, 9, RELEASE) == ErrorCode.NONE
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 3), (5, 9, 3)]  # m2 asked lately: all

@@ -94,11 +94,12 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         member=st.sampled_from(MEMBERS),
         max_records=st.integers(1, 30),
         mode=st.sampled_from(list(AcquireMode)),
+        sharers=st.integers(1, 3),
     )
-    def acquire(self, member, max_records, mode):
+    def acquire(self, member, max_records, mode, sharers):
         start = self.sp.next_fetch_offset()
         batches = [b for b in self.log if b.last_offset >= start]
-        got = self.sp.acquire(member, batches, self.now, max_records, mode)
+        got = self.sp.acquire(member, batches, self.now, max_records, mode, sharers)
         n = 0
         for g in got:
             for o in range(g.first_offset, g.last_offset + 1):
@@ -112,7 +113,7 @@ class ShareLeaderMachine(RuleBasedStateMachine):
                 self.handed_out[o] = g.delivery_count
                 r.state, r.dc, r.member, r.deadline = ACQ, r.dc + 1, member, self.now + LOCK_MS
                 n += 1
-        if mode == AcquireMode.RECORD_LIMIT:
+        if mode == AcquireMode.RECORD_LIMIT or sharers > 1:  # exact, or shared fairly
             assert n <= max_records
         if not got:  # liveness: nothing acquirable was left behind
             for o in range(self.sp.spso, min(self.sp.speo, LOG_END + 1)):

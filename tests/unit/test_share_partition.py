@@ -56,6 +56,23 @@ def test_in_flight_cap_is_exact_in_record_limit_mode():
     assert sp.in_flight_count == 15
 
 
+def test_members_sharing_a_partition_split_a_large_batch_instead_of_one_taking_it_whole():
+    big = [BatchHeader(0, 3_999)]
+    alone = fresh(max_record_locks=10_000)
+    assert alone.acquire("m", big, 0, 500) == [AcquiredRange(0, 3_999, 1)]  # soft max_records
+    sp = fresh(max_record_locks=10_000)
+    assert sp.acquire("m", big, 0, 500, sharers=2) == [AcquiredRange(0, 499, 1)]
+    assert sp.acquire("n", big, 0, 500, sharers=2) == [AcquiredRange(500, 999, 1)]
+    # an even share of what is left to acquire, when that is less than max_records
+    small = fresh()
+    assert small.acquire("m", [BatchHeader(0, 9)], 0, 500, sharers=3) == [AcquiredRange(0, 3, 1)]
+    assert small.acquire("n", [BatchHeader(0, 9)], 0, 500, sharers=3) == [AcquiredRange(4, 5, 1)]
+    # RECORD_LIMIT gets exactly its limit, shared or not
+    exact = fresh(max_record_locks=10_000)
+    got = exact.acquire("m", big, 0, 700, AcquireMode.RECORD_LIMIT, sharers=6)
+    assert got == [AcquiredRange(0, 699, 1)]
+
+
 def test_released_records_are_acquired_before_new_ones():
     sp = fresh()
     sp.acquire("m", LOG, 0, 10)
