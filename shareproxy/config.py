@@ -48,6 +48,8 @@ GROUP_DEFAULTS = {
     "redelivery_backoff_multiplier": gc.BACKOFF_MULTIPLIER,
     "redelivery_backoff_max_ms": gc.BACKOFF_MAX,
     "fair_acquisition": gc.FAIR_ACQUISITION,
+    "dead_letter_topic": gc.DLQ_TOPIC,
+    "dead_letter_copy": gc.DLQ_COPY,
 }
 _FILES = (
     "ssl_certfile",
@@ -222,6 +224,8 @@ class Settings(BaseSettings):
     redelivery_backoff_multiplier: float = _group_default(gc.BACKOFF_MULTIPLIER)
     redelivery_backoff_max_ms: int = _group_default(gc.BACKOFF_MAX)
     fair_acquisition: bool = _group_default(gc.FAIR_ACQUISITION)
+    dead_letter_topic: str = _group_default(gc.DLQ_TOPIC)
+    dead_letter_copy: bool = _group_default(gc.DLQ_COPY)
     # the bounds of the group configs: Kafka's broker configs of the same names, defaults and
     # ranges (group.share.min.record.lock.duration.ms, …)
     group_share_min_record_lock_duration_ms: int = _bound(

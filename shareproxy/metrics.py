@@ -80,6 +80,19 @@ ARCHIVED = Counter(
     ["group", "reason"],
     registry=REGISTRY,
 )
+DEAD_LETTERS = Counter(
+    "shareproxy_dead_letter_records",
+    "Records written to their group's dead-letter topic (KIP-1191), then archived",
+    ["group"],
+    registry=REGISTRY,
+)
+DEAD_LETTER_FAILURES = Counter(
+    "shareproxy_dead_letter_failures",
+    "Attempts to write a share-partition's dead letters that failed (a missing topic, a failed "
+    "produce); the records stay Archiving and are retried",
+    ["group"],
+    registry=REGISTRY,
+)
 OFFSET_EXPIRATIONS = Counter(
     "share_offset_expirations",
     "Share-partitions whose state the proxy deleted after the retention: an expired group's, "

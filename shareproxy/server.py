@@ -20,6 +20,7 @@ from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.census import StoredCensus
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.dead_letters import DeadLetterWriter
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.group_configs import GroupConfigs
@@ -154,6 +155,11 @@ class Proxy:
         self.partitions.start()
         self._running.push_async_callback(self.partitions.stop)
         self.configs.on_change(self.partitions.apply_settings)
+        self.dead_letters = DeadLetterWriter(
+            self.partitions, self.upstream, self.settings_for, clock_ms
+        )
+        self.dead_letters.start()
+        self._running.push_async_callback(self.dead_letters.stop)  # before the partitions stop
         self.feed = UpstreamFeed(self.upstream, clock_ms)
         self.feed.start()
         self._running.push_async_callback(self.feed.stop)  # before the partitions stop
@@ -192,6 +198,7 @@ class Proxy:
             self.partitions,
             self.upstream,
             self.configs,
+            self.dead_letters,
             coordinator_of=lambda g: self.nodes.describe(self.nodes.serving().group_coordinator(g)),
         )
         ctx = BrokerContext(

@@ -61,6 +61,24 @@ class GroupOffsets(BaseModel):
     total_lag: int
 
 
+class DeadLetterPartition(BaseModel):
+    topic: str
+    partition: int
+    waiting: int = Field(description="records Archiving: not yet in the dead-letter topic")
+    problem: str | None = Field(description="why they are not written yet (retried)")
+    failing_since: datetime | None
+    next_attempt: datetime | None
+
+
+class DeadLetters(BaseModel):
+    group_id: str
+    topic: str | None = Field(description="errors.deadletterqueue.topic.name (null: none)")
+    copy_record: bool
+    partitions: list[DeadLetterPartition] = Field(
+        description="share-partitions this node leads with records waiting for the topic"
+    )
+
+
 class ResetRequest(Strict):
     to: Literal["earliest", "latest", "datetime", "offset"]
     topics: list[str] | None = Field(
@@ -150,6 +168,30 @@ def router(admin: GroupAdmin) -> APIRouter:
             ],
         )
 
+    @r.get("/{group_id}/dead-letters", response_model=DeadLetters)
+    async def dead_letters(group_id: GroupId, caller: CallerDep) -> DeadLetters:
+        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        settings = admin.configs.settings_for(group_id)
+        rows = []
+        for p in await admin.dead_letters(group_id):
+            problem = p.problem
+            rows.append(
+                DeadLetterPartition(
+                    topic=p.topic,
+                    partition=p.partition,
+                    waiting=p.records,
+                    problem=problem.message if problem else None,
+                    failing_since=_when(problem.since_ms) if problem else None,
+                    next_attempt=_when(problem.retry_ms) if problem else None,
+                )
+            )
+        return DeadLetters(
+            group_id=group_id,
+            topic=settings.dead_letter_topic or None,
+            copy_record=settings.dead_letter_copy,
+            partitions=rows,
+        )
+
     @r.get("/{group_id}/offsets", response_model=GroupOffsets)
     async def offsets(
         group_id: GroupId, caller: CallerDep, topic: Annotated[list[str] | None, Query()] = None
@@ -230,6 +272,10 @@ def router(admin: GroupAdmin) -> APIRouter:
         """Set (or with null, remove) group configs; in force for the next fetch, lock and
         heartbeat. All values are validated first: one bad value changes nothing."""
         caller.require(Operation.ALTER_CONFIGS, ResourceType.GROUP, group_id)
+        dead_letter_topic = change.configs.get(group_config.DLQ_TOPIC)
+        if isinstance(dead_letter_topic, str) and dead_letter_topic:
+            # the proxy writes there on the group's behalf: its configurer must be able to
+            caller.require(Operation.WRITE, ResourceType.TOPIC, dead_letter_topic)
         await admin.configs.alter(group_id, {k: _text(v) for k, v in change.configs.items()})
         return _config(admin, group_id)
 
@@ -241,6 +287,10 @@ def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
+
+
+def _when(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def _text(value: str | int | bool | None) -> str | None:

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from shareproxy import metrics
 from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.dead_letters import DeadLetterWriter, Problem
 from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
@@ -24,6 +25,7 @@ from shareproxy.core.lag import PartitionLag, partition_lag
 from shareproxy.core.names import require_group_id
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_partition import SharePartition
+from shareproxy.core.states import RecordState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.upstream.client import Upstream
 
@@ -80,6 +82,14 @@ def _not_found(group_id: str) -> ShareError:
     return ShareError(ErrorCode.GROUP_ID_NOT_FOUND, f"share group {group_id!r} does not exist")
 
 
+@dataclass(frozen=True, slots=True)
+class PendingDeadLetters:
+    topic: str
+    partition: int
+    records: int  # Archiving: not yet in the dead-letter topic
+    problem: Problem | None
+
+
 class GroupAdmin:
     def __init__(
         self,
@@ -88,9 +98,11 @@ class GroupAdmin:
         partitions: SharePartitions,
         upstream: Upstream,
         configs: GroupConfigs,
+        dead_letters: DeadLetterWriter | None = None,
         coordinator_of: Callable[[str], str] = lambda group_id: "another proxy node",
     ) -> None:
         self.coordinator_of = coordinator_of  # where a group is coordinated, for messages
+        self.dead_letter_writer = dead_letters
         self.store = store
         self.coordinator = coordinator
         self.partitions = partitions
@@ -108,6 +120,23 @@ class GroupAdmin:
     async def require(self, group_id: str) -> None:
         if not await self.exists(group_id):
             raise _not_found(group_id)
+
+    async def dead_letters(self, group_id: str) -> list[PendingDeadLetters]:
+        """The share-partitions this node leads whose records wait for the group's dead-letter
+        topic, and why they are not written yet."""
+        await self.require(group_id)
+        writer = self.dead_letter_writer
+        out = []
+        for key, leader in list(self.partitions.leaders.items()):
+            if key.group_id != group_id:
+                continue
+            waiting = sum(
+                r.last - r.first + 1 for r in leader.sp.ranges if r.state == RecordState.ARCHIVING
+            )
+            problem = writer.problems.get(key) if writer is not None else None
+            if waiting or problem is not None:
+                out.append(PendingDeadLetters(leader.topic, key.partition, waiting, problem))
+        return sorted(out, key=lambda p: (p.topic, p.partition))
 
     async def list_groups(self, states: Iterable[str] = ()) -> list[tuple[str, str]]:
         """(group id, state) of every share group, live or stored, optionally by state

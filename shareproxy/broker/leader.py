@@ -178,6 +178,14 @@ class SharePartitionLeader:
             if self.valid:
                 await self._write(self.sp.release_member(member_id, self.clock_ms()))
 
+    async def dead_lettered(self, first: int, last: int) -> bool:
+        """The dead-letter topic has offsets first..last: archive them. False if this leader
+        may no longer change the state (its successor writes them to the topic again)."""
+        async with self.mutex:
+            if not self.valid or not self.still_led():
+                return False
+            return await self._write(self.sp.dead_lettered(first, last)) == ErrorCode.NONE
+
     async def expire_locks(self) -> None:
         """Acquisition locks past their deadline end as if released."""
         async with self.mutex:

@@ -31,6 +31,7 @@ class PartitionLimits:
     delivery_count_limit: int = 5
     max_record_locks: int = 2_000
     redelivery_backoff: RedeliveryBackoff = field(default_factory=RedeliveryBackoff)
+    dead_letter: bool = False  # the group has a dead-letter topic (KIP-1191)
 
     @property
     def throttle_threshold(self) -> int:

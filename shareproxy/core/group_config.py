@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from shareproxy.core.acquisition import PartitionLimits
 from shareproxy.core.backoff import RedeliveryBackoff
+from shareproxy.core.dead_letter import topic_problem
 from shareproxy.core.errors import ShareError
 from shareproxy.core.offset_reset import AutoOffsetReset, parse_auto_offset_reset
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE
@@ -30,6 +31,9 @@ RENEW_ACKNOWLEDGE = "share.renew.acknowledge.enable"
 BACKOFF_INITIAL = "share.redelivery.backoff.initial.ms"
 BACKOFF_MULTIPLIER = "share.redelivery.backoff.multiplier"
 BACKOFF_MAX = "share.redelivery.backoff.max.ms"
+# KIP-1191's dead-letter topic (core.dead_letter)
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_COPY = "errors.deadletterqueue.copy.record.enable"
 # beyond KIP-932: fair work when members share a partition (SharePartition.acquire's sharers)
 FAIR_ACQUISITION = "share.fair.acquisition.enable"
 
@@ -73,6 +77,12 @@ def _number_between(low: float, high: float) -> Callable[[str], None]:
             raise ValueError(f"{value} is outside [{low:g}, {high:g}]")
 
     return check
+
+
+def _dead_letter_topic(value: str) -> None:
+    problem = topic_problem(value)
+    if problem is not None:
+        raise ValueError(f"{value!r} {problem}")
 
 
 def _one_of(*choices: str) -> Callable[[str], None]:
@@ -171,6 +181,22 @@ DEFINITIONS: dict[str, ConfigDef] = {
             "the longest redelivery back-off; not below share.redelivery.backoff.initial.ms",
             _int_between(0, 3_600_000),
             "60000",
+        ),
+        ConfigDef(
+            DLQ_TOPIC,
+            "string",
+            "the topic a record rejected or at the delivery count limit is written to before it "
+            "is archived (empty: none; it must exist upstream)",
+            _dead_letter_topic,
+            "",
+        ),
+        ConfigDef(
+            DLQ_COPY,
+            "boolean",
+            "whether a dead-letter record carries the original key and value (else only the "
+            "headers naming where it came from)",
+            _one_of("true", "false"),
+            "false",
         ),
         ConfigDef(
             FAIR_ACQUISITION,
@@ -332,6 +358,8 @@ class GroupSettings:
         )
     )
     fair_acquisition: bool = _DEFAULT[FAIR_ACQUISITION] == "true"
+    dead_letter_topic: str = _DEFAULT[DLQ_TOPIC]
+    dead_letter_copy: bool = _DEFAULT[DLQ_COPY] == "true"
 
     @property
     def limits(self) -> PartitionLimits:
@@ -340,6 +368,7 @@ class GroupSettings:
             self.delivery_count_limit,
             self.max_record_locks,
             self.redelivery_backoff,
+            dead_letter=bool(self.dead_letter_topic),
         )
 
     def with_configs(self, configs: Mapping[str, str]) -> GroupSettings:
@@ -363,6 +392,10 @@ class GroupSettings:
                 changes["heartbeat_interval_ms"] = int(value)
             elif name == RENEW_ACKNOWLEDGE:
                 changes["renew_acknowledge"] = value == "true"
+            elif name == DLQ_TOPIC:
+                changes["dead_letter_topic"] = value
+            elif name == DLQ_COPY:
+                changes["dead_letter_copy"] = value == "true"
             elif name == FAIR_ACQUISITION:
                 changes["fair_acquisition"] = value == "true"
             elif name == BACKOFF_INITIAL:
@@ -390,4 +423,6 @@ class GroupSettings:
             BACKOFF_MULTIPLIER: repr(self.redelivery_backoff.multiplier),
             BACKOFF_MAX: str(self.redelivery_backoff.max_ms),
             FAIR_ACQUISITION: "true" if self.fair_acquisition else "false",
+            DLQ_TOPIC: self.dead_letter_topic,
+            DLQ_COPY: "true" if self.dead_letter_copy else "false",
         }

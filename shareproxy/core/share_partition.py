@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
+from shareproxy.core.dead_letter import DeadLetterRun, cause_of
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange, InFlightRange, RangeList
 from shareproxy.core.persisted import (
@@ -26,6 +27,7 @@ from shareproxy.core.states import (
     AcknowledgeType,
     AcquireMode,
     RecordState,
+    archived_state,
     released_state,
 )
 
@@ -55,6 +57,8 @@ class SharePartition:
         # delivery limit) as (first, last, delivery count): SPSO soon moves past them and the
         # state forgets them, so the store keeps a log for the poison report.
         self.archived_log: list[tuple[int, int, int]] = []
+        # whether some records may be Archiving: the dead-letter writer looks only then
+        self.dead_letter_pending = False
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -82,6 +86,7 @@ class SharePartition:
             )
             expected = last + 1
         sp.speo = expected
+        sp.dead_letter_pending = any(r.state == RecordState.ARCHIVING for r in ranges)
         sp._persisted_end = expected - 1
         sp._advance_spso()
         sp._persisted_spso = sp.spso
@@ -351,6 +356,8 @@ class SharePartition:
                 r.deadline_ms = deadline
             return
         target = ACK_TARGET[run.ack_type]
+        if run.ack_type == AcknowledgeType.REJECT:
+            target = archived_state(self.limits.dead_letter)
         for r in ranges[start:stop]:
             if target == RecordState.AVAILABLE:
                 self._end_lock(r, now_ms)
@@ -358,18 +365,25 @@ class SharePartition:
                 r.state = target
                 r.member_id = None
                 r.deadline_ms = None
+                if target == RecordState.ARCHIVING:
+                    self.dead_letter_pending = True
                 if run.ack_type == AcknowledgeType.REJECT:
                     self.archived_log.append((r.first, r.last, r.delivery_count))
         self._dirty.append((run.first_offset, run.last_offset))
 
     def _end_lock(self, r: InFlightRange, now_ms: int) -> None:
         """A lock ends without acceptance: Available again (after the redelivery back-off, if
-        any), or Archived at the delivery limit or when retention has removed the record."""
+        any), or Archived (Archiving, with a dead-letter topic) at the delivery limit, or
+        Archived when retention has removed the record."""
+        limits = self.limits
         if r.last < self.log_start_offset:
             r.state = RecordState.ARCHIVED
         else:
-            r.state = released_state(r.delivery_count, self.limits.delivery_count_limit)
-            if r.state == RecordState.ARCHIVED:
+            r.state = released_state(
+                r.delivery_count, limits.delivery_count_limit, limits.dead_letter
+            )
+            if r.state != RecordState.AVAILABLE:
+                self.dead_letter_pending |= r.state == RecordState.ARCHIVING
                 self.archived_at_limit += r.last - r.first + 1
                 self.archived_log.append((r.first, r.last, r.delivery_count))
             else:
@@ -377,6 +391,32 @@ class SharePartition:
                 r.available_at_ms = now_ms + delay if delay else 0
         r.member_id = None
         r.deadline_ms = None
+
+    # ----------------------------------------------------------------- dead letters
+    def dead_letters(self) -> list[DeadLetterRun]:
+        """The Archiving runs the dead-letter topic must still get, in offset order."""
+        limit = self.limits.delivery_count_limit
+        runs = [
+            DeadLetterRun(r.first, r.last, r.delivery_count, cause_of(r.delivery_count, limit))
+            for r in self._inflight.ranges
+            if r.state == RecordState.ARCHIVING
+        ]
+        self.dead_letter_pending = bool(runs)
+        return runs
+
+    def dead_lettered(self, first: int, last: int) -> StateDelta:
+        """Offsets first..last are in the dead-letter topic (or the group no longer has one):
+        their Archiving records are Archived; others are left as they are."""
+        for r in self._inflight.overlapping(first, last):
+            if r.state != RecordState.ARCHIVING:
+                continue
+            lo, hi = max(r.first, first), min(r.last, last)
+            a, b = self._inflight.span(lo, hi)
+            for rr in self._inflight.ranges[a:b]:
+                rr.state = RecordState.ARCHIVED
+            self._dirty.append((lo, hi))
+        self._advance_spso()
+        return self._take_delta()
 
     # ----------------------------------------------------------------- lock endings
     def expire_locks(self, now_ms: int) -> StateDelta:

@@ -1,7 +1,8 @@
 """Record states, acknowledgement types and acquire modes, with KIP-932's transitions as data.
 
 The numeric values are the wire/persisted ones: DeliveryState in ShareSnapshot uses
-0 Available, 2 Acknowledged, 4 Archived (Acquired, 1, is never persisted).
+0 Available, 2 Acknowledged, 4 Archived (Acquired, 1, is never persisted), and KIP-1191 adds
+3 Archiving: on its way to the group's dead-letter topic, Archived once written there.
 """
 
 from enum import IntEnum
@@ -11,6 +12,7 @@ class RecordState(IntEnum):
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3
     ARCHIVED = 4
 
     @property
@@ -46,7 +48,8 @@ ACK_TARGET: dict[AcknowledgeType, RecordState] = {
     AcknowledgeType.RENEW: RecordState.ACQUIRED,
 }
 
-# Legal transitions (KIP-932's state diagram). Terminal states have none.
+# Legal transitions (KIP-932's state diagram, with KIP-1191's Archiving). Terminal states have
+# none.
 TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
     RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
     RecordState.ACQUIRED: frozenset(
@@ -54,16 +57,26 @@ TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
             RecordState.AVAILABLE,
             RecordState.ACQUIRED,
             RecordState.ACKNOWLEDGED,
+            RecordState.ARCHIVING,
             RecordState.ARCHIVED,
         }
     ),
     RecordState.ACKNOWLEDGED: frozenset(),
+    RecordState.ARCHIVING: frozenset({RecordState.ARCHIVED}),
     RecordState.ARCHIVED: frozenset(),
 }
 
 
-def released_state(delivery_count: int, delivery_count_limit: int) -> RecordState:
-    """State of a record whose lock ends without acceptance (release or lock timeout)."""
+def released_state(
+    delivery_count: int, delivery_count_limit: int, dead_letter: bool = False
+) -> RecordState:
+    """State of a record whose lock ends without acceptance (release or lock timeout); with a
+    dead-letter topic, a record at the limit goes there first."""
     if delivery_count >= delivery_count_limit:
-        return RecordState.ARCHIVED
+        return archived_state(dead_letter)
     return RecordState.AVAILABLE
+
+
+def archived_state(dead_letter: bool) -> RecordState:
+    """Where a record given up on goes: Archiving while a dead-letter topic must get it."""
+    return RecordState.ARCHIVING if dead_letter else RecordState.ARCHIVED

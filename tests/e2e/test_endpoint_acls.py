@@ -261,3 +261,40 @@ def test_the_proxys_own_cluster_views_say_what_the_principal_may_do(secure, topi
     secure.acl(principal, "CLUSTER", "kafka-cluster", "DESCRIBE")
     assert k.call(ask).cluster_authorized_operations == (1 << 12) | (1 << 8)
     k.close()
+
+
+def test_naming_a_dead_letter_topic_needs_write_on_it(secure):
+    """The proxy writes dead letters on the group's behalf (KIP-1191): whoever configures the
+    topic must be allowed to Write it, over Kafka's admin API and over REST alike."""
+    from kio.schema.incremental_alter_configs.v1 import request as alter
+
+    principal, k = _user(secure)
+    group, dlq = f"dg-{uuid.uuid4().hex[:6]}", f"dlq.{uuid.uuid4().hex[:6]}"
+
+    def name_it() -> int:
+        (answer,) = k.call(
+            alter.IncrementalAlterConfigsRequest(
+                resources=(
+                    alter.AlterConfigsResource(
+                        resource_type=32,  # GROUP
+                        resource_name=group,
+                        configs=(
+                            alter.AlterableConfig(
+                                name="errors.deadletterqueue.topic.name",
+                                config_operation=0,
+                                value=dlq,
+                            ),
+                        ),
+                    ),
+                ),
+                validate_only=False,
+            )
+        ).responses
+        return int(answer.error_code)
+
+    assert name_it() == GROUP_DENIED
+    secure.acl(principal, "GROUP", group, "ALTER_CONFIGS")
+    assert name_it() == TOPIC_DENIED
+    secure.acl(principal, "TOPIC", dlq, "WRITE")
+    assert name_it() == 0
+    k.close()

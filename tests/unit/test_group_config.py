@@ -100,5 +100,11 @@ def test_lag_counts_everything_not_settled_up_to_the_high_watermark():
     ]
     lag = partition_lag(100, 110, ranges, 120)
     assert lag.lag == 20 - 6  # 110-119 unread, 105-106 and 108-109 not settled
-    assert lag.in_flight == {"available": 2, "acquired": 2, "acknowledged": 5, "archived": 1}
+    assert lag.in_flight == {
+        "available": 2,
+        "acquired": 2,
+        "acknowledged": 5,
+        "archiving": 0,
+        "archived": 1,
+    }
     assert partition_lag(100, 100, [], 100).lag == 0

@@ -28,10 +28,11 @@ from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import TRANSITIONS, AcknowledgeType, AcquireMode, RecordState
 
-AV, ACQ, ACK, ARC = (
+AV, ACQ, ACK, ARCHIVING, ARC = (
     RecordState.AVAILABLE,
     RecordState.ACQUIRED,
     RecordState.ACKNOWLEDGED,
+    RecordState.ARCHIVING,
     RecordState.ARCHIVED,
 )
 LOG_END = 59  # the log holds offsets 0..59
@@ -54,14 +55,20 @@ class ShareLeaderMachine(RuleBasedStateMachine):
     @initialize(
         cuts=st.sets(st.integers(1, LOG_END), max_size=12),
         backoff=st.sampled_from([(0, 2, 0), (40, 2, 100), (30, 3, 1000), (60, 1, 60)]),
+        dead_letter=st.booleans(),
     )
-    def setup(self, cuts, backoff):
+    def setup(self, cuts, backoff, dead_letter):
         edges = [0, *sorted(cuts), LOG_END + 1]
         self.log = [BatchHeader(a, b - 1) for a, b in itertools.pairwise(edges)]
         self.backoff = backoff  # initial, multiplier, max: the model's own arithmetic
         self.limits = PartitionLimits(
-            LOCK_MS, LIMIT, MAX_LOCKS, RedeliveryBackoff(backoff[0], float(backoff[1]), backoff[2])
+            LOCK_MS,
+            LIMIT,
+            MAX_LOCKS,
+            RedeliveryBackoff(backoff[0], float(backoff[1]), backoff[2]),
+            dead_letter,
         )
+        self.given_up = ARCHIVING if dead_letter else ARC  # KIP-1191: via the dead-letter topic
         self.sp, init = SharePartition.initialized(0, self.limits)
         self.store = PersistedState()
         self.store.apply(init)
@@ -80,8 +87,10 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         self.store.apply(delta)
 
     def end_lock(self, offset: int, r: Rec) -> None:
-        if offset < self.log_start or r.dc >= LIMIT:
+        if offset < self.log_start:
             r.state = ARC
+        elif r.dc >= LIMIT:
+            r.state = self.given_up
         else:
             r.state = AV
             initial, multiplier, most = self.backoff
@@ -158,8 +167,10 @@ class ShareLeaderMachine(RuleBasedStateMachine):
                 assert o not in self.acked
                 self.acked.add(o)
                 r.state, r.member, r.deadline = ACK, None, None
-            elif t in (AcknowledgeType.GAP, AcknowledgeType.REJECT):
+            elif t == AcknowledgeType.GAP:
                 r.state, r.member, r.deadline = ARC, None, None
+            elif t == AcknowledgeType.REJECT:
+                r.state, r.member, r.deadline = self.given_up, None, None
             elif t == AcknowledgeType.RELEASE:
                 self.end_lock(o, r)
             else:
@@ -179,6 +190,19 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         for o, r in self.model.items():
             if r.state == ACQ and r.member == member:
                 self.end_lock(o, r)
+
+    @rule(data=st.data())
+    def dead_letters_written(self, data):
+        """The dead-letter writer got some Archiving runs into the topic (in any order)."""
+        runs = self.sp.dead_letters()
+        for o, r in self.model.items():
+            inside = any(run.first <= o <= run.last for run in runs)
+            assert (r.state == ARCHIVING) == inside, o
+        for run in data.draw(st.permutations(runs), "order")[: data.draw(st.integers(0, 3))]:
+            assert {self.rec(o).dc for o in range(run.first, run.last + 1)} == {run.delivery_count}
+            self.write(self.sp.dead_lettered(run.first, run.last))
+            for o in range(run.first, run.last + 1):
+                self.rec(o).state = ARC
 
     @precondition(lambda self: self.log_start < LOG_END)
     @rule(step=st.integers(1, 8))

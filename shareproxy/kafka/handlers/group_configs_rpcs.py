@@ -127,6 +127,14 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
                     code = ErrorCode.INVALID_REQUEST
                     message = f"{c.name}: only SET (with a value) and DELETE apply to group configs"
                     break
+            dead_letter_topic = changes.get(group_config.DLQ_TOPIC)
+            if (
+                code == ErrorCode.NONE
+                and dead_letter_topic
+                and not ctx.allowed(conn, Operation.WRITE, ResourceType.TOPIC, dead_letter_topic)
+            ):  # the proxy writes there on the group's behalf: its configurer must be able to
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                message = f"{group_config.DLQ_TOPIC}: not authorized to Write {dead_letter_topic}"
             if code == ErrorCode.NONE:
                 try:
                     await ctx.admin.configs.alter(

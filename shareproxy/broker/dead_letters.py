@@ -1,0 +1,212 @@
+"""The dead-letter writer (KIP-1191 on any cluster): copies the Archiving records of every
+share-partition this node leads to its group's dead-letter topic, then archives them.
+
+At least once: a record is Archiving in the store before anyone is told it was rejected, and is
+Archived only after the dead-letter topic acknowledged its copy (acks=all). A crash in between
+writes it again from the stored state. A missing topic or a failed produce keeps the records
+Archiving (SPSO waits for them), is logged, counted and shown by the admin API, and is retried
+with a growing back-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.record.memory_records import MemoryRecords
+
+from shareproxy import metrics
+from shareproxy.broker.leader import SharePartitionLeader
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.core.dead_letter import DeadLetterRun, headers, target_partition
+from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.store import SharePartitionKey
+from shareproxy.upstream.client import Upstream
+
+log = logging.getLogger(__name__)
+
+DEAD_LETTER_CHECK_MS = 200  # how often share-partitions are looked at for Archiving records
+RETRY_FIRST_MS, RETRY_MAX_MS = 1_000, 30_000  # after a failure, per share-partition
+PRODUCE_BATCH_BYTES = 1 << 20
+
+
+class DeadLetterError(Exception):
+    """The dead-letter topic could not take the records (missing, or the produce failed)."""
+
+
+@dataclass(slots=True)
+class Problem:
+    """Why a share-partition's dead letters are not written yet, and when to try again."""
+
+    message: str
+    since_ms: int
+    retry_ms: int
+    delay_ms: int
+
+
+class DeadLetterWriter:
+    def __init__(
+        self,
+        partitions: SharePartitions,
+        upstream: Upstream,
+        settings_for: Callable[[str], GroupSettings],
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self.partitions = partitions
+        self.upstream = upstream
+        self.settings_for = settings_for
+        self.clock_ms = clock_ms
+        self.problems: dict[SharePartitionKey, Problem] = {}
+        self._producer: AIOKafkaProducer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._forever(), name="dead-letters")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._producer is not None:
+            await self._producer.stop()
+            self._producer = None
+
+    def problems_of(self, group_id: str) -> dict[SharePartitionKey, Problem]:
+        return {k: p for k, p in self.problems.items() if k.group_id == group_id}
+
+    # ------------------------------------------------------------------ the loop
+    async def _forever(self) -> None:
+        while True:
+            await asyncio.sleep(DEAD_LETTER_CHECK_MS / 1000)
+            await self.write_due()
+
+    async def write_due(self) -> None:
+        """Write out every share-partition with Archiving records that is not backing off."""
+        now = self.clock_ms()
+        for key, leader in list(self.partitions.leaders.items()):
+            if not leader.sp.dead_letter_pending or not leader.valid:
+                continue
+            problem = self.problems.get(key)
+            if problem is not None and problem.retry_ms > now:
+                continue
+            try:
+                await self.write_out(leader)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the upstream cluster or its topic: retried
+                self._failed(key, exc, problem)
+            else:
+                if self.problems.pop(key, None) is not None:
+                    log.info("dead letters of %s are written again", key)
+
+    def _failed(self, key: SharePartitionKey, exc: Exception, before: Problem | None) -> None:
+        now = self.clock_ms()
+        message = str(exc) or type(exc).__name__
+        delay = RETRY_FIRST_MS if before is None else min(before.delay_ms * 2, RETRY_MAX_MS)
+        since = before.since_ms if before is not None else now
+        self.problems[key] = Problem(message, since, now + delay, delay)
+        metrics.DEAD_LETTER_FAILURES.labels(key.group_id).inc()
+        if before is None or before.message != message:
+            log.warning("dead letters of %s not written (retried): %s", key, message)
+
+    # ------------------------------------------------------------------ one share-partition
+    async def write_out(self, leader: SharePartitionLeader) -> None:
+        group = leader.key.group_id
+        settings = self.settings_for(group)
+        runs = leader.sp.dead_letters()
+        if not runs:
+            return
+        topic = settings.dead_letter_topic
+        if not topic:  # the group's dead-letter topic was removed: nothing to write them to
+            for run in runs:
+                await leader.dead_lettered(run.first, run.last)
+            log.warning("%s: no dead-letter topic any more; archived what waited for one", group)
+            return
+        info = (await self.upstream.refresh_metadata([topic])).get(topic)
+        if info is None:
+            raise DeadLetterError(f"dead-letter topic {topic!r} does not exist upstream")
+        partition = target_partition(leader.key.partition, info.partition_count)
+        producer = await self._started_producer()
+        for run in runs:
+            originals = (
+                await self._originals(leader, run, settings) if settings.dead_letter_copy else {}
+            )
+            await self._produce(producer, topic, partition, leader, run, originals)
+            if not await leader.dead_lettered(run.first, run.last):
+                return  # no longer this node's to archive: its new leader writes them again
+            metrics.DEAD_LETTERS.labels(group).inc(run.last - run.first + 1)
+
+    async def _produce(
+        self,
+        producer: AIOKafkaProducer,
+        topic: str,
+        partition: int,
+        leader: SharePartitionLeader,
+        run: DeadLetterRun,
+        originals: dict[int, tuple[bytes | None, bytes | None]],
+    ) -> None:
+        sent = []
+        batch = producer.create_batch()
+        for offset in range(run.first, run.last + 1):
+            key, value = originals.get(offset, (None, None))
+            hs = headers(leader.topic, leader.key.partition, offset, leader.key.group_id, run)
+            if batch.append(key=key, value=value, timestamp=None, headers=hs) is None:
+                sent.append(await producer.send_batch(batch, topic, partition=partition))
+                batch = producer.create_batch()
+                if batch.append(key=key, value=value, timestamp=None, headers=hs) is None:
+                    raise DeadLetterError(f"offset {offset} is too large for one produce batch")
+        if batch.record_count():
+            sent.append(await producer.send_batch(batch, topic, partition=partition))
+        try:
+            await asyncio.gather(*sent)
+        except Exception as exc:
+            raise DeadLetterError(f"producing to {topic!r} failed: {exc!r}") from exc
+
+    async def _originals(
+        self, leader: SharePartitionLeader, run: DeadLetterRun, settings: GroupSettings
+    ) -> dict[int, tuple[bytes | None, bytes | None]]:
+        """Key and value of each record of ``run`` read back from the log (absent where
+        retention removed it: its dead-letter copy then carries only the headers)."""
+        found: dict[int, tuple[bytes | None, bytes | None]] = {}
+        tp = (leader.topic, leader.key.partition)
+        offset = run.first
+        while offset <= run.last:
+            data = (
+                await self.upstream.fetch({tp: offset}, isolation_level=settings.isolation_level)
+            ).get(tp)
+            if data is None or data.error_code or not data.records:
+                break
+            before = offset
+            batches = MemoryRecords(data.records)
+            while batches.has_next():
+                batch = batches.next_batch()
+                if batch is None:
+                    break
+                for rec in batch:
+                    if run.first <= rec.offset <= run.last:
+                        found[rec.offset] = (rec.key, rec.value)
+                    offset = max(offset, rec.offset + 1)
+            if offset == before:  # nothing past it readable (retention, a partial batch)
+                break
+        return found
+
+    async def _started_producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            producer = AIOKafkaProducer(
+                bootstrap_servers=self.upstream.settings.bootstrap_servers,
+                acks="all",
+                max_batch_size=PRODUCE_BATCH_BYTES,
+                **self.upstream.connection_options(),
+            )
+            try:
+                await producer.start()
+            except Exception as exc:
+                await producer.stop()
+                raise DeadLetterError(f"cannot start the dead-letter producer: {exc}") from exc
+            self._producer = producer
+        return self._producer

@@ -1,0 +1,169 @@
+"""Dead-letter topics (KIP-1191) on a broker without them: records a librdkafka share consumer
+rejects, or that use up their deliveries, appear in the group's dead-letter topic exactly once
+with Kafka's headers, and none is lost when the topic is missing and the proxy is killed."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+from confluent_kafka import OFFSET_BEGINNING, AcknowledgeType, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from shareproxy.core import group_config as gc
+from tests.e2e.test_redelivery_backoff import alter_group_configs
+from tests.support.consumers import poll_until, share_consumer, wait_for
+
+REJECTED = "Offset rejected by client."
+AT_LIMIT = "Offset delivery count exceeded the threshold."
+
+
+def new_topic(bootstrap: str, name: str, partitions: int) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result(30)
+    return name
+
+
+def produce_keyed(bootstrap: str, topic: str, count: int, partition: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=partition)
+    assert p.flush(30) == 0
+
+
+def read_all(bootstrap: str, topic: str, want: int, timeout: float = 30) -> list:
+    """Every record of ``topic`` from the start, once ``want`` arrived (and a little more)."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    partitions = c.list_topics(topic, timeout=30).topics[topic].partitions
+    c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in partitions])
+    got: list = []
+    try:
+        wait_for(
+            lambda: (
+                got.extend(m for m in c.consume(100, 0.5) if m.error() is None) or len(got) >= want
+            ),
+            timeout,
+            f"{want} records in {topic}",
+        )
+        got.extend(m for m in c.consume(100, 2) if m.error() is None)  # none more come
+    finally:
+        c.close()
+    return got
+
+
+def dead_letter_view(proxy, group: str) -> dict:
+    r = httpx.get(f"{proxy.admin_url}/v1/share-groups/{group}/dead-letters", timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_rejected_and_exhausted_records_are_in_the_dead_letter_topic_with_kafkas_headers(
+    proxy, topic, broker
+):
+    source = topic(2)
+    dlq = new_topic(broker.bootstrap, f"dlq.{uuid.uuid4().hex[:8]}", 3)
+    produce_keyed(broker.bootstrap, source, 10, partition=1)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    alter_group_configs(
+        p, group, {gc.DLQ_TOPIC: dlq, gc.DLQ_COPY: "true", gc.DELIVERY_COUNT_LIMIT: "2"}
+    )
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([source])
+    try:
+        first = poll_until(c, 10, 30)
+        assert sorted(m.offset() for m in first) == list(range(10))
+        for m in first:
+            kind = (
+                AcknowledgeType.REJECT
+                if m.offset() in (2, 5, 6)
+                else AcknowledgeType.RELEASE
+                if m.offset() == 8
+                else AcknowledgeType.ACCEPT
+            )
+            c.acknowledge(m, kind)
+        c.commit_sync()
+        again = poll_until(c, 1, 30)  # offset 8 on its last delivery: released once more
+        assert [(m.offset(), m.delivery_count()) for m in again] == [(8, 2)]
+        c.acknowledge(again[0], AcknowledgeType.RELEASE)
+        c.commit_sync()
+        assert poll_until(c, 1, 3) == []  # nothing is delivered again
+    finally:
+        c.close()
+    letters = read_all(broker.bootstrap, dlq, 4)
+    assert len(letters) == 4, [m.offset() for m in letters]  # each exactly once
+    assert {m.partition() for m in letters} == {1 % 3}  # a source partition's records together
+    seen = {}
+    for m in letters:
+        h = {k: v.decode() for k, v in m.headers()}
+        offset = int(h["__dlq.errors.offset"])
+        seen[offset] = (
+            m.key(),
+            m.value(),
+            h["__dlq.errors.topic"],
+            h["__dlq.errors.partition"],
+            h["__dlq.errors.group"],
+            h["__dlq.errors.delivery.count"],
+            h["__dlq.errors.message"],
+        )
+    assert seen == {
+        2: (b"k2", b"v2", source, "1", group, "1", REJECTED),
+        5: (b"k5", b"v5", source, "1", group, "1", REJECTED),
+        6: (b"k6", b"v6", source, "1", group, "1", REJECTED),
+        8: (b"k8", b"v8", source, "1", group, "2", AT_LIMIT),
+    }
+    assert [m.offset() for m in sorted(letters, key=lambda m: m.offset())] == [0, 1, 2, 3]
+    assert dead_letter_view(p, group)["partitions"] == []  # nothing waits
+    metrics = httpx.get(f"{p.admin_url}/metrics", timeout=10).text
+    assert f'shareproxy_dead_letter_records_total{{group="{group}"}} 4.0' in metrics
+
+
+def test_a_missing_dead_letter_topic_is_visible_and_a_killed_proxy_loses_no_dead_letter(
+    proxy, topic, broker
+):
+    source = topic(1)
+    dlq = f"dlq.{uuid.uuid4().hex[:8]}"  # not created yet
+    produce_keyed(broker.bootstrap, source, 5, partition=0)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    alter_group_configs(p, group, {gc.DLQ_TOPIC: dlq})
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([source])
+    try:
+        got = poll_until(c, 5, 30)
+        for m in got:
+            c.acknowledge(m, AcknowledgeType.REJECT if m.offset() < 3 else AcknowledgeType.ACCEPT)
+        c.commit_sync()  # the rejections are stored as Archiving before this returns
+
+        def waiting() -> dict | None:
+            rows = dead_letter_view(p, group)["partitions"]
+            return rows[0] if rows and rows[0]["problem"] else None
+
+        row = wait_for(waiting, 30, "the missing topic reported")
+        assert row["waiting"] == 3 and "does not exist" in row["problem"], row
+        metrics = httpx.get(f"{p.admin_url}/metrics", timeout=10).text
+        assert f'shareproxy_dead_letter_failures_total{{group="{group}"}}' in metrics
+    finally:
+        c.close()
+    p.kill()  # between the archiving and the produce: only the store remembers them
+    new_topic(broker.bootstrap, dlq, 1)
+    p.start()
+    c = share_consumer(p, group, mode="explicit")  # a fetch loads the share-partition again
+    c.subscribe([source])
+    try:
+        assert poll_until(c, 1, 5) == []  # rejected records are never delivered again
+        letters = read_all(broker.bootstrap, dlq, 3)
+    finally:
+        c.close()
+    offsets = sorted(int(dict(m.headers())["__dlq.errors.offset"]) for m in letters)
+    assert offsets == [0, 1, 2]
+    assert all(m.key() is None and m.value() is None for m in letters)  # copying is off
+    wait_for(lambda: dead_letter_view(p, group)["partitions"] == [], 30, "nothing waiting")
