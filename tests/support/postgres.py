@@ -7,10 +7,11 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from shareproxy.embedded import free_port
 
 
 class PostgresUnavailable(RuntimeError):
@@ -31,19 +32,13 @@ def find_bindir() -> Path:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class TemporaryPostgres:
     """``with TemporaryPostgres() as pg: pg.url("db")`` — started on loopback, removed after."""
 
     def __init__(self, fsync: bool = False) -> None:
         self.bindir = find_bindir()
         self.fsync = fsync
-        self.port = _free_port()
+        self.port = free_port()
         self.base = Path(tempfile.mkdtemp(prefix="shareproxy-pg-"))
         self.data = self.base / "data"
         self._as_postgres = os.geteuid() == 0
