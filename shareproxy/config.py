@@ -48,6 +48,7 @@ GROUP_DEFAULTS = {
     "redelivery_backoff_multiplier": gc.BACKOFF_MULTIPLIER,
     "redelivery_backoff_max_ms": gc.BACKOFF_MAX,
     "fair_acquisition": gc.FAIR_ACQUISITION,
+    "key_ordering": gc.KEY_ORDERING,
     "dead_letter_topic": gc.DLQ_TOPIC,
     "dead_letter_copy": gc.DLQ_COPY,
 }
@@ -224,6 +225,7 @@ class Settings(BaseSettings):
     redelivery_backoff_multiplier: float = _group_default(gc.BACKOFF_MULTIPLIER)
     redelivery_backoff_max_ms: int = _group_default(gc.BACKOFF_MAX)
     fair_acquisition: bool = _group_default(gc.FAIR_ACQUISITION)
+    key_ordering: bool = _group_default(gc.KEY_ORDERING)
     dead_letter_topic: str = _group_default(gc.DLQ_TOPIC)
     dead_letter_copy: bool = _group_default(gc.DLQ_COPY)
     # the bounds of the group configs: Kafka's broker configs of the same names, defaults and

@@ -21,6 +21,7 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.key_order import WHOLE_SPACE, owned_range
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
@@ -66,7 +67,7 @@ class SharePartitionLeader:
         self.clock_ms = clock_ms
         self.on_refused = on_refused
         self.mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
-        self.cache = LogCache(settings.isolation_level)
+        self.cache = LogCache(settings.isolation_level, settings.key_ordering)
         self.valid = True  # False once a write was refused or the state replaced: reload
         # whether this node still leads the partition (placement and its lease, issue 19):
         # asked under the mutex, since waiting for it may outlast either
@@ -95,8 +96,11 @@ class SharePartitionLeader:
 
     def apply_settings(self, settings: GroupSettings) -> None:
         """A group config changed: the next acquisition, lock and delivery use it."""
-        if settings.isolation_level != self.settings.isolation_level:
-            self.cache = LogCache(settings.isolation_level)  # refilled on next read
+        if (settings.isolation_level, settings.key_ordering) != (
+            self.settings.isolation_level,
+            self.settings.key_ordering,
+        ):
+            self.cache = LogCache(settings.isolation_level, settings.key_ordering)  # refilled
         self.settings = settings
         self.sp.limits = settings.limits
         self.notify()  # a higher lock limit may let waiting fetches acquire
@@ -110,10 +114,19 @@ class SharePartitionLeader:
             if not self.valid or not self.still_led():
                 return Acquisition([], b"")
             now_ms = self.clock_ms()
-            sharers = self._sharers(member_id, now_ms) if self.settings.fair_acquisition else 1
-            return self._acquire_cached(member_id, now_ms, max_records, mode, max_bytes, sharers)
+            fair, keyed = self.settings.fair_acquisition, self.settings.key_ordering
+            sharers = self._sharers(member_id, now_ms) if fair or keyed else {member_id}
+            return self._acquire_cached(
+                member_id,
+                now_ms,
+                max_records,
+                mode,
+                max_bytes,
+                len(sharers) if fair else 1,
+                owned_range(member_id, sharers) if keyed else WHOLE_SPACE,
+            )
 
-    def _sharers(self, member_id: str, now_ms: int) -> int:
+    def _sharers(self, member_id: str, now_ms: int) -> set[str]:
         """How many members share the work here: those that asked for records lately (idle
         ones ask every MaxWait) and those holding records (busy ones do not ask)."""
         fetchers = self._fetchers
@@ -122,7 +135,7 @@ class SharePartitionLeader:
             horizon = now_ms - ASKING_WINDOW_MS
             for gone in [m for m, at in fetchers.items() if at < horizon]:
                 del fetchers[gone]
-        return len(fetchers.keys() | self.sp.holders())
+        return fetchers.keys() | self.sp.holders()
 
     def _acquire_cached(
         self,
@@ -132,13 +145,14 @@ class SharePartitionLeader:
         mode: AcquireMode,
         max_bytes: int,
         sharers: int = 1,
+        owned: tuple[int, int] = WHOLE_SPACE,
     ) -> Acquisition:
         sp = self.sp
         batches = self.cache.from_offset(sp.next_fetch_offset(), max_bytes)
         if not batches:
             return Acquisition([], b"")
         headers = [b.header for b in batches]
-        acquired = sp.acquire(member_id, headers, now_ms, max_records, mode, sharers)
+        acquired = sp.acquire(member_id, headers, now_ms, max_records, mode, sharers, owned)
         if not acquired:
             return Acquisition([], b"")
         _count_deliveries(self.key.group_id, acquired)

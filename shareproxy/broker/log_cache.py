@@ -14,6 +14,7 @@ from shareproxy.protocol.record_batch import (
     control_marker,
     scan_batches,
 )
+from shareproxy.protocol.record_keys import batch_key_hashes
 from shareproxy.upstream.client import PartitionData
 
 
@@ -34,8 +35,9 @@ class LogCache:
     read from the log itself, so this holds on brokers that do not report aborted
     transactions, and the broker's list is honoured where it does."""
 
-    def __init__(self, isolation_level: int = 0) -> None:
+    def __init__(self, isolation_level: int = 0, keyed: bool = False) -> None:
         self.isolation_level = isolation_level
+        self.keyed = keyed  # read each record's key (key-ordered delivery)
         self.batches: list[CachedBatch] = []
         self.high_watermark = 0
         self.last_stable_offset = -1
@@ -83,6 +85,11 @@ class LogCache:
                 info.last_offset,
                 is_control=info.is_control,
                 is_aborted=info.base_offset in reported,
+                key_hashes=(
+                    batch_key_hashes(raw[info.start : info.end], info.base_offset, info.last_offset)
+                    if self.keyed and not info.is_control
+                    else None
+                ),
             )
             batch = CachedBatch(info, raw[info.start : info.end], header)
             if self.isolation_level == 1 and info.is_transactional:

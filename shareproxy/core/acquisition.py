@@ -17,6 +17,9 @@ class BatchHeader:
     last_offset: int
     is_control: bool = False
     is_aborted: bool = False
+    # the key hash of each offset base..last (core.key_order.NO_KEY: none), read only when the
+    # group orders by key
+    key_hashes: tuple[int, ...] | None = None
 
     @property
     def delivers_records(self) -> bool:
@@ -32,6 +35,7 @@ class PartitionLimits:
     max_record_locks: int = 2_000
     redelivery_backoff: RedeliveryBackoff = field(default_factory=RedeliveryBackoff)
     dead_letter: bool = False  # the group has a dead-letter topic (KIP-1191)
+    key_ordered: bool = False  # records of one key go to one member at a time, in order
 
     @property
     def throttle_threshold(self) -> int:

@@ -36,6 +36,8 @@ DLQ_TOPIC = "errors.deadletterqueue.topic.name"
 DLQ_COPY = "errors.deadletterqueue.copy.record.enable"
 # beyond KIP-932: fair work when members share a partition (SharePartition.acquire's sharers)
 FAIR_ACQUISITION = "share.fair.acquisition.enable"
+# beyond KIP-932: key-ordered share delivery (core.key_order)
+KEY_ORDERING = "share.key.ordering.enable"
 
 
 class GroupConfigError(ValueError):
@@ -207,6 +209,16 @@ DEFINITIONS: dict[str, ConfigDef] = {
             _one_of("true", "false"),
             "true",
         ),
+        ConfigDef(
+            KEY_ORDERING,
+            "boolean",
+            "records with the same key go to one consumer at a time and in offset order (a "
+            "record waits while an earlier one of its key is acquired or to be redelivered); "
+            "consumers sharing a partition each own a range of keys; records without a key "
+            "are unordered",
+            _one_of("true", "false"),
+            "false",
+        ),
     )
 }
 
@@ -358,6 +370,7 @@ class GroupSettings:
         )
     )
     fair_acquisition: bool = _DEFAULT[FAIR_ACQUISITION] == "true"
+    key_ordering: bool = _DEFAULT[KEY_ORDERING] == "true"
     dead_letter_topic: str = _DEFAULT[DLQ_TOPIC]
     dead_letter_copy: bool = _DEFAULT[DLQ_COPY] == "true"
 
@@ -369,6 +382,7 @@ class GroupSettings:
             self.max_record_locks,
             self.redelivery_backoff,
             dead_letter=bool(self.dead_letter_topic),
+            key_ordered=self.key_ordering,
         )
 
     def with_configs(self, configs: Mapping[str, str]) -> GroupSettings:
@@ -398,6 +412,8 @@ class GroupSettings:
                 changes["dead_letter_copy"] = value == "true"
             elif name == FAIR_ACQUISITION:
                 changes["fair_acquisition"] = value == "true"
+            elif name == KEY_ORDERING:
+                changes["key_ordering"] = value == "true"
             elif name == BACKOFF_INITIAL:
                 backoff["initial_ms"] = int(value)
             elif name == BACKOFF_MULTIPLIER:
@@ -423,6 +439,7 @@ class GroupSettings:
             BACKOFF_MULTIPLIER: repr(self.redelivery_backoff.multiplier),
             BACKOFF_MAX: str(self.redelivery_backoff.max_ms),
             FAIR_ACQUISITION: "true" if self.fair_acquisition else "false",
+            KEY_ORDERING: "true" if self.key_ordering else "false",
             DLQ_TOPIC: self.dead_letter_topic,
             DLQ_COPY: "true" if self.dead_letter_copy else "false",
         }

@@ -14,6 +14,8 @@ from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLi
 from shareproxy.core.dead_letter import DeadLetterRun, cause_of
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange, InFlightRange, RangeList
+from shareproxy.core.key_order import WHOLE_SPACE, KeyOrder
+from shareproxy.core.keyed_acquisition import acquire_keyed
 from shareproxy.core.persisted import (
     NO_START_OFFSET,
     PersistedBatch,
@@ -59,6 +61,8 @@ class SharePartition:
         self.archived_log: list[tuple[int, int, int]] = []
         # whether some records may be Archiving: the dead-letter writer looks only then
         self.dead_letter_pending = False
+        # key-ordered delivery: the offsets of each key still to process (core.key_order)
+        self.key_order = KeyOrder()
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -150,6 +154,7 @@ class SharePartition:
         max_records: int,
         mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
         sharers: int = 1,
+        owned: tuple[int, int] = WHOLE_SPACE,
     ) -> list[AcquiredRange]:
         """Lock records for ``member_id`` from the given log batches (ascending offsets).
 
@@ -165,6 +170,10 @@ class SharePartition:
         acquisition takes at most an even share of what is acquirable and never more than
         ``max_records``, cutting batches where it must, so a member cannot take a whole large
         producer batch while others sit idle. ``RECORD_LIMIT`` is exact already: untouched.
+
+        Key order (beyond KIP-932): with ``limits.key_ordered``, a keyed record is taken only
+        when it is the earliest of its key still to process and its key hash is in ``owned``
+        (core.key_order); the others stay Available, never delivered yet.
         """
         if max_records <= 0:
             raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
@@ -179,6 +188,9 @@ class SharePartition:
         if sharers > 1 and not run.strict:
             run.limit = min(max_records, -(-self._acquirable(batches, run.now_ms) // sharers))
             run.strict = True
+        keyed = self.limits.key_ordered
+        if keyed and len(self.key_order) > 4 * max(self.in_flight_count, 256):
+            self.key_order.forget_below(self.spso)
         for batch in batches:
             if batch.last_offset < self.spso:
                 continue
@@ -186,13 +198,20 @@ class SharePartition:
             if not batch.delivers_records:
                 self._archive_unreadable(lo, batch.last_offset)
                 continue
-            if lo < self.speo and not self._acquire_available(run, lo, batch.last_offset):
-                break
-            if batch.last_offset >= self.speo and not self._acquire_new(run, batch):
+            if keyed and batch.key_hashes is not None:
+                if not acquire_keyed(self, run, batch, lo, owned):
+                    break
+            elif not self._acquire_batch(run, batch, lo):
                 break
             if run.count >= run.limit:
                 break
         return run.acquired
+
+    def _acquire_batch(self, run: AcquisitionRun, batch: BatchHeader, lo: int) -> bool:
+        """Acquire from one batch: its Available records, then its new ones."""
+        if lo < self.speo and not self._acquire_available(run, lo, batch.last_offset):
+            return False
+        return batch.last_offset < self.speo or self._acquire_new(run, batch)
 
     def _acquirable(self, batches: Sequence[BatchHeader], now_ms: int) -> int:
         """How many records an acquisition from ``batches`` could take at most: the Available
@@ -230,6 +249,13 @@ class SharePartition:
             if run.strict and run.count >= run.limit:
                 return False
         return True
+
+    def is_pending(self, offset: int) -> bool:
+        """Whether the record at ``offset`` is still to process: Acquired or Available."""
+        if not self.spso <= offset < self.speo:
+            return False
+        r = self._inflight.ranges[self._inflight.index_of(offset)]
+        return r.state == RecordState.ACQUIRED or r.state == RecordState.AVAILABLE
 
     def _throttle(self, run: AcquisitionRun, delivery_count: int) -> bool:
         """Narrow the run for a record on a late delivery (poison throttling); False if the
@@ -276,8 +302,11 @@ class SharePartition:
             take = 0  # the cap gates new batches; a batch is not cut (as Kafka does)
         if take <= 0:
             return False
-        first = self.speo
-        last = first + take - 1
+        self._append_acquired(run, self.speo, self.speo + take - 1)
+        return self.speo > batch.last_offset  # else cut by the cap or the record limit
+
+    def _append_acquired(self, run: AcquisitionRun, first: int, last: int) -> None:
+        """Acquire first..last, new records at SPEO, extending the run this call acquired."""
         ranges = self._inflight.ranges
         tail = ranges[-1] if ranges else None
         acquired = run.acquired
@@ -299,8 +328,23 @@ class SharePartition:
             )
             acquired.append(AcquiredRange(first, last, 1))
         self.speo = last + 1
-        run.count += take
-        return take == batch.last_offset - first + 1  # else cut by the cap or the record limit
+        run.count += last - first + 1
+
+    def _append_waiting(self, offset: int) -> None:
+        """A new record at SPEO left Available, never delivered (its key must wait)."""
+        ranges = self._inflight.ranges
+        tail = ranges[-1] if ranges else None
+        if (
+            tail is not None
+            and tail.last + 1 == offset
+            and tail.state == RecordState.AVAILABLE
+            and tail.delivery_count == 0
+            and tail.available_at_ms == 0
+        ):
+            tail.last = offset
+        else:
+            ranges.append(InFlightRange(offset, offset, RecordState.AVAILABLE, 0))
+        self.speo = offset + 1
 
     def _archive_unreadable(self, first: int, last: int) -> None:
         """Control records, aborted transactions and offsets no batch holds are never delivered."""

@@ -8,6 +8,9 @@ handed out again, delivery counts never go down, SPSO never passes a non-termina
 state change is one of KIP-932's transitions (``TRANSITIONS``), and a restart from the store
 rebuilds the state the store describes. With a redelivery back-off drawn, a record whose lock
 ended is handed out again exactly when its back-off is over, not before, restart or not.
+With keys drawn (key-ordered delivery), a keyed record is handed out only to the member owning
+its key and only when no earlier record of its key is Acquired or Available, and a record left
+Available by an acquisition that took nothing is one its key holds back.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.key_order import HASH_SPACE, NO_KEY, WHOLE_SPACE, owned_range
 from shareproxy.core.persisted import PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import TRANSITIONS, AcknowledgeType, AcquireMode, RecordState
@@ -56,10 +60,16 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         cuts=st.sets(st.integers(1, LOG_END), max_size=12),
         backoff=st.sampled_from([(0, 2, 0), (40, 2, 100), (30, 3, 1000), (60, 1, 60)]),
         dead_letter=st.booleans(),
+        keys=st.none() | st.lists(st.integers(-1, 3), min_size=LOG_END + 1, max_size=LOG_END + 1),
     )
-    def setup(self, cuts, backoff, dead_letter):
+    def setup(self, cuts, backoff, dead_letter, keys):
         edges = [0, *sorted(cuts), LOG_END + 1]
-        self.log = [BatchHeader(a, b - 1) for a, b in itertools.pairwise(edges)]
+        # four keys spread over the hash space (so members own different ones), or none
+        self.keys = [NO_KEY if k < 0 else k * HASH_SPACE // 4 + 1 for k in keys or []]
+        self.log = [
+            BatchHeader(a, b - 1, key_hashes=tuple(self.keys[a:b]) if keys else None)
+            for a, b in itertools.pairwise(edges)
+        ]
         self.backoff = backoff  # initial, multiplier, max: the model's own arithmetic
         self.limits = PartitionLimits(
             LOCK_MS,
@@ -67,6 +77,7 @@ class ShareLeaderMachine(RuleBasedStateMachine):
             MAX_LOCKS,
             RedeliveryBackoff(backoff[0], float(backoff[1]), backoff[2]),
             dead_letter,
+            key_ordered=keys is not None,
         )
         self.given_up = ARCHIVING if dead_letter else ARC  # KIP-1191: via the dead-letter topic
         self.sp, init = SharePartition.initialized(0, self.limits)
@@ -98,17 +109,27 @@ class ShareLeaderMachine(RuleBasedStateMachine):
             r.available_at = self.now + delay if delay else 0
         r.member = r.deadline = None
 
+    def key_held(self, offset: int) -> bool:
+        """Whether an earlier record of ``offset``'s key is still to process."""
+        key = self.keys[offset]
+        return key != NO_KEY and any(
+            self.keys[o] == key and self.rec(o).state in (AV, ACQ)
+            for o in range(self.sp.spso, offset)
+        )
+
     # ------------------------------------------------------------- operations
     @rule(
         member=st.sampled_from(MEMBERS),
         max_records=st.integers(1, 30),
         mode=st.sampled_from(list(AcquireMode)),
         sharers=st.integers(1, 3),
+        split_keys=st.booleans(),
     )
-    def acquire(self, member, max_records, mode, sharers):
+    def acquire(self, member, max_records, mode, sharers, split_keys):
         start = self.sp.next_fetch_offset()
         batches = [b for b in self.log if b.last_offset >= start]
-        got = self.sp.acquire(member, batches, self.now, max_records, mode, sharers)
+        owned = owned_range(member, MEMBERS) if split_keys else WHOLE_SPACE
+        got = self.sp.acquire(member, batches, self.now, max_records, mode, sharers, owned)
         n = 0
         for g in got:
             for o in range(g.first_offset, g.last_offset + 1):
@@ -119,6 +140,9 @@ class ShareLeaderMachine(RuleBasedStateMachine):
                 assert o >= self.log_start
                 assert g.delivery_count == r.dc + 1
                 assert g.delivery_count >= self.handed_out.get(o, 0), "delivery count went down"
+                if self.keys and self.keys[o] != NO_KEY:
+                    assert owned[0] <= self.keys[o] < owned[1], f"{o}: a key {member} does not own"
+                    assert not self.key_held(o), f"{o} handed out while its key is held"
                 self.handed_out[o] = g.delivery_count
                 r.state, r.dc, r.member, r.deadline = ACQ, r.dc + 1, member, self.now + LOCK_MS
                 n += 1
@@ -127,7 +151,8 @@ class ShareLeaderMachine(RuleBasedStateMachine):
         if not got:  # liveness: nothing acquirable was left behind
             for o in range(self.sp.spso, min(self.sp.speo, LOG_END + 1)):
                 r = self.rec(o)
-                assert r.state != AV or r.available_at > self.now, f"{o} left Available"
+                held = self.keys and (self.key_held(o) or not owned[0] <= self.keys[o] < owned[1])
+                assert r.state != AV or r.available_at > self.now or held, f"{o} left Available"
             assert self.sp.speo > LOG_END or self.sp.in_flight_count >= MAX_LOCKS
 
     @rule(member=st.sampled_from(MEMBERS), data=st.data())

@@ -1,0 +1,100 @@
+"""One batch of a key-ordered acquisition (core.key_order's rule), record by record: the
+per-record walk is the price of the order, paid only by groups that ask for it. Pure."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
+from shareproxy.core.inflight import RangeList
+from shareproxy.core.key_order import NO_KEY, KeyOrder
+from shareproxy.core.states import RecordState
+
+
+class _SharePartition(Protocol):
+    """What of core.share_partition.SharePartition the walk uses (it is the only one)."""
+
+    limits: PartitionLimits
+    speo: int
+    key_order: KeyOrder
+    _inflight: RangeList
+
+    @property
+    def in_flight_count(self) -> int: ...
+    def is_pending(self, offset: int) -> bool: ...
+    def _archive_unreadable(self, first: int, last: int) -> None: ...
+    def _append_acquired(self, run: AcquisitionRun, first: int, last: int) -> None: ...
+    def _append_waiting(self, offset: int) -> None: ...
+    def _throttle(self, run: AcquisitionRun, delivery_count: int) -> bool: ...
+    def _lock_slice(
+        self, run: AcquisitionRun, i: int, start: int, end: int, delivery_count: int
+    ) -> int: ...
+
+
+def acquire_keyed(
+    sp: _SharePartition, run: AcquisitionRun, batch: BatchHeader, lo: int, owned: tuple[int, int]
+) -> bool:
+    """Acquire what key order allows of ``batch`` from ``lo``; False when the acquisition must
+    end here. Every record walked is learned first, so a later record of the same key, here
+    or in a later batch, sees it."""
+    hashes = batch.key_hashes
+    assert hashes is not None
+    base, last = batch.base_offset, batch.last_offset
+    order = sp.key_order
+    owned_lo, owned_hi = owned
+
+    def free(offset: int, key: int) -> bool:
+        if key == NO_KEY:
+            return True
+        if not owned_lo <= key < owned_hi:
+            return False
+        first = order.first_pending(key, sp.is_pending)
+        return first is None or first == offset
+
+    if lo > sp.speo:
+        sp._archive_unreadable(sp.speo, lo - 1)  # offsets no batch holds
+    o = lo
+    while o <= last:
+        if o >= sp.speo:  # a new record: its first delivery, or Available until its key is free
+            if sp.in_flight_count >= sp.limits.max_record_locks:
+                return False
+            if run.strict and run.count >= run.limit:
+                return False
+            key = hashes[o - base]
+            if free(o, key):
+                sp._append_acquired(run, o, o)
+            else:
+                sp._append_waiting(o)
+            order.learn(o, key)
+            o += 1
+            continue
+        ranges = sp._inflight.ranges
+        r = ranges[sp._inflight.index_of(o)]
+        end = min(r.last, last)
+        if r.state != RecordState.AVAILABLE:
+            o = end + 1
+            continue
+        for x in range(o, end + 1):
+            order.learn(x, hashes[x - base])
+        if r.available_at_ms > run.now_ms:  # in its back-off: it still holds its key
+            o = end + 1
+            continue
+        delivery_count = r.delivery_count + 1
+        x = o
+        while x <= end:
+            if not free(x, hashes[x - base]):
+                x += 1
+                continue
+            y = x
+            while y < end and free(y + 1, hashes[y + 1 - base]):
+                y += 1
+            if not sp._throttle(run, delivery_count):
+                return False
+            if run.strict:
+                y = min(y, x + (run.limit - run.count) - 1)
+            sp._lock_slice(run, sp._inflight.index_of(x), x, y, delivery_count)
+            if run.strict and run.count >= run.limit:
+                return False
+            x = y + 1
+        o = end + 1
+    return True
