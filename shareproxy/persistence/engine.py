@@ -18,6 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from shareproxy.exits import Unavailable, first_line
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
+# Postgres ends a session whose transaction sits idle this long, releasing its row locks: a node
+# paused or stalled inside a transaction must not hold the share-partitions and groups that the
+# other nodes take over once its lease passed (the proxy's own transactions last milliseconds)
+IDLE_IN_TRANSACTION_MS = 5_000
 
 
 class StateUrlError(ValueError):
@@ -93,6 +97,8 @@ def create_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
     # No pre-ping: it is a round trip on every checkout, on the path of every acknowledgement.
     # A connection that died is invalidated when it fails; that request gets a retriable error.
     kwargs.setdefault("pool_recycle", 3600)
+    server_settings = kwargs.setdefault("connect_args", {}).setdefault("server_settings", {})
+    server_settings.setdefault("idle_in_transaction_session_timeout", str(IDLE_IN_TRANSACTION_MS))
     return create_async_engine(target, **kwargs)
 
 

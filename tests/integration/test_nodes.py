@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -141,3 +141,30 @@ async def test_a_node_serves_only_while_its_lease_surely_holds_and_reloads_after
         await other.leave()
     finally:
         await node.leave()
+
+
+async def test_a_node_stalled_inside_a_transaction_does_not_hold_its_row_locks(postgres):
+    """A node paused mid-transaction (SIGSTOP, a long stall) would block the nodes taking its
+    partitions over on its row locks for as long as it sleeps: Postgres ends the session once
+    its transaction sits idle for IDLE_IN_TRANSACTION_MS, and the locks go with it."""
+    from sqlalchemy import text
+
+    from shareproxy.persistence.engine import IDLE_IN_TRANSACTION_MS
+
+    engine = create_engine(postgres.create_database(f"stalled_{uuid4().hex[:8]}"))
+    try:
+        stalled = await engine.connect()
+        await stalled.begin()
+        await stalled.execute(text("SELECT pg_advisory_xact_lock(42)"))  # held, then silence
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with engine.connect() as other:
+            await other.execute(text("SELECT pg_advisory_xact_lock(42)"))
+            waited = loop.time() - started
+            await other.rollback()
+        assert IDLE_IN_TRANSACTION_MS / 1000 - 0.5 < waited < IDLE_IN_TRANSACTION_MS / 1000 + 5
+        with pytest.raises(Exception, match=r"idle-in-transaction|closed|terminat"):
+            await stalled.execute(text("SELECT 1"))
+        await stalled.invalidate()
+    finally:
+        await engine.dispose()
