@@ -177,6 +177,9 @@ class Proxy:
             max_groups=s.group_share_max_groups,
             coordinates=self.nodes.coordinates,
         )
+        self.partitions.members_assigned = lambda key: self.coordinator.members_assigned(
+            key.group_id, key.topic_id, key.partition
+        )
         self.nodes.on_change(lambda placement: self._placement_changed())
         self.nodes.on_lease_lost(self._lease_lost)
         self.coordinator.start()

@@ -210,6 +210,19 @@ class Coordinator:
             log.info("%d share groups now coordinated by other nodes: let go", len(gone))
         return gone
 
+    def members_assigned(self, group_id: str, topic_id: UUID, partition: int) -> int:
+        """How many members have, or are to have, this partition (0 where the group is
+        coordinated elsewhere): fair work counts them before they first fetch."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return 0
+        return sum(
+            1
+            for m in group.members.values()
+            if partition in m.target.get(topic_id, ())
+            or partition in m.assignment.get(topic_id, ())
+        )
+
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and member_id in group.members

@@ -72,6 +72,8 @@ class SharePartitionLeader:
         # whether this node still leads the partition (placement and its lease, issue 19):
         # asked under the mutex, since waiting for it may outlast either
         self.still_led: Callable[[], bool] = lambda: True
+        # members the group's coordinator assigned this partition, fetching here or not yet
+        self.members_assigned: Callable[[], int] = lambda: 0
         self.reading_ahead = False  # an upstream read-ahead for this cache is under way
         self._reported = (sp.lock_timeouts, sp.archived_at_limit)
         # member id -> when it last asked for records here (within ASKING_WINDOW_MS)
@@ -122,13 +124,15 @@ class SharePartitionLeader:
                 max_records,
                 mode,
                 max_bytes,
-                len(sharers) if fair else 1,
+                max(len(sharers), self.members_assigned()) if fair else 1,
                 owned_range(member_id, sharers) if keyed else WHOLE_SPACE,
             )
 
     def _sharers(self, member_id: str, now_ms: int) -> set[str]:
-        """How many members share the work here: those that asked for records lately (idle
-        ones ask every MaxWait) and those holding records (busy ones do not ask)."""
+        """The members sharing the work here: those that asked for records lately (idle ones
+        ask every MaxWait) and those holding records (busy ones do not ask). Fair work counts
+        the members assigned the partition too, so the first to fetch after a start does not
+        take a whole backlog before the others have asked."""
         fetchers = self._fetchers
         fetchers[member_id] = now_ms
         if len(fetchers) > 1:

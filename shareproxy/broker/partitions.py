@@ -45,6 +45,8 @@ class SharePartitions:
     ) -> None:
         self.store = store
         self.leads = leads  # whether this node leads a partition (placement, issue 19)
+        # members the coordinator gives a share-partition (fair work); set once it exists
+        self.members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0
         self.replaced_check_ms = replaced_check_ms
         self.committer = committer
         self.upstream = upstream
@@ -101,6 +103,7 @@ class SharePartitions:
                 loaded.invalidate()
                 self._require_led(topic_id, partition)
             loaded.still_led = lambda: self.leads(topic_id, partition)
+            loaded.members_assigned = lambda: self.members_assigned(key)
             self.leaders[key] = loaded
             return loaded
 

@@ -332,3 +332,35 @@ async def test_members_sharing_a_partition_each_get_an_even_share_unless_the_gro
     runtime.configure(GROUP, fair_acquisition=False)  # share.fair.acquisition.enable=false
     assert await ack(runtime, "m2", tp, 0, 9, RELEASE) == ErrorCode.NONE
     assert await fetch(runtime, "m1", tp) == [(0, 4, 3), (5, 9, 3)]  # m2 asked lately: all
+
+
+async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_start(
+    runtime: Runtime,
+):
+    """Before any other member has fetched, the first one to fetch is alone as a fetcher; the
+    coordinator's assignment says who else will come, so it takes its share, not the backlog."""
+    from shareproxy.broker.coordinator import Coordinator
+    from shareproxy.core.share_session import ShareSessionCache
+
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    coordinator = Coordinator(
+        runtime.store,
+        runtime.upstream,
+        runtime.partitions,
+        ShareSessionCache(),
+        runtime.settings_for,
+        lambda: int(time.time() * 1000),
+    )
+    runtime.partitions.members_assigned = lambda k: coordinator.members_assigned(
+        k.group_id, k.topic_id, k.partition
+    )
+    for member in ("m1", "m2"):
+        joined = await coordinator.heartbeat(
+            GROUP, member, 0, subscribed=[t], rack_id=None, client_id="c", client_host="h"
+        )
+        assert joined.error is None
+    assert coordinator.members_assigned(GROUP, *tp) == 2  # one partition, shared by both
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]  # m2 has not asked yet: half
+    assert await fetch(runtime, "m2", tp) == [(5, 7, 1)]  # an even share of what is left
