@@ -103,6 +103,8 @@ class SharePartitionLeader:
             self.settings.key_ordering,
         ):
             self.cache = LogCache(settings.isolation_level, settings.key_ordering)  # refilled
+        if settings.key_ordering and not self.settings.key_ordering:
+            self.sp.unordered_until = self.sp.speo - 1  # acquired without key order
         self.settings = settings
         self.sp.limits = settings.limits
         self.notify()  # a higher lock limit may let waiting fetches acquire

@@ -92,6 +92,10 @@ def wanted_offset(leader: SharePartitionLeader, beyond_cache: bool = False) -> i
     if cache.covers(offset):
         if beyond_cache or cache.waiting_on_transaction(offset):
             return cache.end_offset  # read on (to a transaction's marker, or MinBytes)
+        if cache.keyed and leader.sp.speo >= cache.end_offset:
+            # key order: the first Available record may wait on its key while records of
+            # other keys are still upstream
+            return cache.end_offset
         return None
     return max(offset, cache.log_start_offset)
 

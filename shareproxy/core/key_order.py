@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from bisect import insort
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection
 
 NO_KEY = -1  # a record without a key (or an offset a batch does not hold): unordered
 HASH_SPACE = 1 << 63  # key hashes are in [0, HASH_SPACE)
 WHOLE_SPACE = (0, HASH_SPACE)
+UNREADABLE_KEY = 0  # the records of a batch whose keys cannot be read: one key among themselves
 
 
 def key_hash(key: bytes | None) -> int:
@@ -26,7 +27,7 @@ def key_hash(key: bytes | None) -> int:
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") >> 1
 
 
-def owned_range(member_id: str, sharers: Sequence[str]) -> tuple[int, int]:
+def owned_range(member_id: str, sharers: Collection[str]) -> tuple[int, int]:
     """The hash range [lo, hi) ``member_id`` owns among the members sharing a partition: the
     space split evenly, in member-id order (every node and every call agree on it)."""
     ordered = sorted(sharers)

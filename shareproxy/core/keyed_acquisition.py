@@ -32,11 +32,17 @@ class _SharePartition(Protocol):
 
 
 def acquire_keyed(
-    sp: _SharePartition, run: AcquisitionRun, batch: BatchHeader, lo: int, owned: tuple[int, int]
+    sp: _SharePartition,
+    run: AcquisitionRun,
+    batch: BatchHeader,
+    lo: int,
+    owned: tuple[int, int],
+    keys_known: bool = True,
 ) -> bool:
     """Acquire what key order allows of ``batch`` from ``lo``; False when the acquisition must
     end here. Every record walked is learned first, so a later record of the same key, here
-    or in a later batch, sees it."""
+    or in a later batch, sees it. ``keys_known`` False: records acquired before key order was
+    turned on are still held, keys unknown, so only records without a key go."""
     hashes = batch.key_hashes
     assert hashes is not None
     base, last = batch.base_offset, batch.last_offset
@@ -46,6 +52,8 @@ def acquire_keyed(
     def free(offset: int, key: int) -> bool:
         if key == NO_KEY:
             return True
+        if not keys_known:
+            return False
         if not owned_lo <= key < owned_hi:
             return False
         first = order.first_pending(key, sp.is_pending)

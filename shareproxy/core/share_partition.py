@@ -63,6 +63,9 @@ class SharePartition:
         self.dead_letter_pending = False
         # key-ordered delivery: the offsets of each key still to process (core.key_order)
         self.key_order = KeyOrder()
+        # the last offset acquired before key order was turned on (-1: none): while any of
+        # those records is still Acquired, their keys are unknown, so keyed records wait
+        self.unordered_until = -1
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -191,6 +194,15 @@ class SharePartition:
         keyed = self.limits.key_ordered
         if keyed and len(self.key_order) > 4 * max(self.in_flight_count, 256):
             self.key_order.forget_below(self.spso)
+        if (
+            keyed
+            and self.unordered_until >= 0
+            and not any(
+                r.state == RecordState.ACQUIRED and r.first <= self.unordered_until
+                for r in self._inflight.ranges
+            )
+        ):
+            self.unordered_until = -1
         for batch in batches:
             if batch.last_offset < self.spso:
                 continue
@@ -199,7 +211,7 @@ class SharePartition:
                 self._archive_unreadable(lo, batch.last_offset)
                 continue
             if keyed and batch.key_hashes is not None:
-                if not acquire_keyed(self, run, batch, lo, owned):
+                if not acquire_keyed(self, run, batch, lo, owned, self.unordered_until < 0):
                     break
             elif not self._acquire_batch(run, batch, lo):
                 break

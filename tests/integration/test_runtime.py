@@ -364,3 +364,24 @@ async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_st
     assert coordinator.members_assigned(GROUP, *tp) == 2  # one partition, shared by both
     assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]  # m2 has not asked yet: half
     assert await fetch(runtime, "m2", tp) == [(5, 7, 1)]  # an even share of what is left
+
+
+async def test_records_waiting_on_their_key_do_not_stop_reading_upstream(runtime: Runtime):
+    """Key order: the first Available record may be one waiting on its key; records of other
+    keys produced after it must still be read from upstream and delivered."""
+    from confluent_kafka import Producer
+
+    def produce_keyed(topic: str, keys: list[bytes]) -> None:
+        p = Producer({"bootstrap.servers": runtime.broker.bootstrap})
+        for k in keys:
+            p.produce(topic, key=k, value=b"v", partition=0)
+        assert p.flush(30) == 0
+
+    runtime.configure(GROUP, key_ordering=True)
+    t = runtime.topic()
+    produce_keyed(t, [b"hot"] * 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 0, 1)]  # hot@0; hot@1..9 wait on it
+    produce_keyed(t, [b"k%d" % i for i in range(20)])
+    got = await fetch(runtime, "m2", tp, wait_ms=5_000)
+    assert got and all(first >= 10 for first, _, _ in got), got

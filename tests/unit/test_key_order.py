@@ -9,7 +9,14 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.inflight import AcquiredRange
-from shareproxy.core.key_order import HASH_SPACE, NO_KEY, WHOLE_SPACE, key_hash, owned_range
+from shareproxy.core.key_order import (
+    HASH_SPACE,
+    NO_KEY,
+    UNREADABLE_KEY,
+    WHOLE_SPACE,
+    key_hash,
+    owned_range,
+)
 from shareproxy.core.persisted import PersistedBatch, PersistedState
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode, RecordState
@@ -137,3 +144,25 @@ def test_keys_are_read_from_compressed_batches():
             key_hash(b"k1"),
             key_hash(b"k0"),
         ), codec
+
+
+def test_records_acquired_before_key_order_was_turned_on_hold_every_key_until_they_end():
+    sp = SharePartition(0, PartitionLimits())
+    assert sp.acquire("m", [BatchHeader(0, 1, key_hashes=KEYS[:2])], 0, 100) == [
+        AcquiredRange(0, 1, 1)
+    ]  # a@0, b@1 taken unordered
+    sp.limits = PartitionLimits(key_ordered=True)
+    sp.unordered_until = sp.speo - 1  # as the leader marks it when the config turns on
+    assert offsets(sp.acquire("n", LOG, 1, 100)) == [3]  # only the keyless record goes
+    sp.acknowledge("m", [AckBatch(0, 1, ACCEPT)], 2)
+    assert offsets(sp.acquire("n", LOG, 3, 100)) == [2, 4]  # a@2 and b@4 now, in order
+
+
+def test_a_batch_whose_keys_cannot_be_read_is_ordered_as_one_key():
+    builder = DefaultRecordBatchBuilder(2, 1, 0, -1, -1, -1, 1 << 20)
+    for i in range(3):
+        builder.append(i, timestamp=0, key=b"k", value=b"v" * 100, headers=[])
+    data = bytearray(builder.build())
+    data[-20] ^= 0xFF  # inside the gzip stream
+    hashes = batch_key_hashes(bytes(data), 0, 2)
+    assert hashes == (UNREADABLE_KEY,) * 3  # delivered, never a stalled partition
