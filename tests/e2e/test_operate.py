@@ -52,7 +52,8 @@ class Tally:
             ok = {tp.partition for tp, err in result.items() if err is None}
             with self.lock:
                 self.confirmed.update(k for k in polled if k[0] in ok)
-            time.sleep(0.05)  # a consumer doing some work: the SIGTERM lands mid-stream
+            # a consumer doing some work (per poll and per record): the SIGTERM lands mid-stream
+            time.sleep(0.05 + 0.0002 * len(polled))
 
 
 def test_sigterm_during_consumption_loses_nothing_and_redelivers_only_unacknowledged(
