@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
-from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
+from shareproxy.core.acquiring import Acquiring
+from shareproxy.core.acquisition import PartitionLimits
 from shareproxy.core.dead_letter import DeadLetterRun, cause_of
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.inflight import AcquiredRange, InFlightRange, RangeList
-from shareproxy.core.key_order import WHOLE_SPACE, KeyOrder
-from shareproxy.core.keyed_acquisition import acquire_keyed
+from shareproxy.core.inflight import InFlightRange, RangeList
+from shareproxy.core.key_order import KeyOrder
 from shareproxy.core.persisted import (
     NO_START_OFFSET,
     PersistedBatch,
@@ -27,18 +27,13 @@ from shareproxy.core.persisted import (
 from shareproxy.core.states import (
     ACK_TARGET,
     AcknowledgeType,
-    AcquireMode,
     RecordState,
     archived_state,
     released_state,
 )
 
-# the "now" of an acquisition when the group has no redelivery back-off: every back-off is over
-# (one a group had before it was turned off too)
-_NO_BACKOFF = 1 << 62
 
-
-class SharePartition:
+class SharePartition(Acquiring):
     """In-flight records between SPSO and SPEO, their locks, and what must be persisted."""
 
     def __init__(self, start_offset: int, limits: PartitionLimits | None = None) -> None:
@@ -104,10 +99,6 @@ class SharePartition:
     def ranges(self) -> Sequence[InFlightRange]:
         return self._inflight.ranges
 
-    @property
-    def in_flight_count(self) -> int:
-        return self.speo - self.spso
-
     def next_fetch_offset(self) -> int:
         """Where the next read from the log should start: the first Available record, else SPEO."""
         for r in self._inflight.ranges:
@@ -148,216 +139,7 @@ class SharePartition:
         """The state as the store would hold it if every change so far had been written."""
         return PersistedState(self.spso, coalesce(r.persisted() for r in self._inflight.ranges))
 
-    # ----------------------------------------------------------------- acquisition
-    def acquire(
-        self,
-        member_id: str,
-        batches: Sequence[BatchHeader],
-        now_ms: int,
-        max_records: int,
-        mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
-        sharers: int = 1,
-        owned: tuple[int, int] = WHOLE_SPACE,
-    ) -> list[AcquiredRange]:
-        """Lock records for ``member_id`` from the given log batches (ascending offsets).
-
-        Available in-flight records (released or timed out) are taken where the batches cover
-        them, then records past SPEO while the in-flight count is below the cap. In
-        ``BATCH_OPTIMIZED`` mode ``max_records`` and the cap are checked at batch boundaries, so
-        a batch is never cut (cutting it would still send the whole batch to the client); in
-        ``RECORD_LIMIT`` mode both are exact.
-        A record on a late delivery narrows the acquisition (poison throttling); a record whose
-        redelivery back-off has not ended is skipped.
-
-        Fair work (beyond KIP-932): when ``sharers`` members fetch this share-partition, one
-        acquisition takes at most an even share of what is acquirable and never more than
-        ``max_records``, cutting batches where it must, so a member cannot take a whole large
-        producer batch while others sit idle. ``RECORD_LIMIT`` is exact already: untouched.
-
-        Key order (beyond KIP-932): with ``limits.key_ordered``, a keyed record is taken only
-        when it is the earliest of its key still to process and its key hash is in ``owned``
-        (core.key_order); the others stay Available, never delivered yet.
-        """
-        if max_records <= 0:
-            raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
-        run = AcquisitionRun(
-            member_id,
-            now_ms=now_ms if self.limits.redelivery_backoff.enabled else _NO_BACKOFF,
-            deadline_ms=now_ms + self.limits.record_lock_duration_ms,
-            max_records=max_records,
-            limit=max_records,
-            strict=mode == AcquireMode.RECORD_LIMIT,
-        )
-        if sharers > 1 and not run.strict:
-            run.limit = min(max_records, -(-self._acquirable(batches, run.now_ms) // sharers))
-            run.strict = True
-        keyed = self.limits.key_ordered
-        if keyed and len(self.key_order) > 4 * max(self.in_flight_count, 256):
-            self.key_order.forget_below(self.spso)
-        if (
-            keyed
-            and self.unordered_until >= 0
-            and not any(
-                r.state == RecordState.ACQUIRED and r.first <= self.unordered_until
-                for r in self._inflight.ranges
-            )
-        ):
-            self.unordered_until = -1
-        for batch in batches:
-            if batch.last_offset < self.spso:
-                continue
-            lo = max(batch.base_offset, self.spso)
-            if not batch.delivers_records:
-                self._archive_unreadable(lo, batch.last_offset)
-                continue
-            if keyed and batch.key_hashes is not None:
-                if not acquire_keyed(self, run, batch, lo, owned, self.unordered_until < 0):
-                    break
-            elif not self._acquire_batch(run, batch, lo):
-                break
-            if run.count >= run.limit:
-                break
-        return run.acquired
-
-    def _acquire_batch(self, run: AcquisitionRun, batch: BatchHeader, lo: int) -> bool:
-        """Acquire from one batch: its Available records, then its new ones."""
-        if lo < self.speo and not self._acquire_available(run, lo, batch.last_offset):
-            return False
-        return batch.last_offset < self.speo or self._acquire_new(run, batch)
-
-    def _acquirable(self, batches: Sequence[BatchHeader], now_ms: int) -> int:
-        """How many records an acquisition from ``batches`` could take at most: the Available
-        in-flight ones not held back, and new ones up to the in-flight cap (at least 1)."""
-        if not batches:
-            return 1
-        available = sum(
-            r.last - r.first + 1
-            for r in self._inflight.ranges
-            if r.state == RecordState.AVAILABLE and r.available_at_ms <= now_ms
-        )
-        new = batches[-1].last_offset + 1 - max(self.speo, batches[0].base_offset)
-        room = self.limits.max_record_locks - self.in_flight_count
-        return max(1, available + max(0, min(new, room)))
-
-    def _acquire_available(self, run: AcquisitionRun, lo: int, last: int) -> bool:
-        """Acquire the Available in-flight records among ``lo..last`` (released or timed out,
-        so on a redelivery); ``lo`` is below SPEO. False when the acquisition must end here."""
-        hi = min(last, self.speo - 1)
-        i = self._inflight.index_of(lo)
-        ranges = self._inflight.ranges
-        while i < len(ranges) and ranges[i].first <= hi:
-            r = ranges[i]
-            if r.state != RecordState.AVAILABLE or r.available_at_ms > run.now_ms:
-                i += 1
-                continue
-            delivery_count = r.delivery_count + 1
-            if not self._throttle(run, delivery_count):
-                return False  # a throttled record starts an acquisition of its own
-            start = max(r.first, lo)
-            end = min(r.last, hi)
-            if run.strict:
-                end = min(end, start + (run.limit - run.count) - 1)
-            i = self._lock_slice(run, i, start, end, delivery_count)
-            if run.strict and run.count >= run.limit:
-                return False
-        return True
-
-    def is_pending(self, offset: int) -> bool:
-        """Whether the record at ``offset`` is still to process: Acquired or Available."""
-        if not self.spso <= offset < self.speo:
-            return False
-        r = self._inflight.ranges[self._inflight.index_of(offset)]
-        return r.state == RecordState.ACQUIRED or r.state == RecordState.AVAILABLE
-
-    def _throttle(self, run: AcquisitionRun, delivery_count: int) -> bool:
-        """Narrow the run for a record on a late delivery (poison throttling); False if the
-        run already holds records it cannot go on with."""
-        cap = self.limits.throttled_cap(delivery_count, run.max_records)
-        if cap is None:
-            return True
-        if run.count and (not run.throttled or cap < run.limit):
-            return False
-        run.limit, run.strict, run.throttled = min(run.limit, cap), True, True
-        return True
-
-    def _lock_slice(
-        self, run: AcquisitionRun, i: int, start: int, end: int, delivery_count: int
-    ) -> int:
-        """Acquire ``start..end`` of the Available range at index ``i``, cutting it where the
-        slice ends inside it; the index of the range after the slice."""
-        ranges = self._inflight.ranges
-        r = ranges[i]
-        if start > r.first:
-            ranges.insert(i + 1, r.split(start))
-            i += 1
-            r = ranges[i]
-        if end < r.last:
-            ranges.insert(i + 1, r.split(end + 1))
-        r.state = RecordState.ACQUIRED
-        r.delivery_count = delivery_count
-        r.member_id = run.member_id
-        r.deadline_ms = run.deadline_ms
-        run.acquired.append(AcquiredRange(r.first, r.last, delivery_count))
-        run.count += r.last - r.first + 1
-        return i + 1
-
-    def _acquire_new(self, run: AcquisitionRun, batch: BatchHeader) -> bool:
-        """Acquire the batch's records past SPEO (first deliveries) while the in-flight count
-        is below the cap. False when the acquisition must end here."""
-        if batch.base_offset > self.speo:
-            self._archive_unreadable(self.speo, batch.base_offset - 1)
-        room = self.limits.max_record_locks - self.in_flight_count
-        take = batch.last_offset - self.speo + 1
-        if run.strict:
-            take = min(take, room, run.limit - run.count)
-        elif room <= 0:
-            take = 0  # the cap gates new batches; a batch is not cut (as Kafka does)
-        if take <= 0:
-            return False
-        self._append_acquired(run, self.speo, self.speo + take - 1)
-        return self.speo > batch.last_offset  # else cut by the cap or the record limit
-
-    def _append_acquired(self, run: AcquisitionRun, first: int, last: int) -> None:
-        """Acquire first..last, new records at SPEO, extending the run this call acquired."""
-        ranges = self._inflight.ranges
-        tail = ranges[-1] if ranges else None
-        acquired = run.acquired
-        if (
-            tail is not None
-            and tail.last + 1 == first
-            and tail.state == RecordState.ACQUIRED
-            and tail.delivery_count == 1
-            and tail.member_id == run.member_id
-            and tail.deadline_ms == run.deadline_ms
-            and acquired
-            and acquired[-1].last_offset == tail.last
-        ):
-            tail.last = last  # extend the run this call just acquired
-            acquired[-1] = AcquiredRange(acquired[-1].first_offset, last, 1)
-        else:
-            ranges.append(
-                InFlightRange(first, last, RecordState.ACQUIRED, 1, run.member_id, run.deadline_ms)
-            )
-            acquired.append(AcquiredRange(first, last, 1))
-        self.speo = last + 1
-        run.count += last - first + 1
-
-    def _append_waiting(self, offset: int) -> None:
-        """A new record at SPEO left Available, never delivered (its key must wait)."""
-        ranges = self._inflight.ranges
-        tail = ranges[-1] if ranges else None
-        if (
-            tail is not None
-            and tail.last + 1 == offset
-            and tail.state == RecordState.AVAILABLE
-            and tail.delivery_count == 0
-            and tail.available_at_ms == 0
-        ):
-            tail.last = offset
-        else:
-            ranges.append(InFlightRange(offset, offset, RecordState.AVAILABLE, 0))
-        self.speo = offset + 1
-
+    # ----------------------------------------------------------------- unreadable offsets
     def _archive_unreadable(self, first: int, last: int) -> None:
         """Control records, aborted transactions and offsets no batch holds are never delivered."""
         if last >= self.speo:
