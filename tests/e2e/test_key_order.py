@@ -1,6 +1,7 @@
-"""Key-ordered share delivery (beyond KIP-932) judged by librdkafka share consumers: several
-consumers on one partition and many keys; per key, the processing intervals never overlap and
-offsets are processed in order, through releases, a lock timeout and a consumer leaving."""
+"""Key-ordered share delivery (beyond KIP-932) judged by librdkafka share consumers and by
+Kafka's Java client: several consumers on one partition and many keys; per key, the processing
+intervals never overlap and offsets are processed in order, through releases, a lock timeout
+and a consumer leaving."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import httpx
 from confluent_kafka import AcknowledgeType, Producer
 
 from tests.support.consumers import share_consumer, wait_for
+from tests.support.java import run_java
 
 KEYS = 40
 PER_KEY = 15
@@ -54,12 +56,8 @@ def produce_keyed(bootstrap: str, topic: str) -> dict[int, bytes]:
     return delivered
 
 
-def test_one_key_at_a_time_and_in_order_through_releases_timeouts_and_a_consumer_leaving(
-    proxy, topic, broker
-):
-    t = topic(1)
-    keys = produce_keyed(broker.bootstrap, t)
-    p = proxy(group_share_min_heartbeat_interval_ms=1000, heartbeat_interval_ms=1000)
+def _keyed_group(p) -> str:
+    """A new group with key-ordered delivery on, set over the admin API before anyone joins."""
     group = f"keyed-{uuid.uuid4().hex[:6]}"
     httpx.put(
         f"{p.admin_url}/v1/share-groups/{group}/config",
@@ -71,6 +69,16 @@ def test_one_key_at_a_time_and_in_order_through_releases_timeouts_and_a_consumer
         },
         timeout=10,
     ).raise_for_status()
+    return group
+
+
+def test_one_key_at_a_time_and_in_order_through_releases_timeouts_and_a_consumer_leaving(
+    proxy, topic, broker
+):
+    t = topic(1)
+    keys = produce_keyed(broker.bootstrap, t)
+    p = proxy(group_share_min_heartbeat_interval_ms=1000, heartbeat_interval_ms=1000)
+    group = _keyed_group(p)
     attempts: list[Attempt] = []
     accepted: set[int] = set()
     twice: list[int] = []
@@ -159,3 +167,17 @@ def test_one_key_at_a_time_and_in_order_through_releases_timeouts_and_a_consumer
     assert held_by_silent, "the silent consumer held nothing: no lock timed out"
     retried = {a.offset for a in attempts if a.delivery_count > 1}
     assert set(held_by_silent) <= retried, "held records were not redelivered after the timeout"
+
+
+def test_kafkas_java_client_gets_one_key_at_a_time_and_in_order(proxy, topic, broker, java):
+    """Three KafkaShareConsumers (kafka-clients 4.3) in one JVM on one partition, releasing
+    some records: the Java program checks the same per-key rules on its own clock."""
+    t = topic(1)
+    produce_keyed(broker.bootstrap, t)
+    p = proxy(group_share_min_heartbeat_interval_ms=1000, heartbeat_interval_ms=1000)
+    out = run_java(java, "keyed", p.bootstrap, t, _keyed_group(p), RECORDS, 3)
+    assert out["keyed.violations"] == "[]", out
+    assert out["keyed.problems"] == "[]", out
+    assert out["keyed.accepted"] == str(RECORDS), out
+    assert int(out["keyed.released"]) >= RECORDS // 13, out  # every 13th, on its first delivery
+    assert int(out["keyed.workers"]) >= 2, out  # the keys were shared out

@@ -7,7 +7,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
@@ -17,6 +19,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -47,6 +50,8 @@ public final class ThroughProxy {
             case "transactions" -> transactions(bootstrap, args[2], args[3]);
             case "group" -> group(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
             case "share" -> share(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
+            case "keyed" -> keyed(bootstrap, args[2], args[3], Integer.parseInt(args[4]),
+                    Integer.parseInt(args[5]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
         }
     }
@@ -231,6 +236,91 @@ public final class ThroughProxy {
         out("share.accepted", accepted.size());
         out("share.released.redelivered.count", redeliveredCount);
         out("share.problems", problems);
+    }
+
+    /** One delivery as a consumer processed it: from its poll to its acknowledgement. */
+    private record Attempt(String key, long offset, long start, long end, boolean accepted,
+            int consumer) {}
+
+    /**
+     * Key-ordered share delivery: several share consumers on one partition, each processing
+     * 1-3 ms per record and releasing every record whose offset is a multiple of 13 on its
+     * first delivery. Per key, no two processing intervals may overlap and offsets must be
+     * processed in order; what breaks that is printed as a violation.
+     */
+    private static void keyed(String bootstrap, String topic, String groupId, int count,
+            int consumers) throws Exception {
+        Set<Long> accepted = ConcurrentHashMap.newKeySet();
+        List<Attempt> attempts = new ArrayList<>();
+        List<String> problems = new ArrayList<>();
+        long until = System.currentTimeMillis() + DEADLINE_MS;
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < consumers; i++) {
+            int me = i;
+            Thread t = new Thread(() -> {
+                Properties c = consumerProps(bootstrap);
+                c.put("group.id", groupId);
+                c.put("share.acknowledgement.mode", "explicit");
+                try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(c)) {
+                    consumer.subscribe(List.of(topic));
+                    while (accepted.size() < count && System.currentTimeMillis() < until) {
+                        ConsumerRecords<String, String> polled = consumer.poll(POLL);
+                        long start = System.nanoTime(); // processing starts once poll returns
+                        List<Attempt> mine = new ArrayList<>();
+                        for (ConsumerRecord<String, String> r : polled) {
+                            Thread.sleep(ThreadLocalRandom.current().nextInt(1, 4));
+                            short delivery = r.deliveryCount().orElse((short) 0);
+                            boolean release = delivery == 1 && r.offset() % 13 == 0;
+                            consumer.acknowledge(
+                                    r, release ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT);
+                            long end = System.nanoTime();
+                            mine.add(new Attempt(r.key(), r.offset(), start, end, !release, me));
+                            start = end;
+                        }
+                        Map<TopicIdPartition, Optional<KafkaException>> results =
+                                consumer.commitSync();
+                        synchronized (attempts) {
+                            attempts.addAll(mine);
+                            results.forEach((tp, e) -> e.ifPresent(x -> problems.add(tp + " " + x)));
+                        }
+                        for (Attempt a : mine) if (a.accepted()) accepted.add(a.offset());
+                    }
+                } catch (Exception e) {
+                    synchronized (attempts) {
+                        problems.add("consumer " + me + ": " + e);
+                    }
+                }
+            });
+            threads.add(t);
+            t.start();
+        }
+        for (Thread t : threads) t.join();
+        Map<String, List<Attempt>> byKey = new HashMap<>();
+        for (Attempt a : attempts) byKey.computeIfAbsent(a.key(), k -> new ArrayList<>()).add(a);
+        List<String> violations = new ArrayList<>();
+        for (List<Attempt> seq : byKey.values()) {
+            seq.sort((a, b) -> Long.compare(a.start(), b.start()));
+            for (int i = 1; i < seq.size(); i++) {
+                Attempt before = seq.get(i - 1);
+                Attempt after = seq.get(i);
+                if (after.start() < before.end()) violations.add("overlap " + before + " " + after);
+                if (after.offset() < before.offset()
+                        || (before.accepted() && after.offset() == before.offset())) {
+                    violations.add("order " + before + " " + after);
+                }
+            }
+        }
+        Set<Integer> workers = new HashSet<>();
+        int released = 0;
+        for (Attempt a : attempts) {
+            if (a.accepted()) workers.add(a.consumer());
+            else released++;
+        }
+        out("keyed.accepted", accepted.size());
+        out("keyed.released", released);
+        out("keyed.workers", workers.size());
+        out("keyed.violations", violations.subList(0, Math.min(10, violations.size())));
+        out("keyed.problems", problems);
     }
 
     private ThroughProxy() {}
