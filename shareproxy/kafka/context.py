@@ -151,6 +151,7 @@ class Connection:
     sasl: SaslExchange | None = None
     close_after_response: bool = False  # a failed authentication ends the connection
     link: UpstreamLink | None = None  # its own upstream connections for forwarded requests
+    one_leader_at_a_time: bool = False  # a librdkafka client (kafka.client_software)
 
 
 def build(cls: type[T], **fields: Any) -> T:

@@ -476,3 +476,90 @@ def test_group_admin_goes_to_the_groups_coordinator_and_each_group_is_listed_onc
             assert gone.status_code == 421, gone.text
     finally:
         c.close()
+
+
+def _coordinator(node: ProxyProcess, group: str) -> int:
+    from kio.schema.find_coordinator.v4 import request as find
+
+    located = call(node.port, find.FindCoordinatorRequest(key_type=0, coordinator_keys=(group,)))
+    return int(located.coordinators[0].node_id)
+
+
+def _held_ms(
+    node: ProxyProcess, group: str, topic_id, partitions: set[int], software: str
+) -> float:
+    """How long the node holds a ShareFetch with nothing to give, asked with MaxWaitMs 2000
+    over a connection whose ApiVersions named ``software`` (name, version)."""
+    from datetime import timedelta
+
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+    from kio.schema.share_fetch.v1 import request as sf
+
+    from tests.support.kafka_client import KafkaConnection
+
+    name, version = software.split("/")
+    with KafkaConnection(node.port) as k:
+        k.call(ApiVersionsRequest(client_software_name=name, client_software_version=version))
+        started = time.monotonic()
+        answer = k.call(
+            sf.ShareFetchRequest(
+                group_id=group,  # not coordinated here: the leader trusts the session
+                member_id=uuid.uuid4().hex,
+                share_session_epoch=0,
+                max_wait=timedelta(milliseconds=2000),
+                min_bytes=1,
+                max_bytes=1 << 20,
+                max_records=100,
+                batch_size=100,
+                topics=(
+                    sf.FetchTopic(
+                        topic_id=topic_id,
+                        partitions=tuple(
+                            sf.FetchPartition(partition_index=p, acknowledgement_batches=())
+                            for p in sorted(partitions)
+                        ),
+                    ),
+                ),
+                forgotten_topics_data=(),
+            )
+        )
+        held = (time.monotonic() - started) * 1000
+    assert answer.error_code == 0, answer
+    assert all(p.acquired_records == () for t in answer.responses for p in t.partitions)
+    return held
+
+
+def test_a_client_that_fetches_one_node_at_a_time_is_not_held_where_there_is_nothing(
+    cluster, topic, produce
+):
+    """librdkafka's share consumer asks one node at a time and waits for its answer: a node
+    with nothing for it answers after ONE_LEADER_AT_A_TIME_WAIT_MS while other nodes serve,
+    so it asks them next. Kafka's Java client fetches from every
+    leader at once and is held for the MaxWaitMs it asked for, as a Kafka broker holds it."""
+    from shareproxy.kafka.client_software import ONE_LEADER_AT_A_TIME_WAIT_MS
+
+    nodes, t, leaders = _started(cluster, topic, produce, 2, 0)  # an empty topic
+    from kio.schema.metadata.v12 import request as md
+
+    node = nodes[0]
+    meta = call(
+        node.port,
+        md.MetadataRequest(
+            topics=(md.MetadataRequestTopic(topic_id=None, name=t),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        ),
+    )
+    topic_id = meta.topics[0].topic_id
+    its = _led_by(leaders, node)
+    group = next(
+        g
+        for g in (f"g-idle-{i}" for i in range(20))
+        if _coordinator(node, g) != int(node.options["node_id"])
+    )
+    librdkafka = _held_ms(
+        node, group, topic_id, its, "confluent-kafka-python/2.16.1-rdkafka-2.16.0"
+    )
+    java = _held_ms(node, group, topic_id, its, "apache-kafka-java/4.3.0")
+    assert ONE_LEADER_AT_A_TIME_WAIT_MS / 2 <= librdkafka < 1000, librdkafka
+    assert java >= 1900, java

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.client_software import fetches_one_leader_at_a_time
 from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, response_type
@@ -25,4 +26,8 @@ def response(
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+    name = getattr(request.body, "client_software_name", None)  # v3+
+    if name is not None:
+        version = getattr(request.body, "client_software_version", None)
+        conn.one_leader_at_a_time = fetches_one_leader_at_a_time(name, version)
     return response(ctx.served, request.api_version)

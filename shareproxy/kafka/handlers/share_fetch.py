@@ -13,6 +13,7 @@ from shareproxy.core.errors import ErrorCode, ShareError, partition_error_messag
 from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
 from shareproxy.core.states import AcquireMode
 from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
+from shareproxy.kafka.client_software import fetch_wait_ms
 from shareproxy.kafka.context import (
     BrokerContext,
     Connection,
@@ -87,7 +88,12 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     got = await ctx.consumption.acquire(
         leaders,
         member_id,
-        max_wait_ms=int(body.max_wait.total_seconds() * 1000),
+        max_wait_ms=fetch_wait_ms(
+            int(body.max_wait.total_seconds() * 1000),
+            conn.one_leader_at_a_time,
+            ctx.cluster.serving().nodes,
+            ctx.node_id,
+        ),
         max_records=body.max_records,  # zero or less acquires nothing, as Kafka
         max_bytes=body.max_bytes,
         min_bytes=body.min_bytes,
