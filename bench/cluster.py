@@ -155,11 +155,12 @@ def main() -> None:
             ", ".join(f"{r:.2f}" for r in ratios[n]),
         )
     console.print(table)
-    console.print(
-        f"failover (kill → first record of its partitions delivered again), lease "
-        f"{args.lease_ms} ms: median [bold]{statistics.median(times):.1f} s[/bold] "
-        f"({', '.join(f'{t:.1f}' for t in times)})"
-    )
+    if times:
+        console.print(
+            f"failover (kill → first record of its partitions delivered again), lease "
+            f"{args.lease_ms} ms: median [bold]{statistics.median(times):.1f} s[/bold] "
+            f"({', '.join(f'{t:.1f}' for t in times)})"
+        )
 
 
 if __name__ == "__main__":
