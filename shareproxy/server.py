@@ -219,6 +219,7 @@ class Proxy:
             admin=self.group_admin,
             served=served,
             coordinators=Coordinators(self.upstream, upstream_versions),
+            librdkafka_fetch_wait_ms=s.librdkafka_fetch_wait_ms,
         )
         self.ctx = ctx
         warm(served)

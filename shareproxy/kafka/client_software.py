@@ -13,11 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# the longest a ShareFetch from a one-leader-at-a-time client is held on a node with nothing
-# for it while other nodes serve: long enough that an idle consumer asks each node a few
-# times a second, short enough not to starve its other leaders
-ONE_LEADER_AT_A_TIME_WAIT_MS = 100
-
 # librdkafka itself and the wrappers Confluent ships on it (Python, Go, .NET, JavaScript)
 _LIBRDKAFKA_NAMES = ("librdkafka",)
 _LIBRDKAFKA_PREFIXES = ("confluent-kafka-",)
@@ -35,15 +30,15 @@ def fetches_one_leader_at_a_time(name: str | None, version: str | None) -> bool:
 
 
 def fetch_wait_ms(
-    asked_ms: int, one_leader_at_a_time: bool, serving: Iterable[int], node_id: int
+    asked_ms: int, one_leader_at_a_time: bool, serving: Iterable[int], node_id: int, cap_ms: int
 ) -> int:
-    """The MaxWaitMs to hold a ShareFetch for: as asked, but at most ONE_LEADER_AT_A_TIME_WAIT_MS
-    for a one-leader-at-a-time client while any other node serves. Any, not only the leaders of
-    the session's topics: the client's other topics may all be led elsewhere and are not in this
+    """The MaxWaitMs to hold a ShareFetch for: as asked, but at most ``cap_ms`` for a
+    one-leader-at-a-time client while any other node serves. Any, not only the leaders of the
+    session's topics: the client's other topics may all be led elsewhere and are not in this
     node's session, so the cost is a few more empty fetches a second from an idle librdkafka
     consumer on a cluster whose other nodes lead nothing of its."""
-    if not one_leader_at_a_time or asked_ms <= ONE_LEADER_AT_A_TIME_WAIT_MS:
+    if not one_leader_at_a_time or asked_ms <= cap_ms:
         return asked_ms
     if any(n != node_id for n in serving):
-        return ONE_LEADER_AT_A_TIME_WAIT_MS
+        return cap_ms
     return asked_ms

@@ -16,6 +16,7 @@ from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.nodes import ClusterNodes
+from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_config import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
@@ -44,6 +45,7 @@ class BrokerContext:
     served: Mapping[int, tuple[int, int]] = field(default_factory=dict)  # api key → versions
     coordinators: Coordinators | None = None  # the upstream's, for relayed group/txn requests
     sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    librdkafka_fetch_wait_ms: int = LIBRDKAFKA_FETCH_WAIT_MS  # kafka.client_software
 
     @property
     def cluster_id(self) -> str:

@@ -1,6 +1,7 @@
 """Kafka's own Java client (kafka-clients 4.3.0), every part of it pointed only at the proxy: an
 admin client, the default idempotent producer, a transactional producer, a classic consumer
-group and a share consumer with explicit acknowledgement (tests/e2e/java/ThroughProxy.java)."""
+group and a share consumer with explicit acknowledgement, whose rejected record lands in the
+group's dead-letter topic (tests/e2e/java/ThroughProxy.java)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from shareproxy.core import group_config as gc
+from tests.e2e.test_dead_letters import REJECTED, new_topic, read_all
+from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.java import run_java as _run
 
 
@@ -85,8 +89,42 @@ def test_a_share_consumer_accepts_releases_and_rejects(java, endpoint, topic, pr
     name = topic(2)
     produce(name, 20, partitions=2)
     out = _run(java, "share", endpoint.bootstrap, name, f"java-share-{uuid.uuid4().hex[:8]}", 20)
+    assert out.pop("share.rejected") != "null"
     assert out == {
         "share.accepted": "19",
         "share.released.redelivered.count": "2",
         "share.problems": "[]",
     }
+
+
+def test_a_record_the_java_client_rejects_is_in_the_groups_dead_letter_topic(
+    java, endpoint, topic, produce, broker
+):
+    """KIP-1191 as Kafka's own client sees it: the record its share consumer rejects is written
+    once to the group's dead-letter topic, copied, with the headers naming where it came from."""
+    name = topic(2)
+    produce(name, 20, partitions=2)
+    dlq = new_topic(broker.bootstrap, f"dlq.{uuid.uuid4().hex[:8]}", 1)
+    group = f"java-dlq-{uuid.uuid4().hex[:8]}"
+    alter_group_configs(endpoint, group, {gc.DLQ_TOPIC: dlq, gc.DLQ_COPY: "true"})
+    out = _run(java, "share", endpoint.bootstrap, name, group, 20)
+    assert (out["share.accepted"], out["share.problems"]) == ("19", "[]"), out
+    partition, offset = out["share.rejected"].split(":")
+    letters = read_all(broker.bootstrap, dlq, 1)
+    assert len(letters) == 1, [m.offset() for m in letters]
+    h = {k: v.decode() for k, v in letters[0].headers()}
+    source = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused"})
+    try:
+        source.assign([TopicPartition(name, int(partition), int(offset))])
+        original = source.consume(1, timeout=10)[0]
+    finally:
+        source.close()
+    assert (letters[0].key(), letters[0].value()) == (original.key(), original.value())
+    assert (
+        h["__dlq.errors.topic"],
+        h["__dlq.errors.partition"],
+        h["__dlq.errors.offset"],
+        h["__dlq.errors.group"],
+        h["__dlq.errors.delivery.count"],
+        h["__dlq.errors.message"],
+    ) == (name, partition, offset, group, "1", REJECTED)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.kafka.client_software import (
-    ONE_LEADER_AT_A_TIME_WAIT_MS,
     fetch_wait_ms,
     fetches_one_leader_at_a_time,
 )
@@ -33,7 +33,7 @@ def test_other_clients_keep_the_wait_they_ask_for(name: str | None, version: str
     assert not fetches_one_leader_at_a_time(name, version)
 
 
-WAIT = ONE_LEADER_AT_A_TIME_WAIT_MS
+WAIT = LIBRDKAFKA_FETCH_WAIT_MS
 
 
 @pytest.mark.parametrize(
@@ -52,4 +52,9 @@ WAIT = ONE_LEADER_AT_A_TIME_WAIT_MS
 def test_the_fetch_wait(
     asked: int, one_at_a_time: bool, serving: tuple[int, ...], held: int
 ) -> None:
-    assert fetch_wait_ms(asked, one_at_a_time, serving, node_id=1) == held
+    assert fetch_wait_ms(asked, one_at_a_time, serving, node_id=1, cap_ms=WAIT) == held
+
+
+def test_a_cap_at_or_over_the_wait_asked_holds_as_asked() -> None:
+    assert fetch_wait_ms(500, True, (1, 2), node_id=1, cap_ms=500) == 500
+    assert fetch_wait_ms(500, True, (1, 2), node_id=1, cap_ms=0) == 0

@@ -93,6 +93,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             conn.one_leader_at_a_time,
             ctx.cluster.serving().nodes,
             ctx.node_id,
+            ctx.librdkafka_fetch_wait_ms,
         ),
         max_records=body.max_records,  # zero or less acquires nothing, as Kafka
         max_bytes=body.max_bytes,

@@ -234,6 +234,7 @@ public final class ThroughProxy {
             }
         }
         out("share.accepted", accepted.size());
+        out("share.rejected", rejected);
         out("share.released.redelivered.count", redeliveredCount);
         out("share.problems", problems);
     }
