@@ -23,9 +23,11 @@ from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dead_letters import DeadLetterWriter
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_commit import GroupCommitter
+from shareproxy.broker.group_configs import READ_EVERY_S as CONFIGS_READ_EVERY_S
 from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.periodic import Periodic
 from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import Settings
@@ -151,6 +153,7 @@ class Proxy:
             self.settings_for,
             clock_ms,
             leads=self.nodes.leads,
+            refresh_settings=self.configs.refresh,
         )
         self.partitions.start()
         self._running.push_async_callback(self.partitions.stop)
@@ -253,6 +256,12 @@ class Proxy:
         self.census = StoredCensus(self.store)
         self.census.start()
         self._running.push_async_callback(self.census.stop)
+        # a group config changed through another node applies here within a second
+        self.config_reader = Periodic(
+            "group-configs", CONFIGS_READ_EVERY_S, self.configs.refresh, "reading group configs"
+        )
+        self.config_reader.start()
+        self._running.push_async_callback(self.config_reader.stop)
         metrics.install_live_state(self._live_state)
         self.admin = AdminServer(
             create_app(probes, self.group_admin, self.security, self.consumption),

@@ -1,7 +1,9 @@
 """The group configs in force: proxy-wide defaults overridden by each group's stored configs.
 
 Read on every fetch, heartbeat and lock, so they are cached in memory; a change is written to the
-store first and then applied to the live share-partitions of the group, without a restart.
+store first and then applied to the live share-partitions of the group, without a restart. A
+change made through another proxy node reaches this one by ``refresh``: the store's configs
+version moved, so every group's configs are read again and the changed ones applied.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from shareproxy.core.store import ShareStateStore
 log = logging.getLogger(__name__)
 
 Listener = Callable[[str, GroupSettings], None]
+READ_EVERY_S = 1.0  # how often each node asks the store whether any group's configs changed
 
 
 class GroupConfigs:
@@ -32,11 +35,32 @@ class GroupConfigs:
         self._stored: dict[str, dict[str, str]] = {}
         self._settings: dict[str, GroupSettings] = {}
         self._listeners: list[Listener] = []
+        self._version: int | None = None  # the store's configs version last read
 
     async def load(self) -> None:
-        for record in await self.store.list_groups():
-            if record.configs:
-                self._stored[record.group_id] = dict(record.configs)
+        self._version = None
+        await self.refresh()
+
+    async def refresh(self) -> None:
+        """Read the configs again if the store's version moved; apply what changed. Cheap when
+        nothing did (one read), so the nodes call it every second and before loading a
+        share-partition, whose start offset may follow ``share.auto.offset.reset``."""
+        version = await self.store.configs_version()
+        if version == self._version:
+            return
+        stored = {r.group_id: dict(r.configs) for r in await self.store.list_groups() if r.configs}
+        changed = {
+            g for g in stored.keys() | self._stored.keys() if stored.get(g) != self._stored.get(g)
+        }
+        self._stored = stored
+        self._version = version
+        for group_id in changed:
+            self._settings.pop(group_id, None)
+            settings = self.settings_for(group_id)
+            for listener in self._listeners:
+                listener(group_id, settings)
+        if changed and self._listeners:
+            log.info("group configs changed elsewhere", extra={"groups": sorted(changed)})
 
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)

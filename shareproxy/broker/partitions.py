@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 from uuid import UUID
 
@@ -42,8 +42,11 @@ class SharePartitions:
         clock_ms: Callable[[], int],
         replaced_check_ms: int = 5_000,
         leads: Callable[[UUID, int], bool] = lambda topic_id, partition: True,
+        refresh_settings: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.store = store
+        # read the group configs again before a load: a change through another node counts
+        self.refresh_settings = refresh_settings
         self.leads = leads  # whether this node leads a partition (placement, issue 19)
         # members the coordinator gives a share-partition (fair work); set once it exists
         self.members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0
@@ -120,6 +123,8 @@ class SharePartitions:
 
     async def _load_unmetered(self, key: SharePartitionKey) -> SharePartitionLeader:
         info = await topic_holding(self.upstream, key.topic_id, key.partition)
+        if self.refresh_settings is not None:
+            await self.refresh_settings()
         settings = self.settings_for(key.group_id)
         offsets = UpstreamOffsets(self.upstream, info.name, key.partition)
         claimed = await self.store.claim(key)

@@ -79,6 +79,11 @@ class ShareStateStore(Protocol):
         """Set (or, with None, remove) dynamic group configs."""
         ...
 
+    async def configs_version(self) -> int:
+        """Raised with every change of any group's configs (set, or the group deleted): a node
+        whose copy is of another version reads them again."""
+        ...
+
     async def initialize(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
     ) -> LoadedState:

@@ -10,8 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.store import ShareGroupRecord
 from shareproxy.persistence.engine import aware_utc
-from shareproxy.persistence.sql import insert_ignore
+from shareproxy.persistence.sql import dialect_insert, insert_ignore
 from shareproxy.persistence.tables import (
+    proxy_cluster,
     share_archived,
     share_groups,
     share_snapshots,
@@ -35,6 +36,16 @@ async def _group(
     return ShareGroupRecord(row.group_id, dict(row.configs)) if row else None
 
 
+async def _configs_changed(conn: AsyncConnection) -> None:
+    """Raise the configs version, in the transaction that changes a group's configs."""
+    stmt = dialect_insert(conn)(proxy_cluster).values(id=1, generation=0, configs_version=1)
+    await conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["id"], set_={"configs_version": proxy_cluster.c.configs_version + 1}
+        )
+    )
+
+
 class GroupRecords:
     """The ``share_groups`` rows as the coordinator and the admin API see them."""
 
@@ -54,6 +65,13 @@ class GroupRecords:
         async with self.engine.connect() as conn:
             rows = await conn.execute(select(share_groups).order_by(share_groups.c.group_id))
             return [ShareGroupRecord(r.group_id, dict(r.configs)) for r in rows]
+
+    async def configs_version(self) -> int:
+        async with self.engine.connect() as conn:
+            version = await conn.scalar(
+                select(proxy_cluster.c.configs_version).where(proxy_cluster.c.id == 1)
+            )
+            return int(version or 0)
 
     async def set_group_configs(
         self, group_id: str, configs: Mapping[str, str | None]
@@ -75,6 +93,7 @@ class GroupRecords:
                 .where(share_groups.c.group_id == group_id)
                 .values(configs=merged)
             )
+            await _configs_changed(conn)
             return ShareGroupRecord(group_id, merged)
 
     async def delete_group(self, group_id: str, empty_since: datetime | None = None) -> bool:
@@ -100,4 +119,6 @@ class GroupRecords:
             result = await conn.execute(
                 delete(share_groups).where(share_groups.c.group_id == group_id)
             )
+            if result.rowcount > 0:
+                await _configs_changed(conn)
             return result.rowcount > 0

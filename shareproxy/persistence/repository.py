@@ -77,6 +77,9 @@ class SqlShareStateStore:
     ) -> ShareGroupRecord:
         return await self._groups.set_group_configs(group_id, configs)
 
+    async def configs_version(self) -> int:
+        return await self._groups.configs_version()
+
     async def delete_group(self, group_id: str, empty_since: datetime | None = None) -> bool:
         return await self._groups.delete_group(group_id, empty_since)
 

@@ -178,4 +178,7 @@ proxy_cluster = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("generation", BigInteger, nullable=False),
+    # raised with every change of a group's configs (migration 0006): each node reads the
+    # configs again when it moves, so a change made through one node reaches all
+    Column("configs_version", BigInteger, nullable=False, server_default="0"),
 )

@@ -47,11 +47,13 @@ def cluster(
                 broker.bootstrap,
                 url.replace(base, f"127.0.0.1:{(via or {}).get(i, postgres.port)}/"),
                 node_id=i,
-                node_lease_ms=LEASE_MS,
-                auto_offset_reset="earliest",
-                group_share_min_record_lock_duration_ms=1000,
-                record_lock_duration_ms=5000,
-                **options,
+                **{
+                    "node_lease_ms": LEASE_MS,
+                    "auto_offset_reset": "earliest",
+                    "group_share_min_record_lock_duration_ms": 1000,
+                    "record_lock_duration_ms": 5000,
+                    **options,
+                },
             )
             for i in range(1, n + 1)
         ]
@@ -564,3 +566,44 @@ def test_a_client_that_fetches_one_node_at_a_time_is_not_held_where_there_is_not
     java = _held_ms(node, group, topic_id, its, "apache-kafka-java/4.3.0")
     assert cap <= librdkafka < 1000, librdkafka
     assert java >= 1900, java
+
+
+def test_a_group_config_changed_through_one_node_applies_on_every_node(cluster, topic, produce):
+    """share.auto.offset.reset set through node 1 only: node 2 starts the partitions it leads
+    at the earliest offset too, so a consumer gets the records produced before the group."""
+    from kio.schema.incremental_alter_configs.v1 import request as alter
+
+    from shareproxy.kafka.handlers.group_configs_rpcs import GROUP
+
+    nodes, t, leaders = _started(cluster, topic, produce, 2, 60, auto_offset_reset="latest")
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    answer = call(
+        nodes[0].port,
+        alter.IncrementalAlterConfigsRequest(
+            resources=(
+                alter.AlterConfigsResource(
+                    resource_type=GROUP,
+                    resource_name=group,
+                    configs=(
+                        alter.AlterableConfig(
+                            name="share.auto.offset.reset", config_operation=0, value="earliest"
+                        ),
+                    ),
+                ),
+            ),
+            validate_only=False,
+        ),
+    )
+    assert answer.responses[0].error_code == 0, answer
+    c = ShareConsumer({"bootstrap.servers": nodes[1].bootstrap, "group.id": group})
+    c.subscribe([t])
+    got: dict[int, int] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while sum(got.values()) < 60 and time.monotonic() < deadline:
+            for m in c.poll(0.5) or []:
+                if m.error() is None:
+                    got[m.partition()] = got.get(m.partition(), 0) + 1
+    finally:
+        c.close()
+    assert sum(got.values()) == 60, (got, leaders)
