@@ -33,10 +33,14 @@ from shareproxy.security.listeners import parse_listeners, plan, split_host_port
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"
 # the longest a ShareFetch from a client that asks one node at a time (librdkafka,
 # kafka.client_software) is held on a node with nothing for it while other nodes serve. Measured
-# on 2-3 nodes (BENCHMARKS.md): 100 ms gives half the throughput 50 ms gives, 20 ms no more, and
-# an idle consumer costs the cluster 1.3% of a core at 50 ms against 0.3% at the 500 ms it asks
+# on 2-3 nodes (BENCHMARKS.md): 100 ms gives half the throughput 50 ms gives, 20 ms a little
+# more (0.38/0.32 of direct vs 0.33/0.23) for 60% more idle load, and an idle consumer costs the
+# cluster 1.3% of a core at 50 ms against 0.3% at the 500 ms it asks
 LIBRDKAFKA_FETCH_WAIT_MS = 50
-MAX_FETCH_WAIT_MS = 60_000  # a cap at or over the MaxWaitMs asked holds the fetch as asked
+MIN_LIBRDKAFKA_FETCH_WAIT_MS = 10  # below, idle consumers poll the nodes in a tight loop
+# the longest any fetch is held, a minute (Kafka bounds no MaxWaitMs; a client's own request
+# timeout ends a longer one anyway); a cap at or over the MaxWaitMs asked holds it as asked
+MAX_FETCH_WAIT_MS = 60_000
 ENV_PREFIX = "SHAREPROXY_"
 FLAG_NAMES = {"auto_migrate": "--migrate/--no-migrate"}  # the rest: --field-name
 SECRET = frozenset({"upstream_sasl_password"})  # environment or file only, never shown
@@ -176,12 +180,12 @@ class Settings(BaseSettings):
     )
     librdkafka_fetch_wait_ms: int = Field(
         default=LIBRDKAFKA_FETCH_WAIT_MS,
-        ge=0,
+        ge=MIN_LIBRDKAFKA_FETCH_WAIT_MS,
         le=MAX_FETCH_WAIT_MS,
         description="the longest a ShareFetch from a librdkafka-based client, which asks one "
         "node at a time, is held on a node with nothing for it while other nodes serve; shorter "
         "moves it on to records elsewhere sooner, at the cost of more empty fetches (its "
-        "MaxWaitMs, 500, or more: held as asked)",
+        "MaxWaitMs, 500, or more: held as asked; 10 at least)",
     )
     auto_migrate: bool = Field(
         default=True, description="upgrade the store schema at start (off: run `migrate` first)"

@@ -20,6 +20,7 @@ from shareproxy.admin.auth import CallerDep
 from shareproxy.admin.params import GroupId
 from shareproxy.broker.consumption import Consumption, NamedPartition
 from shareproxy.broker.leader import Acquisition
+from shareproxy.config import MAX_FETCH_WAIT_MS
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
@@ -43,7 +44,7 @@ class FetchRequest(Strict):
         default=None, description="who holds the acquired records; made up if absent"
     )
     max_records: int = Field(default=500, ge=1, le=10_000)
-    max_wait_ms: int = Field(default=500, ge=0, le=60_000)
+    max_wait_ms: int = Field(default=500, ge=0, le=MAX_FETCH_WAIT_MS)
     max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
 
 

@@ -8,6 +8,7 @@ version moved, so every group's configs are read again and the changed ones appl
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
@@ -36,6 +37,9 @@ class GroupConfigs:
         self._settings: dict[str, GroupSettings] = {}
         self._listeners: list[Listener] = []
         self._version: int | None = None  # the store's configs version last read
+        # one reader or writer at a time: a read finishing after a local change must not put
+        # back what it read before that change
+        self._lock = asyncio.Lock()
 
     async def load(self) -> None:
         self._version = None
@@ -45,22 +49,27 @@ class GroupConfigs:
         """Read the configs again if the store's version moved; apply what changed. Cheap when
         nothing did (one read), so the nodes call it every second and before loading a
         share-partition, whose start offset may follow ``share.auto.offset.reset``."""
-        version = await self.store.configs_version()
-        if version == self._version:
-            return
-        stored = {r.group_id: dict(r.configs) for r in await self.store.list_groups() if r.configs}
-        changed = {
-            g for g in stored.keys() | self._stored.keys() if stored.get(g) != self._stored.get(g)
-        }
-        self._stored = stored
-        self._version = version
-        for group_id in changed:
-            self._settings.pop(group_id, None)
-            settings = self.settings_for(group_id)
-            for listener in self._listeners:
-                listener(group_id, settings)
-        if changed and self._listeners:
-            log.info("group configs changed elsewhere", extra={"groups": sorted(changed)})
+        async with self._lock:
+            version = await self.store.configs_version()
+            if version == self._version:
+                return
+            stored = {
+                r.group_id: dict(r.configs) for r in await self.store.list_groups() if r.configs
+            }
+            changed = {
+                g
+                for g in stored.keys() | self._stored.keys()
+                if stored.get(g) != self._stored.get(g)
+            }
+            self._stored = stored
+            self._version = version
+            for group_id in changed:
+                self._settings.pop(group_id, None)
+                settings = self.settings_for(group_id)
+                for listener in self._listeners:
+                    listener(group_id, settings)
+            if changed and self._listeners:
+                log.info("group configs changed elsewhere", extra={"groups": sorted(changed)})
 
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -87,10 +96,11 @@ class GroupConfigs:
         )
         if validate_only:
             return merged
-        await self.store.set_group_configs(group_id, changes)
-        self._stored[group_id] = merged
-        self._settings.pop(group_id, None)
-        settings = self.settings_for(group_id)
+        async with self._lock:
+            await self.store.set_group_configs(group_id, changes)
+            self._stored[group_id] = merged
+            self._settings.pop(group_id, None)
+            settings = self.settings_for(group_id)
         for listener in self._listeners:
             listener(group_id, settings)
         log.info("group configs altered", extra={"group": group_id, "configs": dict(changes)})

@@ -490,7 +490,7 @@ def _coordinator(node: ProxyProcess, group: str) -> int:
 
 
 def _held_ms(
-    node: ProxyProcess, group: str, topic_id, partitions: set[int], software: str
+    node: ProxyProcess, group: str, topic_id: uuid.UUID, partitions: set[int], software: str
 ) -> float:
     """How long the node holds a ShareFetch with nothing to give, asked with MaxWaitMs 2000
     over a connection whose ApiVersions named ``software`` (name, version)."""
@@ -560,11 +560,12 @@ def test_a_client_that_fetches_one_node_at_a_time_is_not_held_where_there_is_not
         for g in (f"g-idle-{i}" for i in range(20))
         if _coordinator(node, g) != int(node.options["node_id"])
     )
+    # Java first: the group's first fetch here also loads its share-partitions
+    java = _held_ms(node, group, topic_id, its, "apache-kafka-java/4.3.0")
     librdkafka = _held_ms(
         node, group, topic_id, its, "confluent-kafka-python/2.16.1-rdkafka-2.16.0"
     )
-    java = _held_ms(node, group, topic_id, its, "apache-kafka-java/4.3.0")
-    assert cap <= librdkafka < 1000, librdkafka
+    assert cap - 5 <= librdkafka < 1000, librdkafka
     assert java >= 1900, java
 
 

@@ -1,4 +1,6 @@
-"""ApiVersions: exactly what the proxy serves (a client believes it)."""
+"""ApiVersions: exactly what the proxy serves (a client believes it). The client software it
+names (v3+) is kept on the connection: librdkafka fetches one node at a time and is answered
+sooner by a node with nothing for it (kafka.client_software)."""
 
 from __future__ import annotations
 
