@@ -31,7 +31,7 @@ from shareproxy.broker.periodic import Periodic
 from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import Settings
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.lag import partition_lag
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache

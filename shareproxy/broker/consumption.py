@@ -20,7 +20,7 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import TAIL_POLL_MS, UpstreamFeed, topic_named
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.states import AcquireMode
 from shareproxy.core.store import ShareStateStore
 from shareproxy.upstream.client import UpstreamError

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import ShareStateStore

@@ -23,7 +23,7 @@ from shareproxy import metrics
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.core.dead_letter import DeadLetterRun, headers, target_partition
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.upstream.client import Upstream
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from shareproxy.core import group_config
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.names import require_group_id
 from shareproxy.core.store import ShareStateStore
 

@@ -19,7 +19,7 @@ from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.log_cache import LogCache
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.key_order import WHOLE_SPACE, owned_range
 from shareproxy.core.persisted import StateDelta

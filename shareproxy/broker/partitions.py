@@ -16,7 +16,7 @@ from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_holding
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore

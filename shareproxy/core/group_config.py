@@ -10,14 +10,11 @@ their ``group.share.min.*`` / ``group.share.max.*`` configs (KIP-1240), with Kaf
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
-from shareproxy.core.acquisition import PartitionLimits
-from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.dead_letter import topic_problem
 from shareproxy.core.errors import ShareError
-from shareproxy.core.offset_reset import AutoOffsetReset, parse_auto_offset_reset
-from shareproxy.core.share_group import DEFAULT_MAX_SIZE
+from shareproxy.core.offset_reset import parse_auto_offset_reset
 
 LOCK_DURATION = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
@@ -221,6 +218,7 @@ DEFINITIONS: dict[str, ConfigDef] = {
         ),
     )
 }
+_DEFAULT = {name: d.default for name, d in DEFINITIONS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,107 +337,3 @@ def validate(
     check_heartbeat(effective)
     check_backoff(effective)
     return merged
-
-
-_DEFAULT = {name: d.default for name, d in DEFINITIONS.items()}
-_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSettings:
-    """The configs in force for one share group, as the runtime reads them: the defaults are
-    the definitions' own; ``serve`` may override them, and a group's stored configs override
-    those."""
-
-    record_lock_duration_ms: int = int(_DEFAULT[LOCK_DURATION])
-    delivery_count_limit: int = int(_DEFAULT[DELIVERY_COUNT_LIMIT])
-    max_record_locks: int = int(_DEFAULT[MAX_RECORD_LOCKS])
-    auto_offset_reset: AutoOffsetReset = field(
-        default_factory=lambda: parse_auto_offset_reset(_DEFAULT[AUTO_OFFSET_RESET])
-    )
-    isolation_level: int = _ISOLATION[_DEFAULT[ISOLATION_LEVEL]]  # 1: read_committed
-    session_timeout_ms: int = int(_DEFAULT[SESSION_TIMEOUT])
-    heartbeat_interval_ms: int = int(_DEFAULT[HEARTBEAT_INTERVAL])
-    max_size: int = DEFAULT_MAX_SIZE
-    renew_acknowledge: bool = _DEFAULT[RENEW_ACKNOWLEDGE] == "true"
-    redelivery_backoff: RedeliveryBackoff = field(
-        default_factory=lambda: RedeliveryBackoff(
-            int(_DEFAULT[BACKOFF_INITIAL]),
-            float(_DEFAULT[BACKOFF_MULTIPLIER]),
-            int(_DEFAULT[BACKOFF_MAX]),
-        )
-    )
-    fair_acquisition: bool = _DEFAULT[FAIR_ACQUISITION] == "true"
-    key_ordering: bool = _DEFAULT[KEY_ORDERING] == "true"
-    dead_letter_topic: str = _DEFAULT[DLQ_TOPIC]
-    dead_letter_copy: bool = _DEFAULT[DLQ_COPY] == "true"
-
-    @property
-    def limits(self) -> PartitionLimits:
-        return PartitionLimits(
-            self.record_lock_duration_ms,
-            self.delivery_count_limit,
-            self.max_record_locks,
-            self.redelivery_backoff,
-            dead_letter=bool(self.dead_letter_topic),
-            key_ordered=self.key_ordering,
-        )
-
-    def with_configs(self, configs: Mapping[str, str]) -> GroupSettings:
-        """These settings (the proxy-wide defaults) overridden by a group's stored configs."""
-        changes: dict[str, object] = {}
-        backoff: dict[str, object] = {}
-        for name, value in configs.items():
-            if name == LOCK_DURATION:
-                changes["record_lock_duration_ms"] = int(value)
-            elif name == DELIVERY_COUNT_LIMIT:
-                changes["delivery_count_limit"] = int(value)
-            elif name == MAX_RECORD_LOCKS:
-                changes["max_record_locks"] = int(value)
-            elif name == AUTO_OFFSET_RESET:
-                changes["auto_offset_reset"] = parse_auto_offset_reset(value)
-            elif name == ISOLATION_LEVEL:
-                changes["isolation_level"] = _ISOLATION[value]
-            elif name == SESSION_TIMEOUT:
-                changes["session_timeout_ms"] = int(value)
-            elif name == HEARTBEAT_INTERVAL:
-                changes["heartbeat_interval_ms"] = int(value)
-            elif name == RENEW_ACKNOWLEDGE:
-                changes["renew_acknowledge"] = value == "true"
-            elif name == DLQ_TOPIC:
-                changes["dead_letter_topic"] = value
-            elif name == DLQ_COPY:
-                changes["dead_letter_copy"] = value == "true"
-            elif name == FAIR_ACQUISITION:
-                changes["fair_acquisition"] = value == "true"
-            elif name == KEY_ORDERING:
-                changes["key_ordering"] = value == "true"
-            elif name == BACKOFF_INITIAL:
-                backoff["initial_ms"] = int(value)
-            elif name == BACKOFF_MULTIPLIER:
-                backoff["multiplier"] = float(value)
-            elif name == BACKOFF_MAX:
-                backoff["max_ms"] = int(value)
-        if backoff:
-            changes["redelivery_backoff"] = replace(self.redelivery_backoff, **backoff)
-        return replace(self, **changes)  # type: ignore[arg-type]
-
-    def as_configs(self) -> dict[str, str]:
-        """The same settings under their config names, as strings (DescribeConfigs, REST)."""
-        return {
-            LOCK_DURATION: str(self.record_lock_duration_ms),
-            DELIVERY_COUNT_LIMIT: str(self.delivery_count_limit),
-            MAX_RECORD_LOCKS: str(self.max_record_locks),
-            AUTO_OFFSET_RESET: str(self.auto_offset_reset),
-            ISOLATION_LEVEL: "read_committed" if self.isolation_level else "read_uncommitted",
-            SESSION_TIMEOUT: str(self.session_timeout_ms),
-            HEARTBEAT_INTERVAL: str(self.heartbeat_interval_ms),
-            RENEW_ACKNOWLEDGE: "true" if self.renew_acknowledge else "false",
-            BACKOFF_INITIAL: str(self.redelivery_backoff.initial_ms),
-            BACKOFF_MULTIPLIER: repr(self.redelivery_backoff.multiplier),
-            BACKOFF_MAX: str(self.redelivery_backoff.max_ms),
-            FAIR_ACQUISITION: "true" if self.fair_acquisition else "false",
-            KEY_ORDERING: "true" if self.key_ordering else "false",
-            DLQ_TOPIC: self.dead_letter_topic,
-            DLQ_COPY: "true" if self.dead_letter_copy else "false",
-        }

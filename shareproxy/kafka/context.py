@@ -18,7 +18,7 @@ from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange

@@ -4,7 +4,8 @@ group deleted through one, applies on the others once they read the store's conf
 from __future__ import annotations
 
 from shareproxy.broker.group_configs import GroupConfigs
-from shareproxy.core.group_config import LOCK_DURATION, GroupSettings
+from shareproxy.core.group_config import LOCK_DURATION
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.persistence.repository import SqlShareStateStore
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from shareproxy.broker.coordinator import Coordinator
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_group import ShareGroup
 from shareproxy.persistence.repository import SqlShareStateStore
 

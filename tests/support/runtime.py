@@ -14,7 +14,7 @@ from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.offset_reset import AutoOffsetReset, ResetStrategy
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.embedded import TansuBroker

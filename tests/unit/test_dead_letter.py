@@ -10,7 +10,7 @@ from shareproxy.core import group_config as gc
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.dead_letter import DeadLetterCause, DeadLetterRun
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import TRANSITIONS, AcknowledgeType, RecordState

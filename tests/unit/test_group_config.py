@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shareproxy.core import group_config as gc
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.lag import partition_lag
 from shareproxy.core.states import RecordState
 

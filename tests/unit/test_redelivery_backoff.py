@@ -7,7 +7,7 @@ from shareproxy.core import group_config as gc
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.backoff import RedeliveryBackoff
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import PersistedBatch, PersistedState, batches_from_rows
 from shareproxy.core.share_partition import SharePartition

@@ -9,7 +9,7 @@ import pytest
 
 from shareproxy import config
 from shareproxy.core import group_config as gc
-from shareproxy.core.group_config import GroupSettings
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.exits import UsageError
 
 PROBES = {
