@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from shareproxy import config
+from shareproxy import config_io
 from shareproxy.batch.runtime import (
     EXIT_CLEAN,
     duration,
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     state_url, options = settings(args)
     spark = spark_session("shareproxy-report", args.master)
     try:
-        default_limit = config.load().delivery_count_limit  # the proxy-wide default, as serve's
+        default_limit = config_io.load().delivery_count_limit  # the proxy-wide default, as serve's
         with step("reading groups and their delivery limits"):
             limits = {
                 m.group_id: int(m.configs.get(DELIVERY_COUNT_LIMIT, default_limit))

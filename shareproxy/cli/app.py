@@ -61,10 +61,10 @@ StateUrl = Annotated[
 
 def _state_url(option: str | None) -> str:
     """--state-url, else the setting (SHAREPROXY_STATE_URL or the default), validated."""
-    from shareproxy import config
+    from shareproxy import config_io
 
     try:
-        return config.load({"state_url": option}).state_url
+        return config_io.load({"state_url": option}).state_url
     except exits.CommandError as exc:
         raise fail(exc) from exc
 

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from shareproxy import config, terminal
+from shareproxy import config, config_io, terminal
 from shareproxy.exits import CommandError
 
 err = Console(stderr=True, soft_wrap=True)
@@ -77,11 +77,11 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
     from shareproxy.server import serve as run_server
 
     try:
-        settings = config.load(flags, config_file)
+        settings = config_io.load(flags, config_file)
     except CommandError as exc:
         raise fail(exc) from exc
     if print_config:
-        out.print(config.render(settings), markup=False, highlight=False, end="")
+        out.print(config_io.render(settings), markup=False, highlight=False, end="")
         return
     if settings.nodes > 1:
         from shareproxy.cli.nodes import supervise

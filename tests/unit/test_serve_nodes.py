@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from shareproxy import config
+from shareproxy import config_io
 from shareproxy.cli.nodes import node_command, node_settings, shift_ports
 from shareproxy.exits import CommandError
 
@@ -22,8 +22,9 @@ def test_ports_move_by_the_node_index_and_an_ephemeral_port_stays_ephemeral():
 
 
 def test_each_node_has_its_own_id_listeners_and_admin_port():
-    s = config.load({"state_url": PG, "nodes": "3", "node_id": "4", "admin_listen": "0.0.0.0:8080",
-                     "advertised_listener": "proxy.example:19092"})  # fmt: skip
+    s = config_io.load({"state_url": PG, "nodes": "3", "node_id": "4",
+                        "admin_listen": "0.0.0.0:8080",
+                        "advertised_listener": "proxy.example:19092"})  # fmt: skip
     assert node_settings(s, 0) == {
         "node_id": 4,
         "nodes": 1,
@@ -50,12 +51,12 @@ def test_a_nodes_command_keeps_the_other_flags_and_overrides_its_own():
 
 def test_several_nodes_need_a_postgres_store():
     with pytest.raises(CommandError, match="Postgres"):
-        config.load({"nodes": "2", "state_url": "sqlite:///x.db"})
-    assert config.load({"nodes": "2", "state_url": PG}).nodes == 2
+        config_io.load({"nodes": "2", "state_url": "sqlite:///x.db"})
+    assert config_io.load({"nodes": "2", "state_url": PG}).nodes == 2
 
 
 def test_several_listeners_step_by_their_number_so_nodes_never_share_a_port():
-    s = config.load({"state_url": PG, "nodes": "2",
+    s = config_io.load({"state_url": PG, "nodes": "2",
                      "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"})  # fmt: skip
     assert node_settings(s, 0)["listeners"] == "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"
     assert node_settings(s, 1)["listeners"] == "PLAINTEXT://:9094,SASL_PLAINTEXT://:9095"

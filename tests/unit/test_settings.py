@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from shareproxy import config
+from shareproxy import config, config_io
 from shareproxy.core import group_config as gc
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.exits import UsageError
@@ -44,7 +44,7 @@ def test_serve_takes_exactly_the_values_a_group_config_takes(setting, name):
         except gc.GroupConfigError:
             group_ok = False
         try:
-            config.load({setting: value})
+            config_io.load({setting: value})
             serve_ok = True
         except UsageError as exc:
             serve_ok = False
@@ -53,23 +53,25 @@ def test_serve_takes_exactly_the_values_a_group_config_takes(setting, name):
 
 
 def test_serve_defaults_are_the_group_configs_defaults():
-    assert config.load().group_configs() == {n: d.default for n, d in gc.DEFINITIONS.items()}
+    assert config_io.load().group_configs() == {n: d.default for n, d in gc.DEFINITIONS.items()}
     assert set(config.GROUP_DEFAULTS.values()) == set(gc.DEFINITIONS)
 
 
 def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused_as_in_group_configs():
     wide = {"group_share_max_heartbeat_interval_ms": 60_000}
     with pytest.raises(UsageError, match=r"^--heartbeat-interval-ms 50000: must be below"):
-        config.load({"heartbeat_interval_ms": 50_000, **wide})
-    assert config.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000, **wide})
+        config_io.load({"heartbeat_interval_ms": 50_000, **wide})
+    assert config_io.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000, **wide})
 
 
 def test_a_longest_back_off_below_the_initial_one_is_refused_naming_the_one_given():
     with pytest.raises(UsageError, match=r"^--redelivery-backoff-max-ms 500: must not be below"):
-        config.load({"redelivery_backoff_max_ms": 500, "redelivery_backoff_initial_ms": 1000})
+        config_io.load({"redelivery_backoff_max_ms": 500, "redelivery_backoff_initial_ms": 1000})
     with pytest.raises(UsageError, match=r"^--redelivery-backoff-initial-ms 90000: .* above"):
-        config.load({"redelivery_backoff_initial_ms": 90_000})
-    loaded = config.load({"redelivery_backoff_initial_ms": 500, "redelivery_backoff_multiplier": 3})
+        config_io.load({"redelivery_backoff_initial_ms": 90_000})
+    loaded = config_io.load(
+        {"redelivery_backoff_initial_ms": 500, "redelivery_backoff_multiplier": 3}
+    )
     assert loaded.group_configs()[gc.BACKOFF_MULTIPLIER] == "3.0"
     with pytest.raises(gc.GroupConfigError, match="must not be below"):
         gc.validate({gc.BACKOFF_INITIAL: "90000"}, {}, GroupSettings().as_configs())
@@ -77,13 +79,13 @@ def test_a_longest_back_off_below_the_initial_one_is_refused_naming_the_one_give
 
 def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():
     with pytest.raises(UsageError, match=r"^--record-lock-duration-ms 1000: .*min.record.lock"):
-        config.load({"record_lock_duration_ms": 1000})
+        config_io.load({"record_lock_duration_ms": 1000})
     moved = {"record_lock_duration_ms": 1000, "group_share_min_record_lock_duration_ms": 1000}
-    assert config.load(moved).group_bounds().min_record_lock_duration_ms == 1000
+    assert config_io.load(moved).group_bounds().min_record_lock_duration_ms == 1000
     with pytest.raises(UsageError, match=r"^--group-share-min-session-timeout-ms 70000: .*above"):
-        config.load({"group_share_min_session_timeout_ms": 70_000})
+        config_io.load({"group_share_min_session_timeout_ms": 70_000})
     with pytest.raises(UsageError, match=r"^--group-share-max-record-lock-duration-ms 10: "):
-        config.load({"group_share_max_record_lock_duration_ms": 10})  # Kafka's own range
+        config_io.load({"group_share_max_record_lock_duration_ms": 10})  # Kafka's own range
 
 
 def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
@@ -91,7 +93,7 @@ def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
     toml.write_text('delivery_count_limit = 7\nlisten = "127.0.0.1:1111"\nnode_id = 9\n')
     monkeypatch.setenv("SHAREPROXY_DELIVERY_COUNT_LIMIT", "4")
     monkeypatch.setenv("SHAREPROXY_LISTEN", "127.0.0.1:2222")
-    s = config.load({"delivery_count_limit": 3}, toml)
+    s = config_io.load({"delivery_count_limit": 3}, toml)
     assert s.delivery_count_limit == 3  # flag over environment and file
     assert s.listen == "127.0.0.1:2222"  # environment over file
     assert s.node_id == 9  # file over default
@@ -101,7 +103,7 @@ def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
 def test_yaml_files_are_read_too_and_unset_flags_do_not_override(tmp_path):
     yaml = tmp_path / "proxy.yaml"
     yaml.write_text("delivery_count_limit: 6\nauto_migrate: false\nlog_level: debug\n")
-    s = config.load({"delivery_count_limit": None}, yaml)
+    s = config_io.load({"delivery_count_limit": None}, yaml)
     assert (s.delivery_count_limit, s.auto_migrate, s.log_level) == (6, False, "DEBUG")
 
 
@@ -120,7 +122,7 @@ def test_a_bad_value_is_one_line_naming_its_source(where, expected, tmp_path, mo
         monkeypatch.setenv("SHAREPROXY_DELIVERY_COUNT_LIMIT", "50")
     flags = {"delivery_count_limit": 50} if where == "flag" else {}
     with pytest.raises(UsageError) as caught:
-        config.load(flags, toml)
+        config_io.load(flags, toml)
     assert str(caught.value) == expected.format(file=toml)
 
 
@@ -139,7 +141,7 @@ def test_config_file_mistakes_name_the_file(name, content, expected, tmp_path):
     if content is not None:
         path.write_text(content)
     with pytest.raises(UsageError) as caught:
-        config.load({}, path)
+        config_io.load({}, path)
     assert str(caught.value).startswith(expected.format(file=path)), caught.value
     assert "\n" not in str(caught.value)
 
@@ -160,7 +162,7 @@ def test_config_file_mistakes_name_the_file(name, content, expected, tmp_path):
 )
 def test_bad_flags_are_one_line_naming_flag_and_value(flags, expected):
     with pytest.raises(UsageError) as caught:
-        config.load(flags)
+        config_io.load(flags)
     assert str(caught.value).startswith(expected), caught.value
     assert "\n" not in str(caught.value)
 
@@ -168,12 +170,12 @@ def test_bad_flags_are_one_line_naming_flag_and_value(flags, expected):
 def test_every_setting_is_documented_and_print_config_reads_back(tmp_path, monkeypatch):
     assert all(f.description for f in config.Settings.model_fields.values())
     monkeypatch.setenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD", "never-Shown-1")
-    s = config.load({"node_id": 7, "listeners": "PLAINTEXT://127.0.0.1:0", "fail_fast": True})
-    text = config.render(s)
+    s = config_io.load({"node_id": 7, "listeners": "PLAINTEXT://127.0.0.1:0", "fail_fast": True})
+    text = config_io.render(s)
     assert "never-Shown-1" not in text
     assert set(tomllib.loads(text)) <= set(config.Settings.model_fields)
     monkeypatch.delenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD")
     path = tmp_path / "printed.toml"
     path.write_text(text)
-    again = config.load({}, path).model_dump()
+    again = config_io.load({}, path).model_dump()
     assert again == {**s.model_dump(), "upstream_sasl_password": None}
