@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from shareproxy import exits, metrics
+from shareproxy import exits, metrics, node_state
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.census import StoredCensus
@@ -32,8 +32,6 @@ from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import Settings
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.lag import partition_lag
-from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
@@ -48,12 +46,10 @@ from shareproxy.security.guard import Security
 from shareproxy.security.listeners import split_host_port
 from shareproxy.security.store import SecurityStore
 from shareproxy.startup import (
-    MAX_RETRY_DELAY_S,
-    UpstreamUnavailable,
     bind_socket,
+    connect_upstream,
     listen_errors,
     listener_tls,
-    upstream_hint,
     upstream_settings,
 )
 from shareproxy.upstream.client import Upstream, UpstreamError
@@ -131,7 +127,7 @@ class Proxy:
         *kafka_sockets, (admin_socket, admin_what) = self._bind()  # in use: known at once
         self.upstream = Upstream(self.upstream_settings)
         self._running.push_async_callback(self.upstream.close)
-        await self._connect_upstream()
+        await connect_upstream(self.upstream, s)
         await self.upstream.refresh_metadata()
         try:
             upstream_versions = await cluster_versions(self.upstream)
@@ -251,7 +247,7 @@ class Proxy:
             store=self._probe_store,
             upstream=self._probe_upstream,
             listener=lambda: bool(self.listeners) and all(x.accepting for x in self.listeners),
-            owned=self._owned,
+            owned=lambda: node_state.owned(self.nodes, self.partitions, self.coordinator),
         )
         self.census = StoredCensus(self.store)
         self.census.start()
@@ -262,7 +258,16 @@ class Proxy:
         )
         self.config_reader.start()
         self._running.push_async_callback(self.config_reader.stop)
-        metrics.install_live_state(self._live_state)
+        metrics.install_live_state(
+            lambda: node_state.live_state(
+                self.nodes,
+                self.partitions,
+                self.coordinator,
+                self.census,
+                self.sessions,
+                self.listeners,
+            )
+        )
         self.admin = AdminServer(
             create_app(probes, self.group_admin, self.security, self.consumption),
             admin_socket,
@@ -270,19 +275,6 @@ class Proxy:
         with listen_errors(admin_what):
             await self.admin.start()
         self._running.push_async_callback(self.admin.stop)
-
-    def _owned(self) -> dict[str, Any]:
-        """What this node owns now, for /readyz: with several nodes, which one serves what."""
-        return {
-            "node_id": self.nodes.node_id,
-            "live_nodes": list(self.nodes.placement.nodes),
-            "generation": self.nodes.placement.generation,
-            "share_partitions_led": sorted(
-                f"{k.group_id}/{leader.topic}/{k.partition}"
-                for k, leader in list(self.partitions.leaders.items())
-            ),
-            "groups_coordinated": sorted(self.coordinator.groups),
-        }
 
     def _placement_changed(self) -> None:
         """The live nodes changed: let go of what other nodes own now."""
@@ -320,75 +312,6 @@ class Proxy:
             self._running.callback(sock.close)
             sockets.append((sock, what))
         return sockets
-
-    def _live_state(self) -> dict[str, Any]:
-        by_state: dict[str, int] = {s.value: 0 for s in GroupState}
-        for group in self.coordinator.groups.values():
-            by_state[group.state.value] += 1
-        # stored groups no member has joined since start are Empty
-        by_state[GroupState.EMPTY.value] += len(
-            self.census.group_ids - self.coordinator.groups.keys()
-        )
-        in_flight: dict[tuple[str, str], int] = {}
-        detail: dict[tuple[str, str, int], dict[str, int]] = {}
-        for key, leader in list(self.partitions.leaders.items()):
-            sp = leader.sp
-            for r in sp.ranges:
-                slot = (key.group_id, r.state.name.lower())
-                in_flight[slot] = in_flight.get(slot, 0) + r.last - r.first + 1
-            lag = partition_lag(
-                sp.spso,
-                sp.speo,
-                ((r.first, r.last, r.state) for r in sp.ranges),
-                max(leader.cache.high_watermark, sp.speo),
-            )
-            detail[(key.group_id, leader.topic, key.partition)] = {
-                "lag": lag.lag,
-                "records": sum(lag.in_flight.values()),
-                "batches": len(sp.ranges),
-            }
-        return {
-            "groups_by_state": by_state,
-            "partitions": max(self.census.partitions, len(self.partitions.leaders)),
-            "partitions_led": len(self.partitions.leaders),
-            "sessions": len(self.sessions),
-            "live_nodes": len(self.nodes.live),
-            "groups_coordinated": len(self.coordinator.groups),
-            "generation": self.nodes.placement.generation,
-            "in_flight": in_flight,
-            "rebalances": {g: group.rebalances for g, group in self.coordinator.groups.items()},
-            "partitions_detail": detail,
-            "connections": {k: v for x in self.listeners for k, v in x.open_connections().items()},
-        }
-
-    async def _connect_upstream(self) -> None:
-        """Retry with backoff until the cluster answers, one line per try saying what to
-        check; with ``fail_fast``, give up at the first failure."""
-        s = self.settings
-        delay, attempt = 0.5, 1
-        while True:
-            try:
-                await self.upstream.start()
-            except UpstreamError as exc:
-                hint = upstream_hint(s, exc)
-                if s.fail_fast:
-                    raise UpstreamUnavailable(
-                        f"--bootstrap-servers {s.bootstrap_servers}: {exc} ({hint})"
-                    ) from exc
-                log.warning(
-                    "upstream not reachable yet (attempt %d): %s; retrying in %.1fs; %s",
-                    attempt,
-                    exc,
-                    delay,
-                    hint,
-                    extra={"attempt": attempt, "retry_in_s": delay},
-                )
-                await asyncio.sleep(delay)
-                delay, attempt = min(delay * 2, MAX_RETRY_DELAY_S), attempt + 1
-                continue
-            if attempt > 1:
-                log.info("upstream %s reached after %d attempts", s.bootstrap_servers, attempt)
-            return
 
     async def _probe_store(self) -> None:
         async with self.engine.connect() as conn:

@@ -1,11 +1,13 @@
 """What the proxy checks and prepares before it serves: sockets bound early (a port in use is
-reported before any wait), TLS contexts built from the settings' files, and the one-line hints
-that say which setting to check when the upstream cluster cannot be reached."""
+reported before any wait), TLS contexts built from the settings' files, and the upstream cluster
+reached with backoff, each failed try logged with a one-line hint saying which setting to check."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
+import logging
 import socket
 import ssl
 from typing import Any
@@ -13,9 +15,10 @@ from typing import Any
 from shareproxy.config import Settings
 from shareproxy.exits import CannotListen, Unavailable, UsageError, first_line
 from shareproxy.security import listeners
-from shareproxy.upstream.client import UpstreamSettings
+from shareproxy.upstream.client import Upstream, UpstreamError, UpstreamSettings
 
 MAX_RETRY_DELAY_S = 30.0
+log = logging.getLogger("shareproxy")
 
 
 class UpstreamUnavailable(Unavailable):
@@ -105,3 +108,33 @@ def upstream_settings(s: Settings) -> UpstreamSettings:
         ),
         ssl_context=tls,
     )
+
+
+async def connect_upstream(upstream: Upstream, settings: Settings) -> None:
+    """Retry with backoff until the cluster answers, one line per try saying what to
+    check; with ``fail_fast``, give up at the first failure."""
+    s = settings
+    delay, attempt = 0.5, 1
+    while True:
+        try:
+            await upstream.start()
+        except UpstreamError as exc:
+            hint = upstream_hint(s, exc)
+            if s.fail_fast:
+                raise UpstreamUnavailable(
+                    f"--bootstrap-servers {s.bootstrap_servers}: {exc} ({hint})"
+                ) from exc
+            log.warning(
+                "upstream not reachable yet (attempt %d): %s; retrying in %.1fs; %s",
+                attempt,
+                exc,
+                delay,
+                hint,
+                extra={"attempt": attempt, "retry_in_s": delay},
+            )
+            await asyncio.sleep(delay)
+            delay, attempt = min(delay * 2, MAX_RETRY_DELAY_S), attempt + 1
+            continue
+        if attempt > 1:
+            log.info("upstream %s reached after %d attempts", s.bootstrap_servers, attempt)
+        return

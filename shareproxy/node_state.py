@@ -1,0 +1,79 @@
+"""What one node holds right now, read for the admin API's /readyz and the Prometheus gauges:
+with several nodes, which one serves what and how much is in flight where."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from shareproxy.broker.census import StoredCensus
+from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.nodes import ClusterNodes
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.core.lag import partition_lag
+from shareproxy.core.share_group import GroupState
+from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.kafka.listener import KafkaListener
+
+
+def owned(
+    nodes: ClusterNodes, partitions: SharePartitions, coordinator: Coordinator
+) -> dict[str, Any]:
+    """What this node owns now, for /readyz."""
+    return {
+        "node_id": nodes.node_id,
+        "live_nodes": list(nodes.placement.nodes),
+        "generation": nodes.placement.generation,
+        "share_partitions_led": sorted(
+            f"{k.group_id}/{leader.topic}/{k.partition}"
+            for k, leader in list(partitions.leaders.items())
+        ),
+        "groups_coordinated": sorted(coordinator.groups),
+    }
+
+
+def live_state(
+    nodes: ClusterNodes,
+    partitions: SharePartitions,
+    coordinator: Coordinator,
+    census: StoredCensus,
+    sessions: ShareSessionCache,
+    listeners: Iterable[KafkaListener],
+) -> dict[str, Any]:
+    """The gauges' values (``metrics.install_live_state``), read at each scrape."""
+    by_state: dict[str, int] = {s.value: 0 for s in GroupState}
+    for group in coordinator.groups.values():
+        by_state[group.state.value] += 1
+    # stored groups no member has joined since start are Empty
+    by_state[GroupState.EMPTY.value] += len(census.group_ids - coordinator.groups.keys())
+    in_flight: dict[tuple[str, str], int] = {}
+    detail: dict[tuple[str, str, int], dict[str, int]] = {}
+    for key, leader in list(partitions.leaders.items()):
+        sp = leader.sp
+        for r in sp.ranges:
+            slot = (key.group_id, r.state.name.lower())
+            in_flight[slot] = in_flight.get(slot, 0) + r.last - r.first + 1
+        lag = partition_lag(
+            sp.spso,
+            sp.speo,
+            ((r.first, r.last, r.state) for r in sp.ranges),
+            max(leader.cache.high_watermark, sp.speo),
+        )
+        detail[(key.group_id, leader.topic, key.partition)] = {
+            "lag": lag.lag,
+            "records": sum(lag.in_flight.values()),
+            "batches": len(sp.ranges),
+        }
+    return {
+        "groups_by_state": by_state,
+        "partitions": max(census.partitions, len(partitions.leaders)),
+        "partitions_led": len(partitions.leaders),
+        "sessions": len(sessions),
+        "live_nodes": len(nodes.live),
+        "groups_coordinated": len(coordinator.groups),
+        "generation": nodes.placement.generation,
+        "in_flight": in_flight,
+        "rebalances": {g: group.rebalances for g, group in coordinator.groups.items()},
+        "partitions_detail": detail,
+        "connections": {k: v for x in listeners for k, v in x.open_connections().items()},
+    }
