@@ -4,16 +4,19 @@ per test), shareproxy as a subprocess, and confluent-kafka's ShareConsumer."""
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from shareproxy.embedded import TansuBroker, TansuUnavailable
+from tests.support.cluster import LEASE_MS
 from tests.support.java import JavaPrograms, JavaUnavailable
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 from tests.support.s3 import S3Server, TansuObjects
+from tests.support.secure import Secure, secure_proxy
 from tests.support.topics import create_topic
 from tests.support.topics import produce as produce_records
 
@@ -136,3 +139,51 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> JavaPrograms:
         return JavaPrograms(Path(__file__).parent / "java", tmp_path_factory.mktemp("java"))
     except JavaUnavailable as exc:
         pytest.fail(f"the Java client tests need a JDK and kafka-clients: {exc}")
+
+
+@pytest.fixture
+def cluster(
+    broker: TansuBroker, postgres: TemporaryPostgres
+) -> Iterator[Callable[..., list[ProxyProcess]]]:
+    started: list[ProxyProcess] = []
+
+    def start(n: int, via: dict[int, int] | None = None, **options: object) -> list[ProxyProcess]:
+        """n nodes on one store; ``via`` maps a node id to the port it reaches Postgres by."""
+        url = postgres.create_database(f"cluster_{uuid.uuid4().hex[:8]}", "template_migrated")
+        base = f"127.0.0.1:{postgres.port}/"
+        nodes = [
+            ProxyProcess(
+                broker.bootstrap,
+                url.replace(base, f"127.0.0.1:{(via or {}).get(i, postgres.port)}/"),
+                node_id=i,
+                **{
+                    "node_lease_ms": LEASE_MS,
+                    "auto_offset_reset": "earliest",
+                    "group_share_min_record_lock_duration_ms": 1000,
+                    "record_lock_duration_ms": 5000,
+                    **options,
+                },
+            )
+            for i in range(1, n + 1)
+        ]
+        started.extend(nodes)
+        for node in nodes:
+            node.start()
+        return nodes
+
+    try:
+        yield start
+    finally:
+        for p in started:
+            p.stop()
+    for p in started:  # a store out of reach is logged as a warning, never a defect
+        assert "Traceback" not in p.log(), p.log_path
+        assert " ERROR " not in p.log(), p.log_path
+
+
+@pytest.fixture(scope="module")
+def secure(
+    broker: TansuBroker, postgres: TemporaryPostgres, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Secure]:
+    """A proxy with SASL, TLS and ACLs on, one per test module."""
+    yield from secure_proxy(broker.bootstrap, postgres, tmp_path_factory.mktemp("tls"))

@@ -21,14 +21,9 @@ from kio.schema.offset_commit.v9 import request as commit
 from kio.schema.offset_fetch.v8 import request as fetch_offsets
 
 from tests.support.kafka_client import KafkaConnection
-from tests.support.secure import Secure, secure_proxy
+from tests.support.secure import Secure
 
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED = 29, 30, 31, 53
-
-
-@pytest.fixture(scope="module")
-def secure(broker, postgres, tmp_path_factory):
-    yield from secure_proxy(broker.bootstrap, postgres, tmp_path_factory.mktemp("tls"))
 
 
 def _user(secure: Secure) -> tuple[str, KafkaConnection]:
