@@ -38,6 +38,9 @@ STORE_FAILURES = (
     SQLAlchemyError,
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
+    # a session Postgres ended (IDLE_IN_TRANSACTION_MS) whose socket close asyncpg has not seen
+    # yet: its next statement finds the protocol still consuming the termination error
+    asyncpg.InternalClientError,
     AlembicError,  # a schema this version does not know (a newer one)
 )
 
