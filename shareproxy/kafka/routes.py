@@ -10,7 +10,7 @@ The upstream sees the proxy's own identity, so the ACLs Kafka's broker would che
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -38,12 +38,40 @@ DENIED = {
 @dataclass(frozen=True, slots=True)
 class Need:
     """One permission a request needs: ``operation`` on every resource ``names`` lists. With
-    ``unless``, holding that permission on the Cluster is enough instead (CreateTopics)."""
+    ``unless``, holding that permission on the Cluster is enough instead (CreateTopics). With
+    ``each``, ``names`` reads one entry of the route's ``entries`` list, and an entry lacking
+    the permission is refused alone while the others are carried out, as ``KafkaApis`` splits
+    authorized from unauthorized topics."""
 
     operation: Operation
     resource_type: ResourceType
     names: Callable[[Any], Iterable[str | None]]
     unless_cluster: Operation | None = None
+    each: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Entries:
+    """The request list a route answers entry by entry: ``items`` names it in the request (the
+    first field a version has), ``results`` in the response, ``result_name`` the field naming
+    a result entry when the request lists bare names. ``refused`` gives fields of a refused
+    entry their Kafka values (an offset of -1, not 0); ``aliases`` maps a response list to the
+    request list it answers. ``all_or_nothing``: one refused entry
+    stops the request, the others answer OPERATION_NOT_ATTEMPTED (AddPartitionsToTxn).
+    ``hide``: a request that leaves the list null asks for everything, and the answer keeps
+    only the entries the principal may see (OffsetFetch of all topics)."""
+
+    items: tuple[str, ...]
+    results: str
+    result_name: str = "name"
+    refused: dict[str, Any] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    all_or_nothing: bool = False
+    hide: bool = False
+
+    def of(self, entity: Any) -> str | None:
+        """The request list field ``entity`` has, if any."""
+        return next((f for f in self.items if hasattr(entity, f)), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +94,9 @@ class Route:
     max_version: int | None = None  # above it the API is not for clients
     mirror: dict[str, str] | None = None  # response list -> request list, for refusals
     split: Split | None = None  # when the request has ``split.items``
-    # entries of the request refused before it is sent (request list, response list, which)
-    checked: tuple[str, str, Callable[[Any], dict[int, tuple[int, str]]]] | None = None
+    entries: Entries | None = None  # the list whose entries are authorized one by one
+    # entries refused before the request is sent, by position in ``entries``, with the reason
+    checked: Callable[[Any], dict[int, tuple[int, str]]] | None = None
 
 
 def _group_id(body: Any) -> str | None:
@@ -84,10 +113,6 @@ def _none(body: Any) -> None:
     return None
 
 
-def _topic_names(body: Any) -> list[str | None]:
-    return [t.name for t in body.topics]
-
-
 def _group(body: Any) -> list[str | None]:
     return [body.group_id]
 
@@ -96,30 +121,19 @@ def _txn(body: Any) -> list[str | None]:
     return [_transactional_id(body)]
 
 
-def _txn_topics(body: Any) -> list[str | None]:
-    return [t.name for t in body.v3_and_below_topics]
-
-
 def _cluster(body: Any) -> list[str]:
     return [CLUSTER_NAME]
 
 
-def _deleted_topics(body: Any) -> list[str | None]:
-    if hasattr(body, "topic_names"):  # v0-v5
-        return list(body.topic_names)
-    return [t.name for t in body.topics]
+def _entry_name(entry: Any) -> list[str | None]:
+    """A topic entry's name; an entry listed as a bare name is its name."""
+    return [entry if isinstance(entry, str) else entry.name]
 
 
 def _offset_fetch_groups(body: Any) -> list[str | None]:
     if hasattr(body, "groups"):  # v8+: several groups
         return [g.group_id for g in body.groups]
     return [body.group_id]
-
-
-def _offset_fetch_topics(body: Any) -> list[str | None]:
-    if hasattr(body, "groups"):
-        return [t.name for g in body.groups for t in (g.topics or ())]
-    return [t.name for t in (body.topics or ())]
 
 
 def _first_group(body: Any) -> str | None:
@@ -152,6 +166,12 @@ def _subscribed(body: Any) -> list[str | None]:
 
 READ_GROUP = Need(Operation.READ, ResourceType.GROUP, _group)
 WRITE_TXN = Need(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, _txn)
+TOPICS = Entries(("topics",), "topics")
+
+
+def _each_topic(operation: Operation) -> Need:
+    return Need(operation, ResourceType.TOPIC, _entry_name, each=True)
+
 
 ROUTES: dict[ApiKey, Route] = {
     # the group coordinator
@@ -162,18 +182,27 @@ ROUTES: dict[ApiKey, Route] = {
     ApiKey.OFFSET_COMMIT: Route(
         Via.GROUP,
         _group_id,
-        (READ_GROUP, Need(Operation.READ, ResourceType.TOPIC, _topic_names)),
+        (READ_GROUP, _each_topic(Operation.READ)),
         max_version=9,  # v10 names topics by id
+        entries=TOPICS,
     ),
     ApiKey.OFFSET_FETCH: Route(
         Via.GROUP,
         _group_id,
         (
             Need(Operation.DESCRIBE, ResourceType.GROUP, _offset_fetch_groups),
-            Need(Operation.DESCRIBE, ResourceType.TOPIC, _offset_fetch_topics),
+            _each_topic(Operation.DESCRIBE),
         ),
         max_version=9,  # v10 names topics by id
         split=Split("groups", _its_group_id, "groups", "group_id"),  # v8+
+        # a refused partition reads as Kafka's: no offset, no metadata
+        entries=Entries(
+            ("topics",),
+            "topics",
+            refused={"committed_offset": -1, "metadata": ""},
+            aliases={"partitions": "partition_indexes"},
+            hide=True,
+        ),
     ),
     ApiKey.DESCRIBE_GROUPS: Route(
         Via.GROUP,
@@ -190,15 +219,14 @@ ROUTES: dict[ApiKey, Route] = {
     ApiKey.OFFSET_DELETE: Route(
         Via.GROUP,
         _group_id,
-        (
-            Need(Operation.DELETE, ResourceType.GROUP, _group),
-            Need(Operation.READ, ResourceType.TOPIC, _topic_names),
-        ),
+        (Need(Operation.DELETE, ResourceType.GROUP, _group), _each_topic(Operation.READ)),
+        entries=TOPICS,
     ),
     ApiKey.TXN_OFFSET_COMMIT: Route(
         Via.GROUP,
         _group_id,
-        (WRITE_TXN, READ_GROUP, Need(Operation.READ, ResourceType.TOPIC, _topic_names)),
+        (WRITE_TXN, READ_GROUP, _each_topic(Operation.READ)),
+        entries=TOPICS,
     ),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Route(
         Via.GROUP,
@@ -210,12 +238,16 @@ ROUTES: dict[ApiKey, Route] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: Route(
         Via.TRANSACTION,
         _transactional_id,
-        (WRITE_TXN, Need(Operation.WRITE, ResourceType.TOPIC, _txn_topics)),
+        (WRITE_TXN, _each_topic(Operation.WRITE)),
         max_version=3,  # v4+ batches transactions: sent by brokers only
         mirror={
             "results_by_topic_v3_and_below": "v3_and_below_topics",
             "results_by_partition": "partitions",
         },
+        # a transaction takes all its partitions or none: Kafka adds none when one is refused
+        entries=Entries(
+            ("v3_and_below_topics",), "results_by_topic_v3_and_below", all_or_nothing=True
+        ),
     ),
     ApiKey.ADD_OFFSETS_TO_TXN: Route(Via.TRANSACTION, _transactional_id, (WRITE_TXN, READ_GROUP)),
     ApiKey.END_TXN: Route(Via.TRANSACTION, _transactional_id, (WRITE_TXN,)),
@@ -233,23 +265,27 @@ ROUTES: dict[ApiKey, Route] = {
             Need(
                 Operation.CREATE,
                 ResourceType.TOPIC,
-                _topic_names,
+                _entry_name,
                 unless_cluster=Operation.CREATE,
+                each=True,
             ),
         ),
-        checked=("topics", "topics", create_topics_problems),
+        entries=TOPICS,
+        checked=create_topics_problems,
     ),
     ApiKey.DELETE_TOPICS: Route(
         Via.CONTROLLER,
         _none,
-        (Need(Operation.DELETE, ResourceType.TOPIC, _deleted_topics),),
+        (_each_topic(Operation.DELETE),),
         mirror={"responses": "topics"},
+        entries=Entries(("topics", "topic_names"), "responses"),  # v0-v5 list bare names
     ),
     ApiKey.CREATE_PARTITIONS: Route(
         Via.CONTROLLER,
         _none,
-        (Need(Operation.ALTER, ResourceType.TOPIC, _topic_names),),
+        (_each_topic(Operation.ALTER),),
         mirror={"results": "topics"},
+        entries=Entries(("topics",), "results"),
     ),
     ApiKey.ELECT_LEADERS: Route(
         Via.CONTROLLER, _none, (Need(Operation.ALTER, ResourceType.CLUSTER, _cluster),)
@@ -272,19 +308,55 @@ ROUTES: dict[ApiKey, Route] = {
 Allowed = Callable[..., bool]  # (operation, resource type, name, *, audit) -> bool
 
 
-def refusal(allowed: Allowed, route: Route, body: Any) -> tuple[int, str] | None:
-    """The error code and message a request gets when a permission it needs is missing."""
-    for need in route.needs:
-        if need.unless_cluster is not None and allowed(
-            need.unless_cluster, ResourceType.CLUSTER, CLUSTER_NAME, audit=False
-        ):
-            continue
-        for name in need.names(body):
-            if name is not None and not allowed(need.operation, need.resource_type, name):
-                what = need.resource_type.name.lower().replace("_", " ")
-                message = f"not authorized to {need.operation.name} {what} {name!r}"
-                return DENIED[need.resource_type], message
+def _refused(allowed: Allowed, need: Need, names: Iterable[str | None]) -> tuple[int, str] | None:
+    if need.unless_cluster is not None and allowed(
+        need.unless_cluster, ResourceType.CLUSTER, CLUSTER_NAME, audit=False
+    ):
+        return None
+    for name in names:
+        if name is not None and not allowed(need.operation, need.resource_type, name):
+            what = need.resource_type.name.lower().replace("_", " ")
+            return DENIED[
+                need.resource_type
+            ], f"not authorized to {need.operation.name} {what} {name!r}"
     return None
+
+
+def refusal(allowed: Allowed, route: Route, body: Any) -> tuple[int, str] | None:
+    """The error code and message a request gets when a permission it needs as a whole is
+    missing."""
+    for need in route.needs:
+        if not need.each:
+            refused = _refused(allowed, need, need.names(body))
+            if refused is not None:
+                return refused
+    return None
+
+
+def entry_refusals(allowed: Allowed, route: Route, entity: Any) -> dict[int, tuple[int, str]]:
+    """The entries of ``entity``'s ``route.entries`` list (the request, or one group of it)
+    that a permission they need each is missing for, by position, with their answer."""
+    items = route.entries.of(entity) if route.entries is not None else None
+    out: dict[int, tuple[int, str]] = {}
+    for i, entry in enumerate(getattr(entity, items) or () if items else ()):
+        for need in route.needs:
+            refused = _refused(allowed, need, need.names(entry)) if need.each else None
+            if refused is not None:
+                out[i] = refused
+                break
+    return out
+
+
+def visible(allowed: Allowed, route: Route, entry: Any) -> bool:
+    """Whether the principal may see a result entry (``Entries.hide``), silently."""
+    return all(
+        not need.each
+        or all(
+            name is None or allowed(need.operation, need.resource_type, name, audit=False)
+            for name in need.names(entry)
+        )
+        for need in route.needs
+    )
 
 
 # DeleteGroups: share groups are the proxy's own; the others go to their upstream coordinators

@@ -41,6 +41,7 @@ def error_entity(
     message: str | None,
     source: Any = None,
     aliases: Mapping[str, str] | None = None,
+    fill: Mapping[str, Any] | None = None,
 ) -> Any:
     """An instance of the kio entity ``cls`` with ``code`` in its error codes, ``message`` in
     its error messages and defaults elsewhere.
@@ -48,8 +49,10 @@ def error_entity(
     With ``source`` (the request, or one of its entries) the answer mirrors it, as Kafka's
     brokers answer a refused request: every list is the request's list of the same name (or
     the name ``aliases`` gives) with each entry answered, names and indexes copied. A bare
-    integer entry (a partition index) answers as ``partition_index``."""
+    integer entry (a partition index) answers as ``partition_index``. ``fill`` gives fields of
+    any entity in the answer a value other than their zero (an offset of -1)."""
     aliases = aliases or {}
+    fill = fill or {}
     values: dict[str, Any] = {}
     for f in fields(cls):
         kind = classify_field(f)
@@ -59,9 +62,11 @@ def error_entity(
             values[f.name] = KioErrorCode(code)
         elif f.name == "error_message" and kafka_type == "string":
             values[f.name] = message
+        elif f.name in fill and isinstance(kind, PrimitiveField):
+            values[f.name] = fill[f.name]
         elif isinstance(kind, EntityTupleField) and isinstance(given, tuple | list):
             values[f.name] = tuple(
-                error_entity(kind.type_, code, message, item, aliases) for item in given
+                error_entity(kind.type_, code, message, item, aliases, fill) for item in given
             )
         elif given is not _NONE and not isinstance(kind, EntityField | EntityTupleField):
             values[f.name] = given
@@ -69,10 +74,10 @@ def error_entity(
             values[f.name] = f.default
         elif isinstance(kind, PrimitiveTupleField | EntityTupleField):
             values[f.name] = ()
-        elif is_optional(f):
+        elif is_optional(f) and kafka_type != "records":  # records: empty, as Kafka sends
             values[f.name] = None
         elif isinstance(kind, EntityField):
-            values[f.name] = error_entity(kind.type_, code, message)
+            values[f.name] = error_entity(kind.type_, code, message, None, aliases, fill)
         elif isinstance(kind, PrimitiveField):
             values[f.name] = _ZERO.get(get_schema_field_type(f), 0)
     return cls(**values)

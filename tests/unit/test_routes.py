@@ -21,7 +21,7 @@ from shareproxy.core.acl import (
     authorize_any,
 )
 from shareproxy.kafka.dispatch import OWN, SERVED, advertised
-from shareproxy.kafka.routes import ROUTES, Via, refusal
+from shareproxy.kafka.routes import ROUTES, Via, entry_refusals, refusal
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.error_response import error_entity
 from shareproxy.protocol.forward_rules import create_topics_problems
@@ -52,11 +52,42 @@ def test_an_offset_commit_needs_read_on_its_group_then_on_each_topic():
     assert route.via is Via.GROUP and route.key(_commit()) == "g"
     assert refusal(_grants(), route, _commit())[0] == 30  # GROUP_AUTHORIZATION_FAILED
     group_only = _grants((Operation.READ, ResourceType.GROUP, "g"))
-    assert refusal(group_only, route, _commit())[0] == 29  # TOPIC_AUTHORIZATION_FAILED
+    assert refusal(group_only, route, _commit()) is None  # the topic is refused alone
+    assert {i: code for i, (code, _) in entry_refusals(group_only, route, _commit()).items()} == {
+        0: 29  # TOPIC_AUTHORIZATION_FAILED
+    }
     both = _grants(
         (Operation.READ, ResourceType.GROUP, "g"), (Operation.READ, ResourceType.TOPIC, "t")
     )
     assert refusal(both, route, _commit()) is None
+    assert entry_refusals(both, route, _commit()) == {}
+
+
+def test_offsets_of_all_topics_show_only_the_topics_the_principal_may_describe():
+    from kio.schema.offset_fetch.v7 import request as fetch_req
+    from kio.schema.offset_fetch.v7 import response as fetch_resp
+
+    from shareproxy.kafka.handlers.relay import _asks_all, _hidden
+    from shareproxy.protocol.codec import Request
+
+    route = ROUTES[ApiKey.OFFSET_FETCH]
+    body = fetch_req.OffsetFetchRequest(group_id="g", topics=None, require_stable=False)
+    assert _asks_all(route, body)
+    part = fetch_resp.OffsetFetchResponsePartition(
+        partition_index=0, committed_offset=5, metadata="", error_code=0
+    )
+    answer = fetch_resp.OffsetFetchResponse(
+        throttle_time=timedelta(0),
+        topics=tuple(
+            fetch_resp.OffsetFetchResponseTopic(name=n, partitions=(part,)) for n in ("a", "b")
+        ),
+        error_code=0,
+    )
+    seen = _grants((Operation.DESCRIBE, ResourceType.TOPIC, "a"))
+    request = Request(api_key=9, api_version=7, correlation_id=1, client_id=None, body=body)
+    assert [t.name for t in _hidden(seen, route, request, answer).topics] == ["a"]
+    unreadable = _hidden(seen, route, request, None)  # never passed on unread
+    assert (unreadable.error_code, unreadable.topics) == (-1, ())
 
 
 def test_create_topics_takes_create_on_the_cluster_instead_of_each_topic():
@@ -67,10 +98,11 @@ def test_create_topics_takes_create_on_the_cluster_instead_of_each_topic():
         topics=(topic,), timeout=timedelta(seconds=1), validate_only=False
     )
     route = ROUTES[ApiKey.CREATE_TOPICS]
-    assert refusal(_grants(), route, body)[0] == 29
-    assert refusal(_grants((Operation.CREATE, ResourceType.TOPIC, "new")), route, body) is None
+    assert entry_refusals(_grants(), route, body)[0][0] == 29
+    mine = _grants((Operation.CREATE, ResourceType.TOPIC, "new"))
+    assert entry_refusals(mine, route, body) == {}
     cluster = _grants((Operation.CREATE, ResourceType.CLUSTER, "kafka-cluster"))
-    assert refusal(cluster, route, body) is None
+    assert entry_refusals(cluster, route, body) == {}
 
 
 def test_a_refusal_answers_every_partition_the_request_named():

@@ -174,7 +174,7 @@ _NOTHING = {
     "last_stable_offset": -1,
     "aborted_transactions": None,
     "preferred_read_replica": -1,
-    "records": None,
+    "records": b"",  # empty, not null: librdkafka cannot read a null record set
     "timestamp": -1,
     "offset": -1,
     "leader_epoch": -1,

@@ -10,7 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
 from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
@@ -50,13 +50,21 @@ async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) ->
     if types != {"share"}:
         listed += await upstream_groups.listed(ctx, conn, request)
     placement = ctx.cluster.serving()
-    visible = tuple(  # only the groups the principal may Describe, silently
+    # Describe on the cluster lists every group; otherwise only those the principal may
+    # Describe, silently (KafkaApis.handleListGroupsRequest)
+    everything = ctx.allowed(
+        conn, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, audit=False
+    )
+    visible = tuple(
         g
         for g in listed
         # admin clients ask every broker and join the answers: each group is listed by the
         # node that coordinates it (FindCoordinator's answer), so once
         if placement.group_coordinator(g.group_id) == ctx.node_id
-        and ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
+        and (
+            everything
+            or ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
+        )
     )
     return build(cls, throttle_time=NO_THROTTLE, error_code=error(0), groups=visible)
 

@@ -16,7 +16,16 @@ from typing import Any
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.context import BrokerContext, Connection
-from shareproxy.kafka.routes import ROUTES, Route, Split, Via, refusal
+from shareproxy.kafka.routes import (
+    ROUTES,
+    Allowed,
+    Route,
+    Split,
+    Via,
+    entry_refusals,
+    refusal,
+    visible,
+)
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, CoordinatorType, api_name
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
@@ -35,22 +44,19 @@ _MOVED = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     route = ROUTES[ApiKey(request.api_key)]
     body = request.body
+    allowed = _allowed(ctx, conn)
     if route.split is not None and hasattr(body, route.split.items):
         return await split(ctx, conn, request, route, route.split)  # checked item by item
-    refused = refusal(
-        lambda op, rt, name, audit=True: ctx.allowed(conn, op, rt, name, audit=audit),
-        route,
-        body,
-    )
+    refused = refusal(allowed, route, body)
     if refused is None and request.api_key == ApiKey.INIT_PRODUCER_ID:
         refused = _idempotence_refused(ctx, conn, body)
     if refused is not None:
         return _answer_error(request, route, *refused)
-    if route.checked is not None:
-        items, results, check = route.checked
-        problems = check(body)
-        if problems:
-            return await _partly_refused(ctx, conn, request, route, items, results, problems)
+    problems = entry_refusals(allowed, route, body)
+    if route.checked is not None:  # authorization answers first, as in Kafka
+        problems = {**route.checked(body), **problems}
+    if problems:
+        return await _partly_refused(ctx, conn, request, route, problems)
     key = route.key(body)
     if conn.link is None:
         conn.link = UpstreamLink(ctx.upstream)
@@ -58,16 +64,50 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         node = await _destination(ctx, route, key)
         answer = await conn.link.relay(node, request)
     except UpstreamError as e:
-        log.warning("%s: %s", api_name(request.api_key), e)
-        code = e.error_code
-        if route.via in _KEY_TYPE and key is not None:
-            _moved(ctx, route, key)
-            if code not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,):
-                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return _answer_error(request, route, code, str(e))
+        return _answer_error(request, route, _failed(ctx, request, route, key, e), str(e))
     if route.via in _KEY_TYPE and key is not None and _error_codes(answer) & _MOVED:
         _moved(ctx, route, key)
+    if _asks_all(route, body):
+        return _hidden(allowed, route, request, _decoded(answer))
     return answer
+
+
+def _allowed(ctx: BrokerContext, conn: Connection) -> Allowed:
+    return lambda op, rt, name, audit=True: ctx.allowed(conn, op, rt, name, audit=audit)
+
+
+def _failed(
+    ctx: BrokerContext, request: Request, route: Route, key: str | None, e: UpstreamError
+) -> int:
+    """The retriable code a request that could not reach the upstream answers: a coordinator
+    is looked up again next time."""
+    log.warning("%s: %s", api_name(request.api_key), e)
+    code = e.error_code
+    if route.via in _KEY_TYPE and key is not None:
+        _moved(ctx, route, key)
+        if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return code
+
+
+def _asks_all(route: Route, entity: Any) -> bool:
+    """A null list of a hiding route asks for every entry (OffsetFetch of all topics)."""
+    entries = route.entries
+    items = entries.of(entity) if entries is not None and entries.hide else None
+    return items is not None and getattr(entity, items) is None
+
+
+def _hidden(allowed: Allowed, route: Route, request: Request, answer: Any) -> Any:
+    """The answer without the entries the principal may not see; an answer that cannot be
+    read is not passed on unread."""
+    assert route.entries is not None
+    if answer is None:
+        message = "the upstream answer could not be read"
+        log.warning("%s: %s", api_name(request.api_key), message)
+        return _answer_error(request, route, ErrorCode.UNKNOWN_SERVER_ERROR, message)
+    results = route.entries.results
+    kept = tuple(e for e in getattr(answer, results) if visible(allowed, route, e))
+    return dataclasses.replace(answer, **{results: kept})
 
 
 def _idempotence_refused(ctx: BrokerContext, conn: Connection, body: Any) -> tuple[int, str] | None:
@@ -101,15 +141,22 @@ def _answer_error(request: Request, route: Route, code: int, message: str) -> An
     return error_entity(cls, code, message, request.body, route.mirror)
 
 
-def _error_codes(answer: RawResponse) -> set[int]:
-    """Every error code in a (small) coordinator answer, read to see whether it moved."""
+def _decoded(answer: RawResponse) -> Any:
+    """A relayed answer read; None where it cannot be read (not ours to judge: the client
+    reads it)."""
     cls = response_type(answer.api_key, answer.api_version)
     try:
-        body, _ = reader_for(cls)(bytes(answer.body), 0)
-    except Exception:  # not ours to judge: the client reads it
-        return set()
+        return reader_for(cls)(bytes(answer.body), 0)[0]
+    except Exception:
+        return None
+
+
+def _error_codes(answer: Any) -> set[int]:
+    """Every error code in a (small) coordinator answer, read to see whether it moved."""
+    body = _decoded(answer) if isinstance(answer, RawResponse) else answer
     found: set[int] = set()
-    _collect(body, found)
+    if body is not None:
+        _collect(body, found)
     return found
 
 
@@ -129,21 +176,26 @@ async def split(
     ctx: BrokerContext, conn: Connection, request: Request, route: Route, split: Split
 ) -> Any:
     """A request for several groups (or transactional ids): each checked on its own, and
-    sent to its own coordinator; one coordinator for all is one relayed request."""
+    sent to its own coordinator; one coordinator for all is one relayed request. Within a
+    group, topics are checked one by one (OffsetFetch v8+)."""
     body = request.body
+    allowed = _allowed(ctx, conn)
     cls = response_type(request.api_key, request.api_version)
     entry_cls = list_entry_type(cls, split.results)
     answered: dict[int, Any] = {}  # position in the request -> response entry
     by_node: dict[int, list[tuple[int, Any]]] = {}
+    within: dict[int, tuple[Any, dict[int, tuple[int, str]]]] = {}  # refused topics of an item
     for i, item in enumerate(getattr(body, split.items)):
         key = split.key(item)
-        one = dataclasses.replace(body, **{split.items: (item,)})
-        refused = refusal(
-            lambda op, rt, name, audit=True: ctx.allowed(conn, op, rt, name, audit=audit),
-            route,
-            one,
-        )
+        refused = refusal(allowed, route, dataclasses.replace(body, **{split.items: (item,)}))
         if refused is None:
+            problems = entry_refusals(allowed, route, item)
+            if problems:
+                within[i] = item, problems
+                item = _without(route, item, problems)
+                if not getattr(item, _items(route, item)):
+                    answered[i] = _entry(entry_cls, split, item, ErrorCode.NONE, None)
+                    continue
             try:
                 by_node.setdefault(await _destination(ctx, route, key), []).append((i, item))
                 continue
@@ -153,7 +205,9 @@ async def split(
         answered[i] = _entry(entry_cls, split, item, *refused)
     if conn.link is None:
         conn.link = UpstreamLink(ctx.upstream)
-    if len(by_node) == 1 and not answered and request.raw_body:  # the common case: as it came
+    hiding = any(_asks_all(route, item) for item in getattr(body, split.items))
+    as_it_came = not answered and not within and not hiding and request.raw_body
+    if len(by_node) == 1 and as_it_came:  # the common case: relayed as bytes
         ((node, items),) = by_node.items()
         try:
             return await conn.link.relay(node, request)
@@ -167,8 +221,12 @@ async def split(
         except UpstreamError as e:
             _gone(ctx, route, split, entry_cls, items, e, answered)
             continue
-        for (i, _), entry in zip(items, got, strict=False):
-            answered[i] = entry
+        for (i, item), entry in zip(items, got, strict=False):
+            answered[i] = (
+                _hidden(allowed, route, request, entry) if _asks_all(route, item) else entry
+            )
+    for i, (item, problems) in within.items():  # the refused topics join their group's answer
+        answered[i] = _joined(route, answered[i], item, problems)
     entries = tuple(answered[i] for i in sorted(answered))
     return dataclasses.replace(error_entity(cls, ErrorCode.NONE, None), **{split.results: entries})
 
@@ -191,11 +249,46 @@ def _gone(
         )
 
 
-def _entry(entry_cls: type, split: Split, item: Any, code: int, message: str) -> Any:
+def _entry(entry_cls: type, split: Split, item: Any, code: int, message: str | None) -> Any:
     """One refused item's answer, named as the request named it."""
     source = None if isinstance(item, str) else item
     entry = error_entity(entry_cls, code, message, source)
     return dataclasses.replace(entry, **{split.result_key: split.key(item)})
+
+
+def _items(route: Route, entity: Any) -> str:
+    assert route.entries is not None
+    items = route.entries.of(entity)
+    assert items is not None, "entry refusals come from a list the entity has"
+    return items
+
+
+def _without(route: Route, entity: Any, problems: dict[int, tuple[int, str]]) -> Any:
+    """``entity`` with its refused entries taken out: what goes upstream."""
+    items = _items(route, entity)
+    kept = tuple(e for i, e in enumerate(getattr(entity, items)) if i not in problems)
+    return dataclasses.replace(entity, **{items: kept})
+
+
+def _refused_entry(entry_cls: type, route: Route, item: Any, code: int, message: str) -> Any:
+    """A refused entry's answer, mirroring the request's entry (a bare name: by name)."""
+    entries = route.entries
+    assert entries is not None
+    aliases = {**(route.mirror or {}), **entries.aliases}
+    if isinstance(item, str):
+        entry = error_entity(entry_cls, code, message, None, aliases, entries.refused)
+        return dataclasses.replace(entry, **{entries.result_name: item})
+    return error_entity(entry_cls, code, message, item, aliases, entries.refused)
+
+
+def _joined(route: Route, result: Any, item: Any, problems: dict[int, tuple[int, str]]) -> Any:
+    """A group's answer with its refused topics added."""
+    assert route.entries is not None
+    results = route.entries.results
+    entry_cls = list_entry_type(type(result), results)
+    asked = getattr(item, _items(route, item))
+    refused = tuple(_refused_entry(entry_cls, route, asked[i], *problems[i]) for i in problems)
+    return dataclasses.replace(result, **{results: refused + tuple(getattr(result, results))})
 
 
 async def _partly_refused(
@@ -203,27 +296,43 @@ async def _partly_refused(
     conn: Connection,
     request: Request,
     route: Route,
-    items: str,
-    results: str,
     problems: dict[int, tuple[int, str]],
 ) -> Any:
-    """Entries Kafka would refuse are answered here; the others go upstream, decoded."""
+    """Refused entries are answered here and the others carried out upstream (decoded), as
+    ``KafkaApis`` carries out the authorized part of a request; the answers are joined."""
     body = request.body
+    assert route.entries is not None
+    items, results = _items(route, body), route.entries.results
     cls = response_type(request.api_key, request.api_version)
     entry_cls = list_entry_type(cls, results)
     asked = getattr(body, items)
-    answered = {i: error_entity(entry_cls, *problems[i], asked[i]) for i in problems}
+    answered = {i: _refused_entry(entry_cls, route, asked[i], *problems[i]) for i in problems}
     rest = [(i, item) for i, item in enumerate(asked) if i not in problems]
+    if route.entries.all_or_nothing:
+        why = "not attempted: another entry of the request was refused"
+        for i, item in rest:
+            answered[i] = _refused_entry(
+                entry_cls, route, item, ErrorCode.OPERATION_NOT_ATTEMPTED, why
+            )
+        rest = []
+    base = error_entity(cls, ErrorCode.NONE, None)
+    got: list[Any] = []
     if rest:
+        key = route.key(body)
         if conn.link is None:
             conn.link = UpstreamLink(ctx.upstream)
         sent = dataclasses.replace(body, **{items: tuple(item for _, item in rest)})
         try:
-            node = await _destination(ctx, route, None)
-            got = getattr(await conn.link.send(node, sent), results)
+            base = await conn.link.send(await _destination(ctx, route, key), sent)
+            got = list(getattr(base, results))
         except UpstreamError as e:
-            got = [error_entity(entry_cls, e.error_code, str(e), item) for _, item in rest]
-        for (i, _), entry in zip(rest, got, strict=False):
-            answered[i] = entry
-    entries = tuple(answered[i] for i in sorted(answered))
-    return dataclasses.replace(error_entity(cls, ErrorCode.NONE, None), **{results: entries})
+            code = _failed(ctx, request, route, key, e)
+            got = [_refused_entry(entry_cls, route, item, code, str(e)) for _, item in rest]
+        else:
+            if route.via in _KEY_TYPE and key is not None and _error_codes(base) & _MOVED:
+                _moved(ctx, route, key)
+    if len(got) == len(rest):  # in the request's order
+        answered.update((i, entry) for (i, _), entry in zip(rest, got, strict=True))
+        got = []
+    entries = tuple(answered[i] for i in sorted(answered)) + tuple(got)
+    return dataclasses.replace(base, **{results: entries})
