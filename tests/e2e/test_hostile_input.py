@@ -330,3 +330,16 @@ def test_share_fetch_and_acknowledge_versions_answer_without_a_session(shared_pr
         assert c.call(request(ApiKey.SHARE_FETCH, version, names)).error_code == UNKNOWN_MEMBER_ID
         fetch = request(ApiKey.SHARE_FETCH, version, names, max_wait=timedelta(0))
         assert c.call(fetch).error_code == UNKNOWN_MEMBER_ID
+
+
+def test_an_upstream_answer_the_client_could_not_read_is_answered_readably(shared_proxy):
+    """The test broker answers an OffsetFetch of all topics (null topics, allowed from v2)
+    with bytes that do not follow the schema; relayed as they came, the client's reader fails
+    and its connection is lost. The proxy reads every relayed coordinator answer anyway."""
+    from kio.schema.offset_fetch.v4 import request as fetch_v4
+
+    asked = fetch_v4.OffsetFetchRequest(group_id=f"all-{uuid.uuid4().hex[:6]}", topics=None)
+    with KafkaConnection(shared_proxy.port) as c:
+        answer = c.call(asked)  # readable
+        assert answer.topics == ()
+        assert versions(c) == 0  # and the connection still serves

@@ -39,6 +39,7 @@ log.addFilter(RateLimit())
 _KEY_TYPE = {Via.GROUP: CoordinatorType.GROUP, Via.TRANSACTION: CoordinatorType.TRANSACTION}
 # answers that mean "ask the coordinator again": the proxy forgets where it was
 _MOVED = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
+_UNREADABLE = "the upstream broker's answer does not follow the API's schema"
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
@@ -65,10 +66,13 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         answer = await conn.link.relay(node, request)
     except UpstreamError as e:
         return _answer_error(request, route, _failed(ctx, request, route, key, e), str(e))
-    if route.via in _KEY_TYPE and key is not None and _error_codes(answer) & _MOVED:
+    read = _decoded(answer)  # small answers: read before they are passed on
+    if read is None:
+        return _unreadable(request, route)
+    if route.via in _KEY_TYPE and key is not None and _error_codes(read) & _MOVED:
         _moved(ctx, route, key)
     if _asks_all(route, body):
-        return _hidden(allowed, route, request, _decoded(answer))
+        return _hidden(allowed, route, request, read)
     return answer
 
 
@@ -102,9 +106,7 @@ def _hidden(allowed: Allowed, route: Route, request: Request, answer: Any) -> An
     read is not passed on unread."""
     assert route.entries is not None
     if answer is None:
-        message = "the upstream answer could not be read"
-        log.warning("%s: %s", api_name(request.api_key), message)
-        return _answer_error(request, route, ErrorCode.UNKNOWN_SERVER_ERROR, message)
+        return _unreadable(request, route)
     results = route.entries.results
     kept = tuple(e for e in getattr(answer, results) if visible(allowed, route, e))
     return dataclasses.replace(answer, **{results: kept})
@@ -141,6 +143,13 @@ def _answer_error(request: Request, route: Route, code: int, message: str) -> An
     return error_entity(cls, code, message, request.body, route.mirror)
 
 
+def _unreadable(request: Request, route: Route) -> Any:
+    """An upstream answer the proxy cannot read: the client could not read it either and
+    would lose its connection, so it gets a readable error instead."""
+    log.warning("%s: %s", api_name(request.api_key), _UNREADABLE)
+    return _answer_error(request, route, ErrorCode.UNKNOWN_SERVER_ERROR, _UNREADABLE)
+
+
 def _decoded(answer: RawResponse) -> Any:
     """A relayed answer read; None where it cannot be read (not ours to judge: the client
     reads it)."""
@@ -153,10 +162,8 @@ def _decoded(answer: RawResponse) -> Any:
 
 def _error_codes(answer: Any) -> set[int]:
     """Every error code in a (small) coordinator answer, read to see whether it moved."""
-    body = _decoded(answer) if isinstance(answer, RawResponse) else answer
     found: set[int] = set()
-    if body is not None:
-        _collect(body, found)
+    _collect(answer, found)
     return found
 
 
@@ -210,7 +217,8 @@ async def split(
     if len(by_node) == 1 and as_it_came:  # the common case: relayed as bytes
         ((node, items),) = by_node.items()
         try:
-            return await conn.link.relay(node, request)
+            answer = await conn.link.relay(node, request)
+            return answer if _decoded(answer) is not None else _unreadable(request, route)
         except UpstreamError as e:  # answered item by item below, as when sent decoded
             _gone(ctx, route, split, entry_cls, items, e, answered)
             by_node = {}
