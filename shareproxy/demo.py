@@ -23,13 +23,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from shareproxy.config import Settings
-from shareproxy.demo_parts import ClientLog, ProxyThread, offset_ranges
+from shareproxy.demo_parts import ClientLog, ProxyLog, ProxyThread, offset_ranges
 from shareproxy.embedded import TansuBroker, free_port
 
 TOPIC = "demo-orders"
 GROUP = "demo-workers"
 SHOWN_RANGES = 8  # per table cell; the count says how many more
 SHOWN_REDELIVERIES = 12
+STOP_WAIT_S = 5  # for the consumers to leave; the process ends them with it after
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ def _run(
     from confluent_kafka.admin import AdminClient, NewTopic
 
     client_log = ClientLog()
-    with TansuBroker() as broker:
+    with TansuBroker() as broker, ProxyLog() as proxy_log:
         console.print(
             f"[bold]upstream[/bold]  Tansu broker on {broker.bootstrap} (no share groups)"
         )
@@ -93,102 +94,111 @@ def _run(
             partition_max_record_locks=100,  # consumers take turns rather than one taking all
         )
         proxy = ProxyThread(settings)
-        proxy.start()
-        console.print(f"[bold]proxy[/bold]     shareproxy on 127.0.0.1:{port}, state in {workdir}")
-        deliveries: list[Delivery] = []
-        settled: dict[tuple[int, int], int] = defaultdict(int)  # accepted or rejected, times
-        lock = threading.Lock()
         finished = threading.Event()
-        kinds = {
-            "accept": AcknowledgeType.ACCEPT,
-            "release": AcknowledgeType.RELEASE,
-            "reject": AcknowledgeType.REJECT,
-        }
-
-        def consume(i: int) -> None:
-            c = ShareConsumer(
-                {
-                    "bootstrap.servers": f"127.0.0.1:{port}",
-                    "group.id": GROUP,
-                    "client.id": f"consumer-{i + 1}",
-                    "share.acknowledgement.mode": "explicit",
-                    **client_log.config,
-                }
+        threads: list[threading.Thread] = []
+        try:  # from here on, also on Ctrl-C: the consumers and the proxy stop before the broker
+            proxy.start()
+            console.print(
+                f"[bold]proxy[/bold]     shareproxy on 127.0.0.1:{port}, state in {workdir}"
             )
-            c.subscribe([TOPIC])
-            deadline = time.monotonic() + 120
-            while not finished.is_set() and time.monotonic() < deadline:
-                for m in c.poll(0.2) or []:
-                    if m.error() is not None:
-                        continue
-                    decision = _decide(m.partition(), m.offset(), m.delivery_count())
-                    c.acknowledge(m, kinds[decision])
-                    time.sleep(0.002)  # the work a record takes: others get their turn
-                    with lock:
-                        deliveries.append(
-                            Delivery(i + 1, m.partition(), m.offset(), m.delivery_count(), decision)
-                        )
-                        if decision != "release":
-                            settled[(m.partition(), m.offset())] += 1
-                            if len(settled) >= records:
-                                finished.set()
-            c.commit_sync()
-            c.close()
+            deliveries: list[Delivery] = []
+            settled: dict[tuple[int, int], int] = defaultdict(int)  # accepted or rejected, times
+            lock = threading.Lock()
+            kinds = {
+                "accept": AcknowledgeType.ACCEPT,
+                "release": AcknowledgeType.RELEASE,
+                "reject": AcknowledgeType.REJECT,
+            }
 
-        threads = [
-            threading.Thread(target=consume, args=(i,), name=f"consumer-{i + 1}")
-            for i in range(consumers)
-        ]
-        for t in threads:
-            t.start()
-        with console.status(f"{consumers} share consumers joining group {GROUP!r}"):
-            _wait_for_members(f"http://127.0.0.1:{admin_port}", consumers)
-        console.print(
-            f"[bold]group[/bold]     {consumers} consumers in {GROUP!r} on {partitions} "
-            f"partition{'s' if partitions > 1 else ''}: they share them"
-        )
-        producer = Producer(
-            {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, **client_log.config}
-        )
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-            console=console,
-        ) as progress:
-            produced = progress.add_task("produced", total=records)
-            done = progress.add_task("accepted or rejected", total=records)
-            step = max(1, records // 100)  # records stream in over about two seconds
-            for start in range(0, records, step):
-                for i in range(start, min(start + step, records)):
-                    producer.produce(
-                        TOPIC,
-                        key=f"order-{i}".encode(),
-                        value=f"payload {i}".encode(),
-                        partition=i % partitions,
-                    )
-                producer.poll(0)
-                progress.update(produced, completed=min(start + step, records))
-                with lock:
-                    progress.update(done, completed=len(settled))
-                time.sleep(0.02)
-            producer.flush(30)
-            del producer
-            while any(t.is_alive() for t in threads) and not finished.wait(0.1):
-                with lock:
-                    progress.update(done, completed=len(settled))
-            progress.update(done, completed=len(settled))
-        stopping = time.monotonic()
-        with console.status("stopping the consumers, the proxy and the broker"):
-            for t in threads:
-                t.join(30)
-            proxy.stop()
+            def consume(i: int) -> None:
+                c = ShareConsumer(
+                    {
+                        "bootstrap.servers": f"127.0.0.1:{port}",
+                        "group.id": GROUP,
+                        "client.id": f"consumer-{i + 1}",
+                        "share.acknowledgement.mode": "explicit",
+                        **client_log.config,
+                    }
+                )
+                c.subscribe([TOPIC])
+                deadline = time.monotonic() + 120
+                while not finished.is_set() and time.monotonic() < deadline:
+                    for m in c.poll(0.2) or []:
+                        if m.error() is not None:
+                            continue
+                        decision = _decide(m.partition(), m.offset(), m.delivery_count())
+                        c.acknowledge(m, kinds[decision])
+                        time.sleep(0.002)  # the work a record takes: others get their turn
+                        with lock:
+                            deliveries.append(
+                                Delivery(
+                                    i + 1, m.partition(), m.offset(), m.delivery_count(), decision
+                                )
+                            )
+                            if decision != "release":
+                                settled[(m.partition(), m.offset())] += 1
+                                if len(settled) >= records:
+                                    finished.set()
+                c.commit_sync()
+                c.close()
+
+            for i in range(consumers):
+                t = threading.Thread(
+                    target=consume, args=(i,), name=f"consumer-{i + 1}", daemon=True
+                )
+                t.start()
+                threads.append(t)  # started: the ones to wait for
+            with console.status(f"{consumers} share consumers joining group {GROUP!r}"):
+                _wait_for_members(f"http://127.0.0.1:{admin_port}", consumers)
+            console.print(
+                f"[bold]group[/bold]     {consumers} consumers in {GROUP!r} on {partitions} "
+                f"partition{'s' if partitions > 1 else ''}: they share them"
+            )
+            producer = Producer(
+                {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, **client_log.config}
+            )
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TimeElapsedColumn(),
+                console=console,
+            ) as progress:
+                produced = progress.add_task("produced", total=records)
+                done = progress.add_task("accepted or rejected", total=records)
+                step = max(1, records // 100)  # records stream in over about two seconds
+                for start in range(0, records, step):
+                    for i in range(start, min(start + step, records)):
+                        producer.produce(
+                            TOPIC,
+                            key=f"order-{i}".encode(),
+                            value=f"payload {i}".encode(),
+                            partition=i % partitions,
+                        )
+                    producer.poll(0)
+                    progress.update(produced, completed=min(start + step, records))
+                    with lock:
+                        progress.update(done, completed=len(settled))
+                    time.sleep(0.02)
+                producer.flush(30)
+                del producer
+                while any(t.is_alive() for t in threads) and not finished.wait(0.1):
+                    with lock:
+                        progress.update(done, completed=len(settled))
+                progress.update(done, completed=len(settled))
+        finally:
+            finished.set()
+            stopping = time.monotonic()
+            with console.status("stopping the consumers, the proxy and the broker"):
+                deadline = stopping + STOP_WAIT_S
+                for t in threads:
+                    t.join(max(0.0, deadline - time.monotonic()))
+                proxy.stop()
     outcome = DemoOutcome(
         ok=len(settled) == records and all(n == 1 for n in settled.values()),
         deliveries=deliveries,
         stop_seconds=time.monotonic() - stopping,
-        client_log=client_log.lines,
+        client_log=client_log.lines + proxy_log.lines,
     )
     _report(outcome, records, partitions, consumers, settled, console)
     return outcome

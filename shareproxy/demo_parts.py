@@ -22,6 +22,7 @@ class ProxyThread:
         self.error: BaseException | None = None
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = threading.Event()  # asked to stop, perhaps before the loop runs
         self.thread = threading.Thread(target=self._run, name="shareproxy", daemon=True)
 
     def _run(self) -> None:
@@ -29,12 +30,13 @@ class ProxyThread:
 
         async def main() -> None:
             proxy = Proxy(self.settings)
-            self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
             try:
                 await proxy.start()
                 self.ready.set()
-                await self._stop.wait()
+                if not self._stopping.is_set():
+                    await self._stop.wait()
             finally:
                 await proxy.stop()
 
@@ -51,6 +53,7 @@ class ProxyThread:
             raise RuntimeError(f"the proxy failed to start: {self.error}") from self.error
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self.thread.join(30)
@@ -69,6 +72,31 @@ class ClientLog:
         logger.setLevel(logging.DEBUG)
         logger.handlers[:] = [_Collect(self.lines)]
         self.config: dict[str, Any] = {"logger": logger}
+
+
+class ProxyLog:
+    """The proxy's own log and its upstream client's, kept off the screen while the demo runs
+    (``with ProxyLog() as log``): a stopping broker would otherwise fill the terminal."""
+
+    LOGGERS = ("shareproxy", "aiokafka")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._saved: list[tuple[logging.Logger, list[logging.Handler], bool]] = []
+
+    def __enter__(self) -> ProxyLog:
+        for name in self.LOGGERS:
+            logger = logging.getLogger(name)
+            self._saved.append((logger, logger.handlers[:], logger.propagate))
+            logger.handlers[:] = [_Collect(self.lines)]
+            logger.propagate = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for logger, handlers, propagate in self._saved:
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
+        self._saved.clear()
 
 
 class _Collect(logging.Handler):

@@ -76,7 +76,12 @@ def spawn(
     """A helper subprocess that does not outlive its parent, output to ``log``. Start it from
     the main thread: Linux ties the death signal to the thread that forked."""
     return subprocess.Popen(
-        list(args), stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=_die_with_parent
+        list(args),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        preexec_fn=_die_with_parent,
+        start_new_session=True,  # a terminal's Ctrl-C reaches the parent, which stops it in order
     )
 
 

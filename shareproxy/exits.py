@@ -9,6 +9,7 @@ FAILED = 1  # it ran, and the answer is no: drift found, schema behind, the API 
 USAGE = 2  # a flag, setting, config file or a file it names is wrong; nothing was changed
 UNAVAILABLE = 3  # a dependency could not be reached or used: state store, cluster, admin API
 CANNOT_LISTEN = 4  # a listen address is in use or not allowed
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT) where stopping is not the command's normal end
 
 
 class CommandError(Exception):

@@ -119,7 +119,12 @@ def demo(
         raise typer.Exit(exits.USAGE) from exc
     from shareproxy.demo import run_demo
 
-    if not run_demo(records, partitions, consumers, out).ok:
+    try:
+        outcome = run_demo(records, partitions, consumers, out)
+    except KeyboardInterrupt:
+        err.print("demo interrupted: the consumers, the proxy and the broker are stopped")
+        raise typer.Exit(exits.INTERRUPTED) from None
+    if not outcome.ok:
         raise typer.Exit(exits.FAILED)
 
 
@@ -148,5 +153,5 @@ def main() -> None:
             err.print(f"[red]error:[/red] {message} (see `{where} --help`)")
         raise SystemExit(exits.USAGE) from None
     except (_ABORT, KeyboardInterrupt):  # Ctrl-C outside the server's handler
-        raise SystemExit(130) from None
+        raise SystemExit(exits.INTERRUPTED) from None
     raise SystemExit(code if isinstance(code, int) else exits.OK)

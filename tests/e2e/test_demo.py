@@ -34,3 +34,58 @@ def test_the_demo_shares_one_partition_and_cleans_up(capfd):
     assert "rdkafka" not in printed.err + printed.out  # none of it reached the terminal
     assert outcome.stop_seconds < 3, outcome.stop_seconds
     assert _leftovers() <= before
+
+
+def _interrupted(after: str, records: int) -> tuple[int, str, float]:
+    """``shareproxy demo`` sent Ctrl-C once ``after`` appears in its output: its exit code,
+    what it printed after the interrupt, and how long it took to stop."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shareproxy.cli", "demo", "--records", str(records)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if after in line:
+                seen.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert seen.wait(90), "".join(lines)
+        mark = len(lines)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        code = proc.wait(20)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(5)
+    return code, "".join(lines[mark:]), took
+
+
+def test_ctrl_c_stops_the_demo_within_seconds_with_one_line():
+    before = _leftovers()
+    for after, records in (("consumers in", 200_000), ("proxy", 200_000)):
+        code, said, took = _interrupted(after, records)
+        assert code == 130, said
+        assert took < 10, took
+        assert "Unable connect" not in said and "Traceback" not in said, said
+        assert len([line for line in said.splitlines() if line.strip()]) <= 3, said
+        assert "interrupted" in said, said
+    assert _leftovers() <= before
