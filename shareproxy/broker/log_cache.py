@@ -42,6 +42,9 @@ class LogCache:
         self.high_watermark = 0
         self.last_stable_offset = -1
         self.log_start_offset = 0
+        # where the cached stretch of the log begins (meaningful while batches are cached): the
+        # batches hold every record from here to end_offset, with no hole another read left
+        self.start_offset = 0
         self._open: dict[int, list[CachedBatch]] = {}  # producer id -> undecided batches
 
     @property
@@ -57,8 +60,21 @@ class LogCache:
         i = bisect_right(self.batches, offset, key=_base) - 1
         return 0 <= i < len(self.batches) and self.batches[i].info.last_offset >= offset
 
-    def add(self, data: PartitionData, isolation_level: int | None = None) -> bool:
-        """Take a fetch's batches in; True if any batch was new."""
+    def add(
+        self,
+        data: PartitionData,
+        fetch_offset: int | None = None,
+        isolation_level: int | None = None,
+    ) -> bool:
+        """Take in the batches of a fetch from ``fetch_offset`` (by default where its first batch
+        starts); True if any batch was new.
+
+        The cache is one stretch of the log, never with a hole: reads overlap and their answers
+        may be taken in late and out of order (a tail poll or read-ahead asked before SPSO moved
+        or the cache was rebuilt lower), so a fetch that does not join on to the cached stretch,
+        from below it or from past its end, replaces it. Appended past a hole, its batches would
+        make the records in the hole look absent from the log: archived unread past SPEO, never
+        handed out again when Available."""
         if isolation_level is not None:
             self.isolation_level = isolation_level
         if data.error_code != ErrorCode.NONE:
@@ -70,11 +86,19 @@ class LogCache:
         raw = memoryview(data.records)  # batches are views into the fetched bytes: no copies
         infos = scan_batches(raw)
         reported = _aborted_batches(infos, data.aborted) if self.isolation_level == 1 else set()
-        if infos and self.batches and infos[0].base_offset < self.batches[0].info.base_offset:
-            # records below the cached range are wanted again (a release): start over from here,
-            # keeping the log order that transaction tracking relies on
+        if not infos:
+            return False
+        start = infos[0].base_offset
+        if fetch_offset is not None:
+            start = min(start, fetch_offset)  # none of the log between them holds a batch
+        if self.batches and not self.start_offset <= start <= self.end_offset:
+            # records below the cached stretch are wanted again (a release), or this answer is
+            # of a later stretch: start over from it, keeping the log order that transaction
+            # tracking relies on
             self.batches.clear()
             self._open.clear()
+        if not self.batches:
+            self.start_offset = start
         end = self.end_offset
         fresh = []
         for info in infos:
@@ -114,7 +138,10 @@ class LogCache:
     def from_offset(self, offset: int, max_bytes: int) -> list[CachedBatch]:
         """Contiguous cached batches from the one holding ``offset``, within ``max_bytes``
         (at least one batch, so a large batch is never stuck), stopping before a transaction
-        whose outcome is not in the log yet."""
+        whose outcome is not in the log yet; none when the cached stretch begins past
+        ``offset`` (what the log holds there is not known here: it must be read)."""
+        if offset < self.start_offset:
+            return []
         i = max(bisect_right(self.batches, offset, key=_base) - 1, 0)
         while i < len(self.batches) and self.batches[i].info.last_offset < offset:
             i += 1

@@ -162,7 +162,7 @@ class UpstreamFeed:
                 if d.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:  # the log start moved
                     await self._log_start_lost(leader)
                     continue
-                if leader.cache.add(d):
+                if leader.cache.add(d, wanted[tp]):
                     leader.notify()  # requests waiting on this partition can acquire now
                 if d.log_start_offset > leader.sp.log_start_offset:
                     await leader.log_start_moved(d.log_start_offset)
@@ -194,7 +194,7 @@ class UpstreamFeed:
                 partition_max_bytes=UPSTREAM_PARTITION_BYTES,
             )
             d = data.get(tp)
-            if d is not None and d.error_code == ErrorCode.NONE and leader.cache.add(d):
+            if d is not None and d.error_code == ErrorCode.NONE and leader.cache.add(d, offset):
                 leader.notify()
         except UpstreamError as exc:
             log.warning("read-ahead of %s-%d failed: %s", *tp, exc)

@@ -106,3 +106,24 @@ def test_a_fetch_below_the_cached_range_rebuilds_it():
     cache.add(data(batch(10, 5)))
     cache.add(data(batch(0, 5), batch(5, 5), batch(10, 5)))
     assert [b.header.base_offset for b in cache.from_offset(0, 10**9)] == [0, 5, 10]
+
+
+def test_an_answer_that_does_not_join_the_cached_stretch_replaces_it():
+    cache = LogCache()
+    cache.add(data(batch(0, 5)), fetch_offset=0)
+    # a read-ahead asked from 15 before the cache was rebuilt lower: joined on, it would leave
+    # 5-14 looking absent from the log
+    cache.add(data(batch(15, 5)), fetch_offset=15)
+    assert [b.header.base_offset for b in cache.from_offset(15, 10**9)] == [15]
+    assert cache.from_offset(5, 10**9) == [] and not cache.covers(5)  # 5-14: to be read
+    cache.add(data(batch(5, 5), batch(10, 5)), fetch_offset=7)
+    assert [b.header.base_offset for b in cache.from_offset(7, 10**9)] == [5, 10]
+    # an answer that joins on keeps what is cached
+    cache.add(data(batch(10, 5), batch(15, 5)), fetch_offset=12)
+    assert [b.header.base_offset for b in cache.from_offset(5, 10**9)] == [5, 10, 15]
+
+
+def test_offsets_no_batch_holds_are_known_from_where_the_fetch_asked():
+    cache = LogCache()
+    cache.add(data(batch(10, 5)), fetch_offset=4)  # 4-9 hold no batch (compacted away)
+    assert [b.header.base_offset for b in cache.from_offset(4, 10**9)] == [10]
