@@ -187,6 +187,21 @@ def test_a_node_killed_mid_run_costs_seconds_and_never_a_confirmed_record(cluste
     assert failover_s < LEASE_MS / 1000 + 15
 
 
+def test_a_proxy_killed_and_restarted_at_once_serves_every_record_again(cluster, topic, produce):
+    """One node under three explicit-ack consumers, SIGKILLed at 40% and started again at
+    once, while its old lease is still live: the restarted node serves every record not yet
+    accepted (none stays Available unserved) and no confirmed acceptance comes again."""
+    total = 20_000
+    nodes, t, _ = started(cluster, topic, produce, 1, total, partitions=3)
+    (node,) = nodes
+    with Run(nodes * 3, t, total, 3) as run:
+        run.until_confirmed(total * 2 // 5, 120)
+        node.kill()
+        node.start()  # same node id and port
+        run.until_all_accepted(nodes, 120)
+    run.check()
+
+
 def test_a_rolling_restart_under_load_loses_nothing_and_redelivers_nothing_confirmed(
     cluster, topic, produce
 ):
