@@ -19,6 +19,34 @@ LogFormat = Literal["plain", "json"]
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
 
+def _fields(record: logging.LogRecord) -> dict[str, object]:
+    """The fields a record was given with ``extra=``."""
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class PlainFormatter(logging.Formatter):
+    """One line per event: the message, then each of its fields as ``key=value`` (quoted
+    where the value has spaces), so a terminal shows what JSON logs carry."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        for key, value in _fields(record).items():
+            text = _plain(value)
+            line += f" {key}={json.dumps(text) if not text or ' ' in text else text}"
+        return line
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, list | tuple | set | frozenset):
+        return ",".join(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}:{_plain(v)}" for k, v in value.items())
+    return str(value)
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {
@@ -27,9 +55,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                entry[key] = value if isinstance(value, int | float | bool | None) else str(value)
+        for key, value in _fields(record).items():
+            entry[key] = value if isinstance(value, int | float | bool | None) else str(value)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
@@ -69,7 +96,7 @@ def configure(level: str = "INFO", fmt: LogFormat = "plain") -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(PlainFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

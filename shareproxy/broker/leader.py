@@ -80,7 +80,12 @@ class SharePartitionLeader:
         self._fetchers: dict[str, int] = {}
         self._changed: asyncio.Future[None] | None = None
 
+    def log_fields(self) -> dict[str, object]:
+        """The share-partition as a log line names it: group, topic name, partition."""
+        return {"group": self.key.group_id, "topic": self.topic, "partition": self.key.partition}
+
     # ------------------------------------------------------------------ waking long polls
+
     def changed(self) -> asyncio.Future[None]:
         """Resolves when records may have become acquirable (release, timeout, SPSO move)."""
         if self._changed is None or self._changed.done():
@@ -237,7 +242,10 @@ class SharePartitionLeader:
             PartitionWrite(self.key, self.state_epoch, delta, archived)
         )
         if code != ErrorCode.NONE:
-            log.warning("write for %s refused (%s): reloading it", self.key, code.name)
+            log.warning(
+                "share-partition write refused: reloading it",
+                extra={**self.log_fields(), "error": code.name},
+            )
             self.valid = False
             self.on_refused(self)
         else:

@@ -145,7 +145,10 @@ class SharePartitions:
             self._refused,
         )
         await leader.log_start_moved(await offsets.earliest_offset(), reset_cache=True)
-        log.info("loaded %s at SPSO %d (state epoch %d)", key, sp.spso, claimed.state_epoch)
+        log.info(
+            "share-partition loaded",
+            extra={**leader.log_fields(), "spso": sp.spso, "state_epoch": claimed.state_epoch},
+        )
         return leader
 
     async def _confirm_gone(self, leader: SharePartitionLeader) -> None:
@@ -162,7 +165,9 @@ class SharePartitions:
         """The leader's topic is no longer upstream (deleted; a topic recreated under its name
         has another id): it stops serving, and nothing it held is delivered again."""
         self.evict([leader.key])
-        log.info("%s: its topic %r was deleted upstream", leader.key, leader.topic)
+        log.info(
+            "topic deleted upstream: its share-partition is dropped", extra=leader.log_fields()
+        )
         raise ShareError(
             ErrorCode.UNKNOWN_TOPIC_ID,
             f"topic {leader.topic!r} ({leader.key.topic_id}) was deleted",
@@ -202,10 +207,12 @@ class SharePartitions:
         ]
         for key in replaced:
             log.info(
-                "state of %s replaced elsewhere (state epoch %d -> %s): reloading it",
-                key,
-                held[key].state_epoch,
-                stored.get(key, "deleted"),
+                "share-partition state replaced elsewhere: reloading it",
+                extra={
+                    **held[key].log_fields(),
+                    "state_epoch": held[key].state_epoch,
+                    "stored_state_epoch": stored.get(key, "deleted"),
+                },
             )
         self.evict(replaced)
         return replaced

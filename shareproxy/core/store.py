@@ -25,6 +25,10 @@ class SharePartitionKey:
     topic_id: UUID
     partition: int
 
+    def __str__(self) -> str:
+        """How a log line names it where no topic name is at hand."""
+        return f"{self.group_id}/{self.topic_id}-{self.partition}"
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionWrite:

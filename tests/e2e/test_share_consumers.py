@@ -329,3 +329,20 @@ def test_the_proxy_survives_the_upstream_going_away(postgres):
     # aiokafka logs refused connections as errors while the cluster is away; ours may not
     errors = [line for line in p.log().splitlines() if " ERROR shareproxy" in line]
     assert not errors, errors
+
+
+def test_plain_log_lines_name_each_events_group_member_and_topic(proxy, topic, produce):
+    t = topic(1)
+    produce(t, 5, partitions=1)
+    p = proxy()  # plain lines, the default
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = share_consumer(p, group)
+    c.subscribe([t])
+    assert len(poll_until(c, 5, 30)) == 5
+    c.close()
+    text = p.log()
+    joined = [line for line in text.splitlines() if "member joined" in line]
+    assert joined and f"group={group}" in joined[0] and "member=" in joined[0], text
+    loaded = [line for line in text.splitlines() if "share-partition loaded" in line]
+    assert loaded and f"topic={t} partition=0 spso=0" in loaded[0], text
+    assert "SharePartitionKey(" not in text and "UUID(" not in text, text

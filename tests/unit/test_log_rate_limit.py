@@ -21,3 +21,28 @@ def test_lines_of_one_kind_are_limited_per_window_and_the_next_window_counts_the
     first = line("closing %s")
     assert f.filter(first)
     assert first.getMessage() == "closing a [3 more like this not logged]"
+
+
+def test_plain_lines_carry_the_events_fields_as_json_lines_do():
+    import logging
+
+    from shareproxy.core.store import SharePartitionKey
+    from shareproxy.logs import PlainFormatter
+
+    record = logging.makeLogRecord(
+        {
+            "name": "shareproxy.broker.coordinator",
+            "levelname": "INFO",
+            "msg": "member joined",
+            "group": "orders",
+            "member": "m-1",
+            "topics": ["a", "b"],
+            "client_id": "my app",
+        }
+    )
+    line = PlainFormatter().format(record)
+    assert line.endswith('member joined group=orders member=m-1 topics=a,b client_id="my app"'), (
+        line
+    )
+    key = SharePartitionKey("orders", __import__("uuid").UUID(int=1), 3)
+    assert "SharePartitionKey(" not in str(key) and "UUID(" not in str(key)
