@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 # how often acquisition lock deadlines are checked
 LOCK_EXPIRY_CHECK_MS = 50
+# how often a load creates a share-partition's state that a deletion keeps removing
+CLAIM_TRIES = 3
 
 
 class SharePartitions:
@@ -128,11 +130,18 @@ class SharePartitions:
         settings = self.settings_for(key.group_id)
         offsets = UpstreamOffsets(self.upstream, info.name, key.partition)
         claimed = await self.store.claim(key)
-        if claimed is None:
+        for _ in range(CLAIM_TRIES):
+            if claimed is not None:
+                break
             start = await resolve_start_offset(settings.auto_offset_reset, offsets, self.clock_ms())
             await self.store.initialize(key, start, info.name)
+            # an admin may delete the group or its offsets between the two: start over
             claimed = await self.store.claim(key)
-            assert claimed is not None
+        if claimed is None:
+            raise ShareError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"the state of {key} was deleted each time it was created: retry",
+            )
         sp = SharePartition.from_persisted(claimed.state, settings.limits)
         leader = SharePartitionLeader(
             key,
