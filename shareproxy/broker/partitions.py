@@ -21,7 +21,7 @@ from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class SharePartitions:
                 # not led until its state is loaded: NOT_LEADER_OR_FOLLOWER is the error
                 # clients retry quietly (librdkafka surfaces COORDINATOR_NOT_AVAILABLE on a
                 # fetch to the application), refreshing metadata meanwhile
-                log.warning("loading %s failed: the state store: %s", key, first_line(exc))
+                STORE_OUTAGE.failed(f"loading {key}", first_line(exc))
                 raise ShareError(
                     ErrorCode.NOT_LEADER_OR_FOLLOWER,
                     "the share-group state store cannot be reached: retry",
@@ -272,5 +272,7 @@ class SharePartitions:
             await asyncio.sleep(self.replaced_check_ms / 1000)
             try:
                 await self.evict_replaced()
-            except Exception as exc:  # the store unreachable: writes fence meanwhile
+            except STORE_FAILURES as exc:  # writes fence meanwhile
+                STORE_OUTAGE.failed("checking for replaced state", first_line(exc))
+            except Exception as exc:
                 log.warning("checking for replaced state failed: %s", exc)
