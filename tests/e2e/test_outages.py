@@ -1,6 +1,7 @@
-"""A dependency out of reach while the proxy runs: the views that need it answer a retriable
-error in one line (REST 503, CLI exit 3), the log says so once per outage rather than once per
-retry, and everything works again once it is back."""
+"""A dependency out of reach while the proxy runs: the views that need the state store answer a
+retriable error in one line (REST 503, CLI exit 3), the log says so once per outage rather than
+once per retry, and everything works again once it is back; the offsets views answer what the
+store has while the upstream cluster is away, with the lag unknown."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ import time
 import uuid
 
 import httpx
+from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets
 
+from shareproxy.embedded import TansuBroker
+from tests.support.kafka_client import call
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay
+from tests.support.topics import create_topic
+from tests.support.topics import produce as produce_records
 
 GROUP = "g-outage"
 VIEWS = (
@@ -100,3 +106,48 @@ def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic
     assert "Traceback" not in log, p.log_path
     warnings = [line for line in outage_lines if " WARNING " in line or " ERROR " in line]
     assert len(warnings) <= 3, "\n".join(warnings[:60])
+
+
+def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(postgres):
+    broker = TansuBroker().start()
+    url = postgres.create_database(f"up{uuid.uuid4().hex[:6]}", template="template_migrated")
+    p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest")
+    try:
+        t = create_topic(broker.bootstrap, 1)
+        produce_records(broker.bootstrap, t, 20, 1, 100)
+        p.start()
+        with httpx.Client(base_url=p.admin_url, timeout=60) as http:
+            _accept_some(http, GROUP, t)
+            before = http.get(f"/v1/share-groups/{GROUP}/offsets").json()["partitions"]
+            assert [(x["start_offset"], x["lag"]) for x in before] == [(5, 15)]
+            broker.stop()
+            for topics in (
+                None,
+                (
+                    describe_offsets.DescribeShareGroupOffsetsRequestTopic(
+                        topic_name=t, partitions=(0,)
+                    ),
+                ),
+            ):
+                request = describe_offsets.DescribeShareGroupOffsetsRequest(
+                    groups=(
+                        describe_offsets.DescribeShareGroupOffsetsRequestGroup(
+                            group_id=GROUP, topics=topics
+                        ),
+                    )
+                )
+                [group] = call(p.port, request).groups
+                assert group.error_code.value == 0, group
+                [topic] = group.topics
+                [part] = topic.partitions
+                assert (part.error_code.value, part.start_offset, part.lag) == (0, 5, -1), part
+            rest = http.get(f"/v1/share-groups/{GROUP}/offsets")
+            assert rest.status_code == 200, rest.text
+            [row] = rest.json()["partitions"]
+            assert (row["start_offset"], row["lag"], row["high_watermark"]) == (5, None, None)
+            assert rest.json()["total_lag"] is None
+    finally:
+        p.stop()
+        broker.stop()
+    problems = [x for x in p.log().splitlines() if " ERROR shareproxy" in x or "Traceback" in x]
+    assert not problems, "\n".join(problems[:40])
