@@ -90,6 +90,46 @@ class RateLimit(logging.Filter):
         return False
 
 
+class Outage:
+    """A dependency that stops answering is logged once per outage: a warning when it starts
+    failing, one line when it answers again, and the failures between counted rather than
+    logged (every loop retrying a store that is down would otherwise log each try)."""
+
+    def __init__(self, what: str, logger: logging.Logger) -> None:
+        self.what = what
+        self._log = logger
+        self._since: float | None = None
+        self._failures = 0
+
+    @property
+    def down(self) -> bool:
+        return self._since is not None
+
+    def failed(self, doing: str, problem: str) -> None:
+        """``doing`` failed because the dependency did not answer (``problem``, one line)."""
+        self._failures += 1
+        if self._since is None:
+            self._since = time.monotonic()
+            self._log.warning(
+                "%s cannot be reached (%s): %s; retrying, and saying so once it answers",
+                self.what,
+                doing,
+                problem,
+            )
+
+    def answered(self) -> None:
+        """A call to the dependency succeeded: an outage under way is over."""
+        if self._since is None:
+            return
+        self._log.info(
+            "%s answers again after %.1f s (%d calls failed meanwhile)",
+            self.what,
+            time.monotonic() - self._since,
+            self._failures,
+        )
+        self._since, self._failures = None, 0
+
+
 def configure(level: str = "INFO", fmt: LogFormat = "plain") -> None:
     """Route the proxy's, uvicorn's and aiokafka's loggers to stderr in one format."""
     handler = logging.StreamHandler()

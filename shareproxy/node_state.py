@@ -60,7 +60,7 @@ def live_state(
             max(leader.cache.high_watermark, sp.speo),
         )
         detail[(key.group_id, leader.topic, key.partition)] = {
-            "lag": lag.lag,
+            "lag": lag.lag or 0,  # known: the cache's high watermark is given
             "records": sum(lag.in_flight.values()),
             "batches": len(sp.ranges),
         }

@@ -11,6 +11,8 @@ from starlette.exceptions import HTTPException
 from shareproxy.admin.auth import Unauthenticated
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
+from shareproxy.exits import first_line
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 from shareproxy.upstream.client import UpstreamError
 
 STATUS = {
@@ -61,6 +63,21 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(UpstreamError)
     async def upstream_error(_: Request, exc: UpstreamError) -> JSONResponse:
         return JSONResponse(body("UPSTREAM_UNAVAILABLE", f"the Kafka cluster: {exc}"), 503)
+
+    async def store_down(request: Request, exc: Exception) -> JSONResponse:
+        """Retriable, as the Kafka listener answers it: one line, and one warning per outage."""
+        why = first_line(exc)
+        STORE_OUTAGE.failed(f"{request.method} {request.url.path}", why)
+        return JSONResponse(
+            body(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE.name,
+                f"the share-group state store cannot be reached: {why}; retry",
+            ),
+            STATUS[ErrorCode.COORDINATOR_NOT_AVAILABLE],
+        )
+
+    for failure in STORE_FAILURES:
+        app.add_exception_handler(failure, store_down)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -58,7 +58,7 @@ class PartitionState(BaseModel):
 class GroupOffsets(BaseModel):
     group_id: str
     partitions: list[PartitionState]
-    total_lag: int
+    total_lag: int | None = Field(description="null while a partition's lag is unknown")
 
 
 class DeadLetterPartition(BaseModel):
@@ -214,9 +214,9 @@ def router(admin: GroupAdmin) -> APIRouter:
                     error_code=p.error.name if p.error else None,
                 )
             )
-        return GroupOffsets(
-            group_id=group_id, partitions=rows, total_lag=sum(p.lag or 0 for p in rows)
-        )
+        unknown = any(p.start_offset is not None and p.lag is None for p in rows)
+        total = None if unknown else sum(p.lag or 0 for p in rows)
+        return GroupOffsets(group_id=group_id, partitions=rows, total_lag=total)
 
     @r.post("/{group_id}/offsets/reset", response_model=ResetResult)
     async def reset(group_id: GroupId, request: ResetRequest, caller: CallerDep) -> ResetResult:

@@ -25,6 +25,9 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 
+# Kafka's widths for a partition index and an offset: the runtime and the store hold no more
+MAX_INT32 = 2**31 - 1
+MAX_INT64 = 2**63 - 1
 ConsumerId = Annotated[str, Field(min_length=1, max_length=255)]
 _ACK_TYPES = {
     "accept": AcknowledgeType.ACCEPT,
@@ -35,7 +38,10 @@ _ACK_TYPES = {
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """What reaches the runtime is exactly what the schema says: no field unknown, and no
+    value coerced ("1" is not a count, 1024.0 not a size)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class FetchRequest(Strict):
@@ -75,9 +81,9 @@ class FetchResponse(BaseModel):
 
 class Acknowledgement(Strict):
     topic: str
-    partition: int = Field(ge=0)
-    first_offset: int = Field(ge=0)
-    last_offset: int = Field(ge=0)
+    partition: int = Field(ge=0, le=MAX_INT32)
+    first_offset: int = Field(ge=0, le=MAX_INT64)
+    last_offset: int = Field(ge=0, le=MAX_INT64)
     type: Literal["accept", "release", "reject", "renew"]
 
 

@@ -15,7 +15,8 @@ from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import ShareStateStore
-from shareproxy.persistence.engine import STORE_FAILURES
+from shareproxy.exits import first_line
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,9 @@ class Coordinator:
             try:
                 await self.store.record_membership(group.group_id, topics, now)
             except STORE_FAILURES as exc:
-                log.warning("recording the membership of %s failed: %s", group.group_id, exc)
+                STORE_OUTAGE.failed(
+                    f"recording the membership of {group.group_id}", first_line(exc)
+                )
                 return  # tried again on the next heartbeat
             except Exception:
                 log.exception("recording the membership of %s failed", group.group_id)
@@ -318,7 +321,9 @@ class Coordinator:
                     last_refresh = now
                     try:
                         await self.drop_deleted_groups()
-                    except Exception as exc:  # the store unreachable: try again next round
+                    except STORE_FAILURES as exc:  # tried again next round
+                        STORE_OUTAGE.failed("checking for deleted groups", first_line(exc))
+                    except Exception as exc:
                         log.warning("checking for deleted groups failed: %s", exc)
                     names = sorted(
                         {t for g in self.groups.values() for t in g.subscribed_topic_names()}

@@ -27,7 +27,7 @@ from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import RecordState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
-from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,10 @@ class GroupAdmin:
             sp = SharePartition.from_persisted(loaded.state)
             spso, speo, ranges = sp.spso, sp.speo, [(r.first, r.last, r.state) for r in sp.ranges]
         offsets = UpstreamOffsets(self.upstream, topic, key.partition)
-        hwm = await offsets.latest_offset()
+        try:
+            hwm: int | None = await offsets.latest_offset()
+        except UpstreamError:  # the lag is unknown; the stored offsets are still worth answering
+            hwm = None
         return partition_lag(spso, speo, ranges, hwm)
 
     # ------------------------------------------------------------------ changing

@@ -12,7 +12,7 @@ from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import PartitionWrite, ShareStateStore
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +66,9 @@ class GroupCommitter:
                     with metrics.STORE_COMMIT_SECONDS.time():
                         results = await self.store.write([w for w, _ in batch])
                 except Exception as exc:
-                    if isinstance(exc, STORE_FAILURES):  # the store is down or out of reach
-                        log.warning(
-                            "state store write of %d share-partitions failed, answered as "
-                            "retriable: %s",
-                            len(batch),
-                            first_line(exc),
+                    if isinstance(exc, STORE_FAILURES):  # answered retriable
+                        STORE_OUTAGE.failed(
+                            f"writing {len(batch)} share-partitions", first_line(exc)
                         )
                     else:
                         log.exception("state store write of %d share-partitions failed", len(batch))
@@ -80,6 +77,7 @@ class GroupCommitter:
                     # nothing was written, the client sends the acknowledgement again
                     outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
                 else:
+                    STORE_OUTAGE.answered()
                     outcome = ErrorCode.NONE
                     self.commits += 1
                     self.writes += len(batch)

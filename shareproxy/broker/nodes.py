@@ -17,6 +17,8 @@ from uuid import UUID
 from shareproxy.broker.periodic import Periodic
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
 from shareproxy.core.placement import Placement
+from shareproxy.exits import first_line
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +195,9 @@ class ClusterNodes:
                 watcher(placement)
             try:  # the others wait for this before they take what it let go
                 await self.registry.seen(self.node_id, self.incarnation, view.generation)
-            except Exception as exc:  # recorded with the next renewal
+            except STORE_FAILURES as exc:  # recorded with the next renewal
+                STORE_OUTAGE.failed("recording the generation seen", first_line(exc))
+            except Exception as exc:
                 log.warning("recording the generation seen failed: %s", exc)
         if all(
             n.seen_generation >= view.generation for n in view.nodes if n.node_id != self.node_id
@@ -212,6 +216,8 @@ class ClusterNodes:
             await asyncio.sleep(SETTLE_POLL_S)
             try:
                 await self._see(await self.registry.live())
+            except STORE_FAILURES as exc:
+                STORE_OUTAGE.failed("reading the live nodes", first_line(exc))
             except Exception as exc:
                 log.warning("reading the live nodes failed: %s", exc)
 

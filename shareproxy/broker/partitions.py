@@ -21,13 +21,15 @@ from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 
 # how often acquisition lock deadlines are checked
 LOCK_EXPIRY_CHECK_MS = 50
+# how often a load creates a share-partition's state that a deletion keeps removing
+CLAIM_TRIES = 3
 
 
 class SharePartitions:
@@ -97,7 +99,7 @@ class SharePartitions:
                 # not led until its state is loaded: NOT_LEADER_OR_FOLLOWER is the error
                 # clients retry quietly (librdkafka surfaces COORDINATOR_NOT_AVAILABLE on a
                 # fetch to the application), refreshing metadata meanwhile
-                log.warning("loading %s failed: the state store: %s", key, first_line(exc))
+                STORE_OUTAGE.failed(f"loading {key}", first_line(exc))
                 raise ShareError(
                     ErrorCode.NOT_LEADER_OR_FOLLOWER,
                     "the share-group state store cannot be reached: retry",
@@ -128,11 +130,18 @@ class SharePartitions:
         settings = self.settings_for(key.group_id)
         offsets = UpstreamOffsets(self.upstream, info.name, key.partition)
         claimed = await self.store.claim(key)
-        if claimed is None:
+        for _ in range(CLAIM_TRIES):
+            if claimed is not None:
+                break
             start = await resolve_start_offset(settings.auto_offset_reset, offsets, self.clock_ms())
             await self.store.initialize(key, start, info.name)
+            # an admin may delete the group or its offsets between the two: start over
             claimed = await self.store.claim(key)
-            assert claimed is not None
+        if claimed is None:
+            raise ShareError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"the state of {key} was deleted each time it was created: retry",
+            )
         sp = SharePartition.from_persisted(claimed.state, settings.limits)
         leader = SharePartitionLeader(
             key,
@@ -270,5 +279,7 @@ class SharePartitions:
             await asyncio.sleep(self.replaced_check_ms / 1000)
             try:
                 await self.evict_replaced()
-            except Exception as exc:  # the store unreachable: writes fence meanwhile
+            except STORE_FAILURES as exc:  # writes fence meanwhile
+                STORE_OUTAGE.failed("checking for replaced state", first_line(exc))
+            except Exception as exc:
                 log.warning("checking for replaced state failed: %s", exc)

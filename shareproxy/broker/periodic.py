@@ -1,5 +1,7 @@
 """A background round repeated for the proxy's life (counting, expiring): one failed round is
-logged and the next one tries again, since the store or the cluster may be back by then."""
+logged and the next one tries again, since the store or the cluster may be back by then. Every
+round reads the store, so a store that is down is one warning per outage (STORE_OUTAGE), and
+a round that succeeds ends it."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+
+from shareproxy.exits import first_line
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +40,10 @@ class Periodic:
         while True:
             try:
                 await self.round()
+            except STORE_FAILURES as exc:
+                STORE_OUTAGE.failed(self.what, first_line(exc))
             except Exception as exc:
                 log.warning("%s failed: %s", self.what, exc)
+            else:
+                STORE_OUTAGE.answered()
             await asyncio.sleep(self.every_s)

@@ -49,7 +49,8 @@ def credentials() -> dict[str, Any]:
 
 
 def call(method: str, url: str, path: str, **kwargs: Any) -> Any:
-    """One API call; a refusal is a message and exit code 1, an unreachable proxy exit 3."""
+    """One API call; a refusal is a message and exit code 1, an unreachable proxy, or one
+    whose own dependencies are out of reach (503), exit 3."""
     try:
         response = httpx.request(
             method, url.rstrip("/") + path, timeout=60, **credentials(), **kwargs
@@ -64,7 +65,7 @@ def call(method: str, url: str, path: str, **kwargs: Any) -> Any:
         except ValueError:
             text = response.text[:500]
         err.print(f"[red]error:[/red] {text} (HTTP {response.status_code})")
-        raise typer.Exit(1)
+        raise typer.Exit(exits.UNAVAILABLE if response.status_code == 503 else exits.FAILED)
     return response.json() if response.content else None
 
 

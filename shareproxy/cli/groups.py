@@ -82,7 +82,10 @@ def offsets(
             in_flight,
         )
     out.print(table)
-    out.print(f"total lag: {data['total_lag']}")
+    total = data["total_lag"]
+    out.print(
+        f"total lag: {'unknown (the Kafka cluster did not answer)' if total is None else total}"
+    )
 
 
 @groups.command("reset-offsets")

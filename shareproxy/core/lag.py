@@ -17,20 +17,24 @@ from shareproxy.core.states import RecordState
 class PartitionLag:
     spso: int
     speo: int
-    high_watermark: int
-    lag: int
+    high_watermark: int | None  # None: the upstream cluster could not say
+    lag: int | None  # None: unknown without the high watermark
     in_flight: dict[str, int] = field(default_factory=dict)  # state name → records
 
 
 def partition_lag(
-    spso: int, speo: int, ranges: Iterable[tuple[int, int, RecordState]], high_watermark: int
+    spso: int,
+    speo: int,
+    ranges: Iterable[tuple[int, int, RecordState]],
+    high_watermark: int | None,
 ) -> PartitionLag:
-    """``ranges``: (first, last, state) of the in-flight records, SPSO ≤ first ≤ last < SPEO."""
+    """``ranges``: (first, last, state) of the in-flight records, SPSO ≤ first ≤ last < SPEO.
+    Without the high watermark the lag is unknown; the stored offsets are still known."""
     counts = {s.name.lower(): 0 for s in RecordState}
     settled = 0
     for first, last, state in ranges:
         counts[state.name.lower()] += last - first + 1
-        if state.is_terminal:
+        if high_watermark is not None and state.is_terminal:
             settled += max(0, min(last, high_watermark - 1) - max(first, spso) + 1)
-    lag = max(0, high_watermark - spso - settled)
+    lag = None if high_watermark is None else max(0, high_watermark - spso - settled)
     return PartitionLag(spso, speo, high_watermark, lag, counts)

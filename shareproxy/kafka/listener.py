@@ -22,7 +22,7 @@ from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pendi
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
 from shareproxy.logs import RateLimit
-from shareproxy.persistence.engine import STORE_FAILURES
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
@@ -276,12 +276,9 @@ class KafkaListener:
         of reach is no defect: answered retriable, as Kafka does when its coordinator is away."""
         cls = response_type(request.api_key, request.api_version)
         if isinstance(exc, STORE_FAILURES):  # the store's errors, and any connection's
-            log.warning(
-                "%s v%d from %s: a dependency cannot be reached (the state store, or a "
-                "connection; answered retriable): %s",
-                api_name(request.api_key),
-                request.api_version,
-                conn.client_host,
+            STORE_OUTAGE.failed(
+                f"{api_name(request.api_key)} v{request.api_version} from {conn.client_host}, "
+                "answered retriable",
                 first_line(exc),
             )
             return error_entity(

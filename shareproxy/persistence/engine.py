@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from shareproxy.exits import Unavailable, first_line
+from shareproxy.logs import Outage
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
 # Postgres ends a session whose transaction sits idle this long, releasing its row locks: a node
@@ -43,6 +45,10 @@ STORE_FAILURES = (
     asyncpg.InternalClientError,
     AlembicError,  # a schema this version does not know (a newer one)
 )
+
+# the running proxy's store: whatever finds it down or back reports here, so an outage is
+# one warning and one line when it ends, however many loops and requests retried meanwhile
+STORE_OUTAGE = Outage("the state store", logging.getLogger("shareproxy.store"))
 
 
 @contextlib.contextmanager

@@ -11,6 +11,8 @@ import logging
 from shareproxy import metrics
 from shareproxy.core import acl
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, ResourceType
+from shareproxy.exits import first_line
+from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.store import SecurityStore
 
@@ -54,6 +56,8 @@ class Security:
             await asyncio.sleep(self.refresh_s)
             try:
                 await self.load()
+            except STORE_FAILURES as exc:  # the last known rules hold meanwhile
+                STORE_OUTAGE.failed("reloading users and ACLs", first_line(exc))
             except Exception as exc:  # keep the last known rules; say so
                 log.warning("reloading users and ACLs failed: %s", exc)
 

@@ -1,11 +1,13 @@
 """Fuzzing a live proxy: frames generated from the kio schemas of every served API version,
-sent as they are, mutated or replaced by garbage (tests/support/fuzz.py), and REST calls
-generated from the proxy's own OpenAPI document (schemathesis) — while a real ShareConsumer
+sent as they are, mutated or replaced by garbage (tests/support/fuzz.py), REST calls
+generated from the proxy's own OpenAPI document (schemathesis), and records API bodies for the
+test's topic, valid or mutated, while their groups are deleted — while a real ShareConsumer
 consumes and a producer produces through the same proxy.
 
 Passes when the process stays up, logs no error or traceback (the fixture's check), never
 answers REST with a 5xx, and the consumer receives every record exactly once. CI runs a short
-fixed budget; set SHAREPROXY_FUZZ_SECONDS and SHAREPROXY_FUZZ_REST_EXAMPLES to run longer.
+fixed budget; set SHAREPROXY_FUZZ_SECONDS, SHAREPROXY_FUZZ_REST_EXAMPLES and
+SHAREPROXY_FUZZ_RECORDS_SECONDS to run longer.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from shareproxy.embedded import TansuBroker
 from shareproxy.kafka.dispatch import SERVED
 from shareproxy.protocol.api_keys import ApiKey
 from tests.support.consumers import share_consumer
-from tests.support.fuzz import FrameFuzzer, frame_pool
+from tests.support.fuzz import FrameFuzzer, frame_pool, fuzz_records
 
 SECONDS = float(os.environ.get("SHAREPROXY_FUZZ_SECONDS", "20"))
 REST_EXAMPLES = int(os.environ.get("SHAREPROXY_FUZZ_REST_EXAMPLES", "25"))
+RECORDS_SECONDS = float(os.environ.get("SHAREPROXY_FUZZ_RECORDS_SECONDS", "10"))
 RECORDS = 5_000
-TIMEOUT = SECONDS + 240  # the fuzzing itself, then the REST calls and the consumer catching up
+TIMEOUT = (
+    SECONDS + RECORDS_SECONDS + 240
+)  # the fuzzing itself, then the REST calls and the consumer catching up
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +84,11 @@ def test_fuzzed_frames_and_rest_calls_leave_the_proxy_up_and_a_consumer_whole(ow
         )
         rest_cases = _fuzz_rest(p.admin_url)
         print(f"REST fuzzing: {rest_cases} calls, none answered 5xx")
+        statuses, failures = asyncio.run(
+            fuzz_records(p.admin_url, topic, RECORDS_SECONDS, seed=int(time.time()))
+        )
+        print(f"records API fuzzing: {dict(statuses)}")
+        assert not failures, "\n".join(failures[:20])
 
         producer.join(60)
         deadline = time.monotonic() + 90

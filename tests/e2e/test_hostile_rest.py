@@ -70,6 +70,78 @@ def test_a_topic_name_no_topic_can_have_is_refused(admin):
         assert (r.status_code, r.json()["error_code"]) == (422, "INVALID_TOPIC_EXCEPTION"), r.text
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"max_records": "1"},
+        {"max_bytes": 1024.0},
+        {"max_wait_ms": True},
+        {"topics": "t"},
+        {"topics": [1]},
+        {"consumer_id": 7},
+        {"consumer_id": ""},
+        {"max_records": 0},
+        {"unknown": 1},
+    ],
+)
+def test_a_fetch_body_of_the_wrong_types_is_a_422_naming_the_field(admin, topic, change):
+    body = {"topics": [topic(1)], "max_wait_ms": 0, **change}
+    r = httpx.post(f"{admin.admin_url}/v1/share-groups/g-types/records/fetch", json=body)
+    assert (r.status_code, r.json()["error_code"]) == (422, "INVALID_REQUEST"), r.text
+    assert next(iter(change)) in r.json()["message"], r.text
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"partition": "0"},
+        {"first_offset": 0.0},
+        {"last_offset": 2**63},
+        {"partition": 2**31},
+        {"type": "ACCEPT"},
+        {"topic": None},
+    ],
+)
+def test_an_acknowledgement_of_the_wrong_types_is_a_422_naming_the_field(admin, change):
+    ack = {"topic": "t", "partition": 0, "first_offset": 0, "last_offset": 0, "type": "accept"}
+    body = {"consumer_id": "c", "acknowledgements": [{**ack, **change}]}
+    r = httpx.post(f"{admin.admin_url}/v1/share-groups/g-types/records/acknowledge", json=body)
+    assert (r.status_code, r.json()["error_code"]) == (422, "INVALID_REQUEST"), r.text
+    assert next(iter(change)) in r.json()["message"], r.text
+
+
+def test_fetches_racing_deletions_of_their_group_never_fail(admin, topic):
+    """A fetch creates the state of the share-partitions it loads; an admin deleting the
+    group or its offsets meanwhile removes it before it is claimed. The fetch starts over."""
+    t = topic(8)
+
+    async def race() -> set[int]:
+        answers: set[int] = set()
+        async with httpx.AsyncClient(base_url=admin.admin_url, timeout=30) as http:
+
+            async def fetch(group: str) -> None:
+                body = {"topics": [t], "max_wait_ms": 0}
+                answers.add(
+                    (
+                        await http.post(f"/v1/share-groups/{group}/records/fetch", json=body)
+                    ).status_code
+                )
+
+            async def delete(group: str, whole: bool) -> None:
+                for _ in range(20):
+                    path = f"/v1/share-groups/{group}" + ("" if whole else f"/offsets?topic={t}")
+                    answers.add((await http.delete(path)).status_code)
+                    await asyncio.sleep(0.002)
+
+            for i in range(60):
+                await asyncio.gather(fetch(f"g-race-{i}"), delete(f"g-race-{i}", i % 2 == 0))
+        return answers
+
+    answers = asyncio.run(race())
+    assert all(code < 500 for code in answers), answers
+    assert 200 in answers
+
+
 def test_user_names_and_passwords_are_checked(admin):
     with httpx.Client(base_url=admin.admin_url, timeout=10) as http:
         for body in (

@@ -1,6 +1,7 @@
 """A frame fuzzer for a live Kafka listener: requests of every served API and version generated
 from the kio schemas (hypothesis), sent as they are, mutated, or replaced by garbage, over
-several connections at once. It only needs the listener to answer or close; the test decides
+several connections at once; and bodies for the HTTP records API, valid or mutated, sent while
+their groups are deleted. It only needs the listener to answer or close; the test decides
 what counts as a failure (the process gone, an unhandled exception in its log, a consumer
 that stopped receiving)."""
 
@@ -10,8 +11,10 @@ import asyncio
 import random
 import struct
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
+import httpx
 from hypothesis import HealthCheck, Phase, given, settings
 
 from tests.support.kio_strategies import frames, served_versions
@@ -140,3 +143,102 @@ class FrameFuzzer:
         finally:
             if writer is not None:
                 writer.close()
+
+
+# values of every JSON type and the extremes of each: what a careless or hostile HTTP client sends
+_ODD_VALUES: list[object] = [
+    None,
+    "1",
+    "",
+    "x" * 300,
+    1.5,
+    1024.0,
+    True,
+    -1,
+    0,
+    2**31,
+    2**63,
+    2**64,
+    [],
+    {},
+    ["t", "Read"],
+]
+
+
+def records_body(rng: random.Random, topic: str) -> tuple[str, dict[str, object]]:
+    """A records API call (``fetch`` or ``acknowledge``) for ``topic``, valid, or with one to
+    three fields replaced by an odd value, dropped, or joined by an unknown one."""
+    if rng.random() < 0.5:
+        kind = "fetch"
+        body: dict[str, object] = {
+            "topics": [topic],
+            "consumer_id": rng.choice([None, "http-fuzz"]),
+            "max_records": rng.randint(1, 50),
+            "max_wait_ms": rng.randint(0, 50),
+            "max_bytes": 1024 * rng.randint(1, 64),
+        }
+        inner: dict[str, object] = body
+    else:
+        kind = "acknowledge"
+        first = rng.randint(0, 100)
+        inner = {
+            "topic": topic,
+            "partition": rng.randint(0, 2),
+            "first_offset": first,
+            "last_offset": first + rng.randint(0, 10),
+            "type": rng.choice(["accept", "release", "reject", "renew"]),
+        }
+        body = {"consumer_id": "http-fuzz", "acknowledgements": [inner]}
+    if rng.random() < 0.2:
+        return kind, body
+    for _ in range(rng.randint(1, 3)):
+        target = rng.choice([body, inner])
+        field = rng.choice([*target, "extra"])
+        if rng.random() < 0.15:
+            target.pop(field, None)
+        else:
+            target[field] = rng.choice([*_ODD_VALUES, [topic, "Read"]])
+    return kind, body
+
+
+async def fuzz_records(
+    admin_url: str, topic: str, seconds: float, seed: int, groups: int = 4
+) -> tuple[Counter[int], list[str]]:
+    """Records API calls from ``records_body`` to a few groups for ``seconds``, while another
+    client deletes those groups and their offsets (a load then races a deletion). Returns the
+    count of each HTTP status and what every 5xx answer said."""
+    rng = random.Random(seed)
+    names = [f"fuzz-http-{seed}-{i}" for i in range(groups)]
+    statuses: Counter[int] = Counter()
+    failures: list[str] = []
+    deadline = time.monotonic() + seconds
+
+    def record(what: str, response: httpx.Response) -> None:
+        statuses[response.status_code] += 1
+        if response.status_code >= 500:
+            failures.append(f"{what}: {response.status_code} {response.text[:300]}")
+
+    async with httpx.AsyncClient(base_url=admin_url, timeout=60) as http:
+
+        async def call() -> None:
+            while time.monotonic() < deadline:
+                group = rng.choice(names)
+                kind, body = records_body(rng, topic)
+                try:
+                    response = await http.post(
+                        f"/v1/share-groups/{group}/records/{kind}", json=body
+                    )
+                except httpx.TransportError as exc:  # uvicorn drops a connection after a 500
+                    failures.append(f"{kind} {body}: no answer ({exc!r})")
+                    continue
+                record(f"{kind} {body}", response)
+
+        async def delete() -> None:
+            while time.monotonic() < deadline:
+                group = rng.choice(names)
+                path = f"/v1/share-groups/{group}" + rng.choice(["", f"/offsets?topic={topic}"])
+                record(f"DELETE {path}", await http.delete(path))
+                await asyncio.sleep(0.005)
+
+        await asyncio.gather(*(call() for _ in range(groups)), delete())
+    return statuses, failures

@@ -1,11 +1,12 @@
-"""Lines a client can cause are rate-limited per kind; errors never are."""
+"""Lines a client can cause are rate-limited per kind; errors never are. A dependency that is
+down is one warning per outage."""
 
 from __future__ import annotations
 
 import logging
 import time
 
-from shareproxy.logs import RateLimit
+from shareproxy.logs import Outage, RateLimit
 
 
 def test_lines_of_one_kind_are_limited_per_window_and_the_next_window_counts_the_rest():
@@ -46,3 +47,18 @@ def test_plain_lines_carry_the_events_fields_as_json_lines_do():
     )
     key = SharePartitionKey("orders", __import__("uuid").UUID(int=1), 3)
     assert "SharePartitionKey(" not in str(key) and "UUID(" not in str(key)
+
+
+def test_an_outage_is_one_warning_when_it_starts_and_one_line_when_it_ends(caplog):
+    outage = Outage("the state store", logging.getLogger("test.outage"))
+    with caplog.at_level(logging.INFO, logger="test.outage"):
+        for i in range(50):
+            outage.failed(f"round {i}", "connection refused")
+        assert outage.down
+        outage.answered()
+        outage.answered()
+        outage.failed("round 51", "connection refused")
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in lines] == ["WARNING", "INFO", "WARNING"]
+    assert "(round 0): connection refused" in lines[0][1]
+    assert "50 calls failed meanwhile" in lines[1][1]

@@ -17,8 +17,10 @@ from shareproxy.kafka.context import BrokerContext, Connection, build, error, sc
 from shareproxy.kafka.handlers import relay, upstream_groups
 from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
+from shareproxy.upstream.client import UpstreamError
 
 NO_THROTTLE = timedelta(0)
+UNKNOWN_LAG = -1  # DescribeShareGroupOffsets' lag when it cannot be computed
 
 
 def _admin(ctx: BrokerContext) -> GroupAdmin:
@@ -81,14 +83,17 @@ async def describe_share_group_offsets(
             if not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id):
                 raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
             rows = await admin.offsets(g.group_id, None if wanted is None else list(wanted))
-        except ShareError as e:
+        except (ShareError, UpstreamError) as e:  # upstream: a topic named could not be looked up
+            code, message = (
+                (e.code, e.message) if isinstance(e, ShareError) else (e.error_code, str(e))
+            )
             out.append(
                 build(
                     m.DescribeShareGroupOffsetsResponseGroup,
                     group_id=g.group_id,
                     topics=(),
-                    error_code=error(e.code),
-                    error_message=e.message,
+                    error_code=error(code),
+                    error_message=message,
                 )
             )
             continue
@@ -105,7 +110,7 @@ async def describe_share_group_offsets(
                 partition_index=row.partition,
                 start_offset=o.spso if o else -1,
                 leader_epoch=0,
-                lag=o.lag if o else -1,
+                lag=o.lag if o and o.lag is not None else UNKNOWN_LAG,
                 error_code=error(code),
                 error_message=None,
             )

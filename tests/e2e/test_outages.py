@@ -1,0 +1,153 @@
+"""A dependency out of reach while the proxy runs: the views that need the state store answer a
+retriable error in one line (REST 503, CLI exit 3), the log says so once per outage rather than
+once per retry, and everything works again once it is back; the offsets views answer what the
+store has while the upstream cluster is away, with the lag unknown."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets
+
+from shareproxy.embedded import TansuBroker
+from tests.support.kafka_client import call
+from tests.support.proxy import ProxyProcess
+from tests.support.relay import TcpRelay
+from tests.support.topics import create_topic
+from tests.support.topics import produce as produce_records
+
+GROUP = "g-outage"
+VIEWS = (
+    "/v1/share-groups",
+    f"/v1/share-groups/{GROUP}",
+    f"/v1/share-groups/{GROUP}/offsets",
+    f"/v1/share-groups/{GROUP}/config",
+)
+
+
+def _groups_cli(p: ProxyProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "shareproxy.cli", "groups", *args, "--admin-url", p.admin_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _accept_some(http: httpx.Client, group: str, topic: str) -> None:
+    """Fetch a few records and accept them (a node back from an outage serves again once it
+    has rejoined: empty answers until then)."""
+    body = {"topics": [topic], "max_wait_ms": 1000, "max_records": 5}
+    deadline = time.monotonic() + 30
+    got = http.post(f"/v1/share-groups/{group}/records/fetch", json=body)
+    while not got.json().get("records"):
+        assert time.monotonic() < deadline, got.text
+        got = http.post(f"/v1/share-groups/{group}/records/fetch", json=body)
+    acks = [
+        {"topic": topic, "partition": r["partition"], "first_offset": r["offset"]}
+        | {"last_offset": r["offset"], "type": "accept"}
+        for r in got.json()["records"]
+    ]
+    body = {"consumer_id": got.json()["consumer_id"], "acknowledgements": acks}
+    r = http.post(f"/v1/share-groups/{group}/records/acknowledge", json=body)
+    assert r.status_code == 200 and all(x["error_code"] is None for x in r.json()["results"])
+
+
+def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic, produce):
+    relay = TcpRelay(postgres.port).start()
+    url = postgres.create_database(f"down{uuid.uuid4().hex[:6]}", template="template_migrated")
+    url = url.replace(f":{postgres.port}/", f":{relay.port}/")
+    p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest")
+    t = topic(1)
+    produce(t, 20, 1)
+    try:
+        p.start()
+        with httpx.Client(base_url=p.admin_url, timeout=30) as http:
+            _accept_some(http, GROUP, t)
+            lines_before = len(p.log().splitlines())
+            relay.cut()
+            started = time.monotonic()
+            for path in VIEWS:
+                r = http.get(path)
+                assert r.status_code == 503, (path, r.status_code, r.text[:300])
+                assert r.json()["error_code"] == "COORDINATOR_NOT_AVAILABLE", r.text
+                assert "\n" not in r.json()["message"] and "state store" in r.json()["message"]
+            for args in (("list",), ("offsets", GROUP), ("describe", GROUP)):
+                done = _groups_cli(p, *args)
+                assert done.returncode == 3, (args, done.returncode, done.stderr)
+                assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+                assert "state store" in done.stderr, done.stderr
+            # a consumer retrying meanwhile: every fetch would load a share-partition
+            while time.monotonic() - started < 15:
+                r = http.post(
+                    f"/v1/share-groups/g-new-{uuid.uuid4().hex[:4]}/records/fetch",
+                    json={"topics": [t], "max_wait_ms": 0},
+                )
+                assert r.status_code == 503, r.text
+                time.sleep(0.5)
+            outage_lines = p.log().splitlines()[lines_before:]
+            relay.start()
+            deadline = time.monotonic() + 30
+            while http.get("/v1/share-groups").status_code != 200:
+                assert time.monotonic() < deadline, "the views did not come back"
+                time.sleep(0.5)
+            offsets = http.get(f"/v1/share-groups/{GROUP}/offsets")
+            assert offsets.status_code == 200, offsets.text
+            assert offsets.json()["partitions"][0]["start_offset"] > 0
+            _accept_some(http, GROUP, t)
+    finally:
+        p.stop()
+        relay.cut()
+    log = p.log()
+    assert "Traceback" not in log, p.log_path
+    warnings = [line for line in outage_lines if " WARNING " in line or " ERROR " in line]
+    assert len(warnings) <= 3, "\n".join(warnings[:60])
+
+
+def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(postgres):
+    broker = TansuBroker().start()
+    url = postgres.create_database(f"up{uuid.uuid4().hex[:6]}", template="template_migrated")
+    p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest")
+    try:
+        t = create_topic(broker.bootstrap, 1)
+        produce_records(broker.bootstrap, t, 20, 1, 100)
+        p.start()
+        with httpx.Client(base_url=p.admin_url, timeout=60) as http:
+            _accept_some(http, GROUP, t)
+            before = http.get(f"/v1/share-groups/{GROUP}/offsets").json()["partitions"]
+            assert [(x["start_offset"], x["lag"]) for x in before] == [(5, 15)]
+            broker.stop()
+            for topics in (
+                None,
+                (
+                    describe_offsets.DescribeShareGroupOffsetsRequestTopic(
+                        topic_name=t, partitions=(0,)
+                    ),
+                ),
+            ):
+                request = describe_offsets.DescribeShareGroupOffsetsRequest(
+                    groups=(
+                        describe_offsets.DescribeShareGroupOffsetsRequestGroup(
+                            group_id=GROUP, topics=topics
+                        ),
+                    )
+                )
+                [group] = call(p.port, request).groups
+                assert group.error_code.value == 0, group
+                [topic] = group.topics
+                [part] = topic.partitions
+                assert (part.error_code.value, part.start_offset, part.lag) == (0, 5, -1), part
+            rest = http.get(f"/v1/share-groups/{GROUP}/offsets")
+            assert rest.status_code == 200, rest.text
+            [row] = rest.json()["partitions"]
+            assert (row["start_offset"], row["lag"], row["high_watermark"]) == (5, None, None)
+            assert rest.json()["total_lag"] is None
+    finally:
+        p.stop()
+        broker.stop()
+    problems = [x for x in p.log().splitlines() if " ERROR shareproxy" in x or "Traceback" in x]
+    assert not problems, "\n".join(problems[:40])
