@@ -36,7 +36,13 @@ STATUS = {
     ErrorCode.FENCED_STATE_EPOCH: 503,  # retriable: the state moved to a newer writer
     ErrorCode.REQUEST_TIMED_OUT: 503,
     ErrorCode.NETWORK_EXCEPTION: 503,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: 503,
+    ErrorCode.SHARE_SESSION_NOT_FOUND: 404,
+    ErrorCode.UNKNOWN_MEMBER_ID: 404,
+    ErrorCode.INVALID_SHARE_SESSION_EPOCH: 409,
 }
+# any other refusal is the caller's request meeting a rule: never a 5xx
+REFUSED = 400
 
 
 def body(code: str, message: str) -> dict[str, str]:
@@ -46,7 +52,7 @@ def body(code: str, message: str) -> dict[str, str]:
 def install(app: FastAPI) -> None:
     @app.exception_handler(ShareError)
     async def share_error(_: Request, exc: ShareError) -> JSONResponse:
-        return JSONResponse(body(exc.code.name, exc.message), STATUS.get(exc.code, 500))
+        return JSONResponse(body(exc.code.name, exc.message), STATUS.get(exc.code, REFUSED))
 
     @app.exception_handler(Unauthenticated)
     async def unauthenticated(_: Request, exc: Unauthenticated) -> JSONResponse:
