@@ -59,7 +59,8 @@ class Entries:
     request list it answers. ``all_or_nothing``: one refused entry
     stops the request, the others answer OPERATION_NOT_ATTEMPTED (AddPartitionsToTxn).
     ``hide``: a request that leaves the list null asks for everything, and the answer keeps
-    only the entries the principal may see (OffsetFetch of all topics)."""
+    only the entries the principal may see (OffsetFetch of all topics). ``by_id``: an entry
+    naming its topic by id alone is authorized by the name the id has now, as Kafka does."""
 
     items: tuple[str, ...]
     results: str
@@ -68,6 +69,7 @@ class Entries:
     aliases: dict[str, str] = field(default_factory=dict)
     all_or_nothing: bool = False
     hide: bool = False
+    by_id: bool = False  # an entry may name its topic by id alone (``topic_id``, no name)
 
     def of(self, entity: Any) -> str | None:
         """The request list field ``entity`` has, if any."""
@@ -278,7 +280,7 @@ ROUTES: dict[ApiKey, Route] = {
         _none,
         (_each_topic(Operation.DELETE),),
         mirror={"responses": "topics"},
-        entries=Entries(("topics", "topic_names"), "responses"),  # v0-v5 list bare names
+        entries=Entries(("topics", "topic_names"), "responses", by_id=True),  # v0-v5: names
     ),
     ApiKey.CREATE_PARTITIONS: Route(
         Via.CONTROLLER,

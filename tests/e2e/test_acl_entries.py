@@ -22,10 +22,11 @@ from kio.schema.offset_fetch.v8 import request as fetch_v8
 from kio.schema.txn_offset_commit.v3 import request as txn_commit
 
 from tests.e2e.test_endpoint_acls import _user
+from tests.e2e.test_hostile_input import topic_id
 from tests.support.kafka_client import KafkaConnection
 from tests.support.secure import PASSWORDS, Secure
 
-TOPIC_DENIED, OPERATION_NOT_ATTEMPTED = 29, 55
+TOPIC_DENIED, OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_ID = 29, 55, 100
 
 
 def _admin(secure: Secure) -> KafkaConnection:
@@ -154,6 +155,22 @@ def test_topics_are_created_and_deleted_one_by_one(secure, broker):
         delete_v4.DeleteTopicsRequest(topic_names=(theirs,), timeout=timedelta(seconds=10))
     ).responses
     assert (refused.name, int(refused.error_code)) == (theirs, TOPIC_DENIED)
+
+    # by id alone: authorized by the name the id has, as Kafka does
+    by_id = delete_v6.DeleteTopicsRequest(
+        topics=(delete_v6.DeleteTopicState(name=None, topic_id=topic_id(broker.port, theirs)),),
+        timeout=timedelta(seconds=10),
+    )
+    (refused,) = k.call(by_id).responses
+    assert int(refused.error_code) == TOPIC_DENIED
+    assert theirs in upstream.list_topics(timeout=10).topics
+    (unknown,) = k.call(
+        delete_v6.DeleteTopicsRequest(
+            topics=(delete_v6.DeleteTopicState(name=None, topic_id=uuid.uuid4()),),
+            timeout=timedelta(seconds=10),
+        )
+    ).responses
+    assert int(unknown.error_code) == UNKNOWN_TOPIC_ID
     k.close()
 
     client = AdminClient(

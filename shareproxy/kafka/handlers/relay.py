@@ -9,6 +9,7 @@ looks it up again, and so does the proxy)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from typing import Any
@@ -53,7 +54,8 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         refused = _idempotence_refused(ctx, conn, body)
     if refused is not None:
         return _answer_error(request, route, *refused)
-    problems = entry_refusals(allowed, route, body)
+    named, unknown = await _named_by_id(ctx, route, body)
+    problems = {**unknown, **entry_refusals(allowed, route, named)}
     if route.checked is not None:  # authorization answers first, as in Kafka
         problems = {**route.checked(body), **problems}
     if problems:
@@ -74,6 +76,34 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     if _asks_all(route, body):
         return _hidden(allowed, route, request, read)
     return answer
+
+
+async def _named_by_id(
+    ctx: BrokerContext, route: Route, body: Any
+) -> tuple[Any, dict[int, tuple[int, str]]]:
+    """``body`` as authorization reads it: entries that name their topic by id alone carry
+    the name the id has now (what is sent upstream is unchanged); an id no topic has is
+    answered UNKNOWN_TOPIC_ID, as Kafka answers it."""
+    entries = route.entries
+    items = entries.of(body) if entries is not None and entries.by_id else None
+    asked = getattr(body, items) if items else None
+    if not asked or all(isinstance(e, str) or e.name or e.topic_id is None for e in asked):
+        return body, {}
+    by_id = ctx.upstream.topics_by_id
+    if any(e.topic_id not in by_id for e in asked if not isinstance(e, str) and not e.name):
+        with contextlib.suppress(UpstreamError):  # what is unknown then stays unknown
+            await ctx.upstream.refresh_metadata()
+        by_id = ctx.upstream.topics_by_id
+    named, unknown = [], {}
+    for i, e in enumerate(asked):
+        if not isinstance(e, str) and not e.name and e.topic_id is not None:
+            info = by_id.get(e.topic_id)
+            if info is None:
+                unknown[i] = ErrorCode.UNKNOWN_TOPIC_ID, f"no topic has the id {e.topic_id}"
+            else:
+                e = dataclasses.replace(e, name=info.name)
+        named.append(e)
+    return dataclasses.replace(body, **{items: tuple(named)}), unknown
 
 
 def _allowed(ctx: BrokerContext, conn: Connection) -> Allowed:
