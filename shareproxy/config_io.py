@@ -18,6 +18,7 @@ from pydantic_settings import SettingsConfigDict
 
 from shareproxy.config import ENV_PREFIX, FLAG_NAMES, SECRET, SettingError, Settings, file_source
 from shareproxy.exits import UsageError
+from shareproxy.persistence.engine import shown_url
 
 
 def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:
@@ -99,6 +100,9 @@ def render(settings: Settings) -> str:
             lines.append(f"# {name} = (from SHAREPROXY_{name.upper()} or this file)")
         elif value is None:
             lines.append(f"# {name} =")
+        elif name == "state_url" and shown_url(value) != value:  # as the logs show it
+            lines.append("# the password is hidden: give it here or in SHAREPROXY_STATE_URL")
+            lines.append(f"{name} = {json.dumps(shown_url(value))}")
         elif isinstance(value, bool):
             lines.append(f"{name} = {'true' if value else 'false'}")
         elif isinstance(value, int):

@@ -95,6 +95,13 @@ class Proxy:
         self.must_stop = asyncio.Event()  # set when the proxy cannot go on serving
         self.fatal: str | None = None  # why
 
+    def admin_url(self) -> str:
+        """Where the admin API and /metrics answer, as the start-up line names it."""
+        host, port = split_host_port(self.settings.admin_listen)
+        if self.admin is not None:
+            port = self.admin.port
+        return f"http://{host or '0.0.0.0'}:{port}"
+
     def listener_address(self, protocol: str) -> str:
         host, port = self.ctx.advertised[protocol]
         return f"{host}:{port}"
@@ -344,12 +351,13 @@ async def serve(settings: Settings) -> None:
         else:
             starting.result()  # the reason it could not start, if so
             log.info(
-                "shareproxy serving %s, upstream %s, state store %s",
+                "shareproxy serving %s, admin API and metrics on %s, upstream %s, state store %s",
                 ", ".join(
                     f"{x.protocol} on {x.host}:{x.port} "
                     f"(advertised {proxy.listener_address(x.protocol)})"
                     for x in proxy.listeners
                 ),
+                proxy.admin_url(),
                 settings.bootstrap_servers,
                 shown_url(settings.state_url),
             )

@@ -130,7 +130,17 @@ def test_print_config_shows_the_precedence_of_flags_environment_and_file(tmp_pat
     path.write_text("delivery_count_limit: 7\nnode_id: 9\nlog_format: json\n")
     code, stdout = (lambda p: (p.returncode, p.stdout + p.stderr))(
         subprocess.run(
-            [*CLI, "serve", "--config", str(path), "--print-config", "--node-id", "4"],
+            [
+                *CLI,
+                "serve",
+                "--config",
+                str(path),
+                "--print-config",
+                "--node-id",
+                "4",
+                "--state-url",
+                "postgresql://app:pw-Hidden-2@db/shareproxy",
+            ],
             capture_output=True,
             text=True,
             env={**os.environ, "SHAREPROXY_DELIVERY_COUNT_LIMIT": "6"},
@@ -140,6 +150,8 @@ def test_print_config_shows_the_precedence_of_flags_environment_and_file(tmp_pat
     assert "node_id = 4\n" in stdout  # flag
     assert "delivery_count_limit = 6\n" in stdout  # environment over the file
     assert 'log_format = "json"\n' in stdout  # the file over the default
+    assert 'state_url = "postgresql://app:***@db/shareproxy"\n' in stdout  # as logs show it
+    assert "pw-Hidden-2" not in stdout
 
 
 def test_an_unreachable_state_store_exits_3_naming_it(tmp_path):

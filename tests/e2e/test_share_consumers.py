@@ -346,3 +346,4 @@ def test_plain_log_lines_name_each_events_group_member_and_topic(proxy, topic, p
     loaded = [line for line in text.splitlines() if "share-partition loaded" in line]
     assert loaded and f"topic={t} partition=0 spso=0" in loaded[0], text
     assert "SharePartitionKey(" not in text and "UUID(" not in text, text
+    assert f"admin API and metrics on http://127.0.0.1:{p.admin_port}" in text, text
