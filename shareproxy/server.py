@@ -68,11 +68,13 @@ class Proxy:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.named: list[str] = []  # protocols of listeners advertised under the host's name
         self.plan = listeners.plan(
             settings.listeners,
             settings.listen,
             settings.advertised_listeners,
             settings.advertised_listener,
+            lambda spec: self.named.append(spec.protocol),
         )
         first, self.advertised = self.plan[0]
         self.listen_host, self.listen_port = first.host, first.port
@@ -222,9 +224,18 @@ class Proxy:
         )
         self.ctx = ctx
         warm(served)
-        for (spec, address), (sock, _) in zip(self.plan, kafka_sockets, strict=True):
+        for (spec, address), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             if address[1] == 0:  # an ephemeral port: tell clients the one bound
                 ctx.advertised[spec.protocol] = (address[0], sock.getsockname()[1])
+            if spec.protocol in self.named:
+                host, port = ctx.advertised[spec.protocol]
+                log.info(
+                    "advertising %s:%d for %s: no advertised listener given, so clients are "
+                    "told this host's name",
+                    host,
+                    port,
+                    what,
+                )
         # joined before any client is served: until then this node would place everything on
         # itself, and a share-partition it loaded would fence the node that leads it
         await self.nodes.join(ctx.advertised)
