@@ -116,7 +116,9 @@ class Settings(BaseSettings):
     )
     listen: str = Field(default="0.0.0.0:9092", description="Kafka listener HOST:PORT")
     advertised_listener: str | None = Field(
-        default=None, description="HOST:PORT clients are told to connect to"
+        default=None,
+        description="HOST:PORT clients are told to connect to (default: the --listen address, "
+        "or this host's name for one on every address, as Kafka does)",
     )
     listeners: str | None = Field(
         default=None,
@@ -308,6 +310,13 @@ class Settings(BaseSettings):
             gc.check(GROUP_DEFAULTS[info.field_name], text)
         except gc.GroupConfigError as exc:
             raise ValueError(str(exc).partition(": ")[2]) from None
+        return value
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _bootstrap(cls, value: str) -> str:
+        if not any(server.strip() for server in value.split(",")):  # else: retried forever
+            raise ValueError("no server given (HOST:PORT,…)")
         return value
 
     @field_validator("listen", "admin_listen", "advertised_listener")
