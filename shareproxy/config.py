@@ -39,6 +39,7 @@ MIN_LIBRDKAFKA_FETCH_WAIT_MS = 10  # below, idle consumers poll the nodes in a t
 # the longest any fetch is held, a minute (Kafka bounds no MaxWaitMs; a client's own request
 # timeout ends a longer one anyway); a cap at or over the MaxWaitMs asked holds it as asked
 MAX_FETCH_WAIT_MS = 60_000
+AUTO = "auto"  # a --node-id leased from the store
 ENV_PREFIX = "SHAREPROXY_"
 FLAG_NAMES = {"auto_migrate": "--migrate/--no-migrate"}  # the rest: --field-name
 SECRET = frozenset({"upstream_sasl_password"})  # environment or file only, never shown
@@ -116,7 +117,9 @@ class Settings(BaseSettings):
     )
     listen: str = Field(default="0.0.0.0:9092", description="Kafka listener HOST:PORT")
     advertised_listener: str | None = Field(
-        default=None, description="HOST:PORT clients are told to connect to"
+        default=None,
+        description="HOST:PORT clients are told to connect to (default: the --listen address, "
+        "or this host's name for one on every address, as Kafka does)",
     )
     listeners: str | None = Field(
         default=None,
@@ -158,8 +161,16 @@ class Settings(BaseSettings):
     )
     upstream_ssl_keyfile: str | None = Field(default=None, description="its private key (PEM)")
     admin_listen: str = Field(default="127.0.0.1:8080", description="REST admin HOST:PORT")
-    node_id: int = Field(
-        default=1, ge=0, description="the broker id the proxy presents; one per node of a cluster"
+    node_id: int | Literal["auto"] = Field(
+        default=1,
+        description="the broker id the proxy presents, one per node of a cluster (an id whose "
+        "node is live is refused); auto: the lowest id no live node holds, leased from the store",
+    )
+    replace_node: bool = Field(
+        default=False,
+        description="take --node-id over even while the node holding it is live (that process "
+        "stops); without it a held id is waited for until its lease passes, and refused (exit "
+        "2) when its node renews the lease",
     )
     nodes: int = Field(
         default=1,
@@ -308,6 +319,22 @@ class Settings(BaseSettings):
             gc.check(GROUP_DEFAULTS[info.field_name], text)
         except gc.GroupConfigError as exc:
             raise ValueError(str(exc).partition(": ")[2]) from None
+        return value
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _bootstrap(cls, value: str) -> str:
+        if not any(server.strip() for server in value.split(",")):  # else: retried forever
+            raise ValueError("no server given (HOST:PORT,…)")
+        return value
+
+    @field_validator("node_id", mode="before")
+    @classmethod
+    def _node_id(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if value != AUTO and not (isinstance(value, int) and value >= 0):
+            raise ValueError("an id is a whole number, 0 or more, or auto")
         return value
 
     @field_validator("listen", "admin_listen", "advertised_listener")

@@ -30,7 +30,7 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.periodic import Periodic
 from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
-from shareproxy.config import Settings
+from shareproxy.config import AUTO, Settings
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.kafka.context import BrokerContext
@@ -68,11 +68,13 @@ class Proxy:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.named: list[str] = []  # protocols of listeners advertised under the host's name
         self.plan = listeners.plan(
             settings.listeners,
             settings.listen,
             settings.advertised_listeners,
             settings.advertised_listener,
+            lambda spec: self.named.append(spec.protocol),
         )
         first, self.advertised = self.plan[0]
         self.listen_host, self.listen_port = first.host, first.port
@@ -147,7 +149,11 @@ class Proxy:
         self._running.push_async_callback(self.committer.stop)
         self.sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
         self.nodes = ClusterNodes(
-            NodeRecords(self.engine), s.node_id, s.node_lease_ms, self._cannot_go_on
+            NodeRecords(self.engine),
+            None if s.node_id == AUTO else s.node_id,
+            s.node_lease_ms,
+            self._cannot_go_on,
+            replace=s.replace_node,
         )
         self.partitions = SharePartitions(
             self.store,
@@ -210,9 +216,27 @@ class Proxy:
             self.dead_letters,
             coordinator_of=lambda g: self.nodes.describe(self.nodes.serving().group_coordinator(g)),
         )
+        told = {spec.protocol: address for spec, address in self.plan}
+        for (spec, address), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
+            if address[1] == 0:  # an ephemeral port: tell clients the one bound
+                told[spec.protocol] = (address[0], sock.getsockname()[1])
+            if spec.protocol in self.named:
+                host, port = told[spec.protocol]
+                log.info(
+                    "advertising %s:%d for %s: no advertised listener given, so clients are "
+                    "told this host's name",
+                    host,
+                    port,
+                    what,
+                )
+        # joined once its ports are bound, and before any client is served: until then this
+        # node would place everything on itself, and a share-partition it loaded would fence
+        # the node that leads it
+        await self.nodes.join(told)
+        self._running.push_async_callback(self.nodes.leave)
         ctx = BrokerContext(
-            node_id=s.node_id,
-            advertised={spec.protocol: address for spec, address in self.plan},
+            node_id=self.nodes.node_id,
+            advertised=told,
             cluster=self.nodes,
             security=self.security,
             sasl_mechanisms=self.mechanisms,
@@ -229,13 +253,6 @@ class Proxy:
         )
         self.ctx = ctx
         warm(served)
-        for (spec, address), (sock, _) in zip(self.plan, kafka_sockets, strict=True):
-            if address[1] == 0:  # an ephemeral port: tell clients the one bound
-                ctx.advertised[spec.protocol] = (address[0], sock.getsockname()[1])
-        # joined before any client is served: until then this node would place everything on
-        # itself, and a share-partition it loaded would fence the node that leads it
-        await self.nodes.join(ctx.advertised)
-        self._running.push_async_callback(self.nodes.leave)
         for (spec, _), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             listener = KafkaListener(
                 ctx,

@@ -1,9 +1,11 @@
-"""This process as a node of a shareproxy cluster (issue 19): it registers its node id and
-advertised listeners in the store, renews its lease every third of its length, and keeps the
-set of live nodes that placement (``core/placement.py``) decides from. A renewal refused because
-another process registered the same id means this one was replaced: it must stop serving, and
-``on_replaced`` is told why. Every node derives the same placement (who leads each partition,
-who coordinates each group) from the live set, and tells its watchers when it changes."""
+"""This process as a node of a shareproxy cluster (issue 19): it registers its node id (or leases
+one) and advertised listeners in the store, renews its lease every third of its length, and
+keeps the set of live nodes that placement (``core/placement.py``) decides from. An id whose
+lease holds is not taken: the node waits for the lease to pass and refuses to start once its
+holder renews it, unless told to replace it; a renewal refused because another process took
+the id means this one was replaced: it must stop serving, and ``on_replaced`` is told why.
+Every node derives the same placement (who leads each partition, who coordinates each group)
+from the live set, and tells its watchers when it changes."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from uuid import UUID
 from shareproxy.broker.periodic import Periodic
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
 from shareproxy.core.placement import Placement
-from shareproxy.exits import first_line
+from shareproxy.exits import UsageError, first_line
 from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
 
 log = logging.getLogger(__name__)
@@ -25,23 +27,33 @@ log = logging.getLogger(__name__)
 # the share of the lease this node counts on, from the start of its last renewal: the others
 # judge the lease by the store's clock, which may run a little faster than this one
 LEASE_SAFETY = 0.9
-# how often a node that gained something reads whether the one losing it has let it go
-SETTLE_POLL_S = 0.2
+# how often a node reads the store while it waits on another: for the one losing what it
+# gained to let it go, or for the lease of the id it asked for to pass
+POLL_S = 0.2
+
+
+class NodeIdTaken(UsageError):
+    """The node id is held by a live process, which renewed its lease while this one waited."""
 
 
 class ClusterNodes:
     def __init__(
         self,
         registry: NodeRegistry,
-        node_id: int,
+        node_id: int | None,
         lease_ms: int,
         on_replaced: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic,
+        replace: bool = False,
     ) -> None:
+        """``node_id`` None: lease the lowest free id when it joins; ``replace``: take the id
+        over even from a live process."""
         self.registry = registry
         self.clock = clock
         self._held_until = 0.0  # by this process's clock: when its lease may have passed
-        self.node_id = node_id
+        self.asked = node_id
+        self.node_id = 0 if node_id is None else node_id  # the id leased, once joined
+        self.replace = replace
         self.lease_ms = lease_ms
         self.on_replaced = on_replaced
         self.incarnation = uuid.uuid4().hex
@@ -127,17 +139,41 @@ class ClusterNodes:
 
     async def join(self, listeners: Mapping[str, tuple[str, int]]) -> None:
         self.listeners = dict(listeners)
-        started = self.clock()
-        before = await self.registry.register(
-            self.node_id, self.incarnation, listeners, self.lease_ms
-        )
-        if before is not None:
+        waiting_on: ProxyNode | None = None
+        while True:
+            started = self.clock()
+            registration = await self.registry.register(
+                self.asked, self.incarnation, listeners, self.lease_ms, self.replace
+            )
+            holder = registration.held_by
+            if holder is None:
+                break
+            if waiting_on is None:
+                waiting_on = holder
+                log.info(
+                    "node id %d is held by a lease that has not passed (%s): waiting for it to "
+                    "pass, or for its process to renew it",
+                    holder.node_id,
+                    _addresses(holder),
+                )
+            elif holder.incarnation != waiting_on.incarnation or (
+                holder.lease_expires_at > waiting_on.lease_expires_at
+            ):
+                raise NodeIdTaken(
+                    f"--node-id {holder.node_id}: held by a live node, advertising "
+                    f"{_addresses(holder)}; give each node its own --node-id (or --node-id "
+                    "auto), or --replace-node to take it over"
+                )
+            await asyncio.sleep(POLL_S)
+        self.node_id = registration.node_id
+        self.placement = Placement([self.node_id])
+        if registration.replaced is not None:
             log.warning(
                 "node id %d was held by a live process (advertising %s): it is replaced and "
-                "stops at its next lease renewal; give every node its own --node-id",
+                "stops at its next lease renewal (--replace-node)",
                 self.node_id,
-                _addresses(before),
-                extra={"node": self.node_id, "replaced": before.incarnation},
+                _addresses(registration.replaced),
+                extra={"node": self.node_id, "replaced": registration.replaced.incarnation},
             )
         await self._see(await self.registry.live())
         self._held_from(started)  # from the start of a renewal whose view is now in force
@@ -160,8 +196,8 @@ class ClusterNodes:
             self._held_until = 0.0  # it serves nothing more while it stops
             self.live = ()
             self.on_replaced(
-                f"node id {self.node_id} was registered by another process: this one stops "
-                "(give every node its own --node-id)"
+                f"node id {self.node_id} was registered by another process (--replace-node, "
+                "or this one's lease had passed): this one stops"
             )
             return
         if renewal is Renewal.REJOINED:
@@ -213,7 +249,7 @@ class ClusterNodes:
         while self.settled is not self.placement and not self.replaced:
             if self.clock() > deadline:
                 return  # the regular renewals go on reading
-            await asyncio.sleep(SETTLE_POLL_S)
+            await asyncio.sleep(POLL_S)
             try:
                 await self._see(await self.registry.live())
             except STORE_FAILURES as exc:

@@ -1,5 +1,5 @@
 """``python -m shareproxy.cli``, as the console script."""
 
-from shareproxy.cli.app import main
+from shareproxy.cli.launch import main
 
 main()

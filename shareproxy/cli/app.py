@@ -10,7 +10,7 @@ import typer.core
 from rich.markup import escape
 
 from shareproxy import __version__, exits
-from shareproxy.cli import batch, serve
+from shareproxy.cli import batch, serve, signals
 from shareproxy.cli.groups import groups
 from shareproxy.cli.security import acls, users
 from shareproxy.cli.serve import err, fail, out
@@ -34,12 +34,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
     ] = False,
 ) -> None:
     """Share groups (KIP-932, Queues for Kafka) for Kafka clusters that do not have them."""
+    signals.arm(ctx.invoked_subcommand)
 
 
 app.add_typer(groups, name="groups")

@@ -1,9 +1,10 @@
 """``serve --nodes N``: N proxy nodes on this machine, one process each, so every core serves
-(one asyncio loop per process). Node i (from 0) gets node id ``--node-id`` + i, its Kafka
-listener ports + i times the number of listeners and its admin port + i (port 0 stays
-ephemeral). This process supervises them: a node that dies after it started is started again
-with a back-off; one that cannot start stops them all with its exit code; SIGTERM or SIGINT
-stops them all, and so does the supervisor's own death."""
+(one asyncio loop per process). Node i (from 0) gets node id ``--node-id`` + i (with
+``--node-id auto``, each leases one), its Kafka listener ports + i times the number of listeners
+and its admin port + i (port 0 stays ephemeral). This process supervises them: a node that dies
+after it started is started again with a back-off (and waits, as any process, for the dead
+one's lease to pass before it takes its id); one that cannot start stops them all with its exit
+code; SIGTERM or SIGINT stops them all, and so does the supervisor's own death."""
 
 from __future__ import annotations
 
@@ -41,13 +42,17 @@ def shift_ports(addresses: str, by: int) -> str:
 def node_settings(settings: config.Settings, index: int) -> dict[str, Any]:
     """The per-node settings of node ``index`` (from 0). With several Kafka listeners each
     node takes as many ports: node 0 on 9092 and 9093, node 1 on 9094 and 9095, …"""
-    out: dict[str, Any] = {"node_id": settings.node_id + index, "nodes": 1}
+    out: dict[str, Any] = {"node_id": _node_id(settings, index), "nodes": 1}
     stride = len(settings.listeners.split(",")) if settings.listeners else 1
     for name in PER_NODE[2:]:
         value = getattr(settings, name)
         if value is not None:
             out[name] = shift_ports(value, index * (1 if name == "admin_listen" else stride))
     return out
+
+
+def _node_id(settings: config.Settings, index: int) -> int | str:
+    return settings.node_id + index if isinstance(settings.node_id, int) else settings.node_id
 
 
 def node_command(
@@ -73,7 +78,10 @@ def supervise(settings: config.Settings, flags: Mapping[str, Any], config_file: 
     if settings.auto_migrate:  # once, here: N nodes upgrading one schema at once would race
         _migrate(settings.state_url)
     nodes = [
-        _Node(settings.node_id + i, node_command(flags, config_file, node_settings(settings, i)))
+        _Node(
+            _node_id(settings, i) if isinstance(settings.node_id, int) else f"#{i + 1}",
+            node_command(flags, config_file, node_settings(settings, i)),
+        )
         for i in range(settings.nodes)
     ]
     stopping = False
@@ -110,7 +118,7 @@ class _Node:
     """One node process: started again with a growing back-off (1 s doubling to 30 s) when it
     dies after it started; a failure on its first start is reported instead."""
 
-    def __init__(self, node_id: int, command: list[str]) -> None:
+    def __init__(self, node_id: int | str, command: list[str]) -> None:
         self.node_id, self.command = node_id, command
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = self.due = 0.0

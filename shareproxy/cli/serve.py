@@ -31,7 +31,10 @@ def _metavar(annotation: Any) -> tuple[type, str]:
     """(what typer parses, the metavar): flags are parsed as text and validated by pydantic
     alone, like the same value from the environment or the file; booleans are switches."""
     if get_origin(annotation) in (Union, types.UnionType):
-        annotation = next(a for a in get_args(annotation) if a is not type(None))
+        kinds = [a for a in get_args(annotation) if a is not type(None)]
+        if len(kinds) == 1:
+            return _metavar(kinds[0])
+        return str, "|".join(_metavar(a)[1] for a in kinds)
     if annotation is bool:
         return bool, ""
     if get_origin(annotation) is Literal:

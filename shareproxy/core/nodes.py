@@ -1,8 +1,10 @@
 """The proxy nodes of a cluster as the runtime sees them (issue 19): each live node holds a lease
-in the store that it renews; one whose lease passed is not live. A process that starts with a
-node id already registered replaces the old registration, as a restarted Kafka broker replaces
-its previous incarnation, and the process it replaced stops at its next renewal: a restart after
-a crash waits for nothing, and two processes given one id cannot both serve."""
+in the store that it renews; one whose lease passed is not live. As Kafka's controller refuses a
+broker id whose session is still live, a process does not take a node id whose lease holds:
+it waits for the lease to pass (the process that held it may be gone, a restart after a crash)
+and gives up when the holder renews it. Only when told to replace a live node does it take the
+id at once, and the process it replaced stops at its next renewal. An id may also be leased:
+the lowest one no live node holds."""
 
 from __future__ import annotations
 
@@ -32,6 +34,13 @@ class ClusterView:
     nodes: tuple[ProxyNode, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Registration:
+    node_id: int  # the id asked for, or the one leased
+    held_by: ProxyNode | None = None  # a live process holds the id: nothing was registered
+    replaced: ProxyNode | None = None  # the live registration taken over, when told to replace
+
+
 class Renewal(Enum):
     RENEWED = "renewed"
     REJOINED = "rejoined"  # the lease had lapsed and was reaped: registered again
@@ -41,12 +50,15 @@ class Renewal(Enum):
 class NodeRegistry(Protocol):
     async def register(
         self,
-        node_id: int,
+        node_id: int | None,
         incarnation: str,
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
-    ) -> ProxyNode | None:
-        """Hold the node id's lease from now on; the registration replaced if it was live."""
+        replace: bool = False,
+    ) -> Registration:
+        """Hold the node id's lease from now on, unless a live process holds it and
+        ``replace`` is off; ``node_id`` None: the lowest id no live node holds, taken in one
+        transaction so that two processes never lease one id."""
         ...
 
     async def renew(

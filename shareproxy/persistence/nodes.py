@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from shareproxy.core.nodes import ClusterView, ProxyNode, Renewal
+from shareproxy.core.nodes import ClusterView, ProxyNode, Registration, Renewal
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.sql import dialect_insert
 from shareproxy.persistence.tables import proxy_cluster, proxy_nodes
@@ -50,23 +50,23 @@ class NodeRecords:
 
     async def register(
         self,
-        node_id: int,
+        node_id: int | None,
         incarnation: str,
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
-    ) -> ProxyNode | None:
+        replace: bool = False,
+    ) -> Registration:
         async with self.engine.begin() as conn:
             now = await _now(conn)
-            before = (
-                await conn.execute(
-                    select(proxy_nodes).where(proxy_nodes.c.node_id == node_id).with_for_update()
-                )
-            ).first()
-            await _upsert(conn, node_id, incarnation, listeners, now, lease_ms)
-        if before is None:
-            return None
-        replaced = _node(before)
-        return replaced if replaced.lease_expires_at > now else None
+            if node_id is None:
+                return Registration(await _lease_id(conn, incarnation, listeners, now, lease_ms))
+            before = await _live_holder(conn, node_id, now)
+            if before is not None and not replace:
+                return Registration(node_id, held_by=before)
+            if not await _upsert(conn, node_id, incarnation, listeners, now, lease_ms, replace):
+                # registered by another process since it was read
+                return Registration(node_id, held_by=await _live_holder(conn, node_id, now))
+        return Registration(node_id, replaced=before)
 
     async def renew(
         self,
@@ -141,6 +141,40 @@ class NodeRecords:
                 await _next_generation(conn)
 
 
+async def _live_holder(conn: AsyncConnection, node_id: int, now: datetime) -> ProxyNode | None:
+    row = (
+        await conn.execute(
+            select(proxy_nodes)
+            .where(proxy_nodes.c.node_id == node_id)
+            .where(proxy_nodes.c.lease_expires_at > now)
+        )
+    ).first()
+    return None if row is None else _node(row)
+
+
+async def _lease_id(
+    conn: AsyncConnection,
+    incarnation: str,
+    listeners: Mapping[str, tuple[str, int]],
+    now: datetime,
+    lease_ms: int,
+) -> int:
+    """The lowest id (from 1) no live node holds, now this process's; one that another process
+    took since it was read is passed over."""
+    taken = set(
+        await conn.scalars(
+            select(proxy_nodes.c.node_id).where(proxy_nodes.c.lease_expires_at > now)
+        )
+    )
+    node_id = 1
+    while True:
+        while node_id in taken:
+            node_id += 1
+        if await _upsert(conn, node_id, incarnation, listeners, now, lease_ms, replace=False):
+            return node_id
+        taken.add(node_id)
+
+
 async def _upsert(
     conn: AsyncConnection,
     node_id: int,
@@ -148,8 +182,11 @@ async def _upsert(
     listeners: Mapping[str, tuple[str, int]],
     now: datetime,
     lease_ms: int,
-) -> None:
-    """Hold the id for this process from now on; the live set changed, so a new generation."""
+    replace: bool = True,
+) -> bool:
+    """Hold the id for this process from now on; the live set changed, so a new generation.
+    Without ``replace``, only an id whose lease passed (in one statement: a process that
+    registered it meanwhile keeps it); whether it was taken."""
     values = {
         "incarnation": incarnation,
         "listeners": {p: [h, port] for p, (h, port) in listeners.items()},
@@ -158,5 +195,14 @@ async def _upsert(
         "seen_generation": 0,
     }
     stmt = dialect_insert(conn)(proxy_nodes).values(node_id=node_id, **values)
-    await conn.execute(stmt.on_conflict_do_update(index_elements=["node_id"], set_=values))
+    taken = await conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["node_id"],
+            set_=values,
+            where=None if replace else proxy_nodes.c.lease_expires_at <= now,
+        )
+    )
+    if taken.rowcount == 0:
+        return False
     await _next_generation(conn)
+    return True

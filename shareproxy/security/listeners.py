@@ -3,10 +3,23 @@ A listener is named by its security protocol (one listener per protocol)."""
 
 from __future__ import annotations
 
+import functools
+import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+EVERY_ADDRESS = ("0.0.0.0", "::", "")
+
+
+@functools.cache
+def host_name() -> str:
+    """This machine's name as other machines know it, which Kafka advertises for a listener
+    on every address (the canonical host name): the fully qualified name, unless that is only
+    localhost (a host whose own name maps to 127.0.0.1), then the plain host name."""
+    fqdn = socket.getfqdn()
+    return socket.gethostname() if fqdn.partition(".")[0] == "localhost" else fqdn
 
 
 def split_host_port(value: str, default_host: str = "0.0.0.0") -> tuple[str, int]:
@@ -104,11 +117,16 @@ def _escape(value: str) -> str:
 
 
 def plan(
-    listeners: str | None, listen: str, advertised: str | None, advertised_one: str | None
+    listeners: str | None,
+    listen: str,
+    advertised: str | None,
+    advertised_one: str | None,
+    named: Callable[[ListenerSpec], None] = lambda spec: None,
 ) -> list[tuple[ListenerSpec, tuple[str, int]]]:
     """Each listener with the address clients are told for it: from ``advertised`` (same
-    format), else ``advertised_one`` (HOST:PORT) for the first listener, else its bind address
-    (0.0.0.0 shown as localhost)."""
+    format), else ``advertised_one`` (HOST:PORT) for the first listener, else its bind address;
+    a listener on every address is advertised under this machine's name (``named`` is told),
+    as Kafka does: localhost would send remote clients to themselves."""
     specs = parse_listeners(listeners or f"PLAINTEXT://{listen}")
     told = {s.protocol: (s.host, s.port) for s in parse_listeners(advertised)} if advertised else {}
     out = []
@@ -117,9 +135,11 @@ def plan(
             address = told[spec.protocol]
         elif i == 0 and advertised_one:
             address = split_host_port(advertised_one, "localhost")
+        elif spec.host in EVERY_ADDRESS:
+            address = (host_name(), spec.port)
+            named(spec)
         else:
-            host = spec.host if spec.host not in ("0.0.0.0", "::", "") else "localhost"
-            address = (host, spec.port)
+            address = (spec.host, spec.port)
         out.append((spec, address))
     unknown = set(told) - {s.protocol for s in specs}
     if unknown:

@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from shareproxy.core import group_config as gc
 from tests.e2e.test_redelivery_backoff import alter_group_configs
+from tests.support.cluster import LEASE_MS
 from tests.support.consumers import poll_until, share_consumer, wait_for
 
 REJECTED = "Offset rejected by client."
@@ -132,7 +133,7 @@ def test_a_missing_dead_letter_topic_is_visible_and_a_killed_proxy_loses_no_dead
     source = topic(1)
     dlq = f"dlq.{uuid.uuid4().hex[:8]}"  # not created yet
     produce_keyed(broker.bootstrap, source, 5, partition=0)
-    p = proxy()
+    p = proxy(node_lease_ms=LEASE_MS)  # restarted after a SIGKILL: waits for its lease
     group = f"g-{uuid.uuid4().hex[:6]}"
     alter_group_configs(p, group, {gc.DLQ_TOPIC: dlq})
     c = share_consumer(p, group, mode="explicit")

@@ -4,6 +4,7 @@ assigns partitions and commits — work as they do against the cluster itself.""
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from datetime import timedelta
@@ -15,8 +16,10 @@ from kio.schema.create_topics.v7 import request as create_req
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
+from shareproxy.security.listeners import host_name
 from tests.support.consumers import accept_all, share_consumer
 from tests.support.kafka_client import call
+from tests.support.proxy import ProxyProcess
 
 
 @pytest.fixture
@@ -215,3 +218,20 @@ def test_a_coordinator_that_went_away_answers_a_retriable_error_per_group(postgr
         p.stop()
         gone.stop()
     assert "Traceback" not in p.log(), p.log()
+
+
+def test_a_listener_on_every_address_advertises_the_host_name(broker, tmp_path):
+    """Clients on other machines are sent to this one, never to their own localhost."""
+    p = ProxyProcess(broker.bootstrap, f"sqlite:///{tmp_path}/state.db")
+    p.options["listen"] = f"0.0.0.0:{p.port}"  # after the helper's own --listen: it wins
+    try:
+        p.start()
+        md = AdminClient({"bootstrap.servers": p.bootstrap}).list_topics(timeout=20)
+    finally:
+        p.stop()
+    [advertised] = md.brokers.values()
+    name = host_name()
+    assert name not in ("localhost", "0.0.0.0") and name in (socket.getfqdn(), socket.gethostname())
+    assert (advertised.host, advertised.port) == (name, p.port)
+    assert f"advertising {name}:{p.port} for --listen 0.0.0.0:{p.port}" in p.log()
+    assert "Traceback" not in p.log()

@@ -83,6 +83,8 @@ def serve(tmp_path: Path, *args: str) -> list[str]:
         (["--log-format", "xml"], "--log-format xml: "),
         (["--listen", "nowhere"], "--listen nowhere: 'nowhere' is not HOST:PORT"),
         (["--state-url", "mysql://h/db"], "--state-url mysql://h/db: unsupported state store"),
+        (["--bootstrap-servers", ""], "--bootstrap-servers : no server given"),
+        (["--bootstrap-servers", " , "], "--bootstrap-servers  , : no server given"),
         (["--bogus"], "No such option"),  # click words it differently by version
     ],
 )

@@ -4,12 +4,18 @@ acknowledged; JSON logs are one object per line, name the events and hold no sec
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
+import pytest
 from confluent_kafka import AcknowledgeType, KafkaException
 
+from shareproxy.embedded import free_port
 from tests.support.consumers import share_consumer
 from tests.support.proxy import ProxyProcess
 
@@ -138,3 +144,49 @@ def test_json_logs_one_object_per_line_with_events_and_no_secrets(broker, postgr
     assert any(e["message"].startswith("loaded ") for e in entries)
     assert secret not in p.log()
     assert not [e for e in entries if e["level"] == "ERROR"]
+
+
+@pytest.mark.parametrize("command", ["serve", "migrate"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_starting_exits_cleanly_with_one_line(tmp_path, command, sig):
+    """serve stopped is done (exit 0), at any moment; an interrupted migrate is not (128 + the
+    signal, as a shell reports it) unless it had finished; never a traceback or a death by the
+    signal itself."""
+    for i, delay in enumerate((0, 0.3, 0.7, 1.2, 1.6, 2.0)):
+        args = [sys.executable, "-m", "shareproxy.cli", command]
+        args += ["--state-url", f"sqlite:///{tmp_path}/state{i}.db"]
+        if command == "serve":  # an upstream that refuses: it retries, starting, until stopped
+            args += ["--bootstrap-servers", f"127.0.0.1:{free_port()}"]
+            args += ["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        _until_caught(proc)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        what = f"{command}, {sig.name} after {delay} s: exit {proc.returncode}\n{err}"
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, what
+        if command == "serve":
+            assert proc.returncode == 0, what
+            last = err.strip().splitlines()[-1]
+            assert last in (f"stopped by {sig.name} while starting", "stopped") or last.endswith(
+                " stopped"
+            ), what
+        elif proc.returncode == 0:  # the signal came once it had migrated
+            assert out.startswith("migrated ") and err == "", what
+        else:
+            assert proc.returncode == 128 + sig, what
+            assert err == f"error: interrupted by {sig.name}\n", what
+
+
+def _until_caught(proc: subprocess.Popen[str]) -> None:
+    """Until the command catches SIGTERM (Linux), which it does first thing with SIGINT: before
+    that, in the interpreter's own start, no program can (Python's SIGINT handler is there
+    from the start, and raises KeyboardInterrupt wherever the start is)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and proc.poll() is None:  # (or it is done)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        caught = int(next(x for x in status.splitlines() if x.startswith("SigCgt:")).split()[1], 16)
+        if caught >> (signal.SIGTERM - 1) & 1:
+            return
+        time.sleep(0.001)
+    assert proc.poll() is not None, "SIGTERM never caught"

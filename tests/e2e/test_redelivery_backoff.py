@@ -18,6 +18,7 @@ from confluent_kafka.admin import (
 )
 
 from shareproxy.core import group_config as gc
+from tests.support.cluster import LEASE_MS
 from tests.support.consumers import poll_until, share_consumer
 
 # the proxy's clock and the test's are read at different moments: a wait is never shorter
@@ -94,7 +95,7 @@ def test_a_repeatedly_released_record_comes_back_after_a_growing_back_off(proxy,
 def test_the_back_off_outlives_a_crash_of_the_proxy(proxy, topic, produce):
     t = topic(1)
     produce(t, 1, partitions=1)
-    p = proxy()
+    p = proxy(node_lease_ms=LEASE_MS)  # restarted after a SIGKILL: waits for its lease
     group = f"g-{uuid.uuid4().hex[:6]}"
     alter_group_configs(p, group, {gc.BACKOFF_INITIAL: "6000"})
     c = share_consumer(p, group, mode="explicit")

@@ -10,6 +10,7 @@ import uuid
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
+from tests.support.cluster import LEASE_MS
 from tests.support.consumers import poll_until, readiness, share_consumer
 
 
@@ -125,7 +126,7 @@ def test_lock_timeout_redelivers_to_another_consumer(proxy, topic, produce):
 def test_sigkill_and_restart_lose_nothing_and_redeliver_no_accepted_record(proxy, topic, produce):
     t = topic(3)
     produce(t, 3000)
-    p = proxy()
+    p = proxy(node_lease_ms=LEASE_MS)  # restarted after a SIGKILL: waits for its lease
     group = f"g-{uuid.uuid4().hex[:6]}"
     c = share_consumer(p, group, mode="explicit")
     c.subscribe([t])

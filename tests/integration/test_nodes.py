@@ -1,5 +1,6 @@
-"""Node leases on a real store (issue 19): a node is live while its lease holds; a process
-registering a live node's id replaces it, and the replaced one learns so at its next renewal."""
+"""Node leases on a real store (issue 19): a node is live while its lease holds; a process does
+not take a live node's id unless told to replace it (the replaced one learns so at its next
+renewal); an id may be leased, the lowest free one."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from shareproxy.broker.nodes import ClusterNodes
-from shareproxy.core.nodes import Renewal
+from shareproxy.broker.nodes import ClusterNodes, NodeIdTaken
+from shareproxy.core.nodes import Registration, Renewal
 from shareproxy.core.placement import Placement
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.nodes import NodeRecords
@@ -34,8 +35,8 @@ async def ids(registry: NodeRecords) -> list[int]:
 async def test_a_node_is_live_while_its_lease_holds_and_every_change_is_a_new_generation(
     registry: NodeRecords,
 ):
-    assert await registry.register(1, "a" * 32, HERE, 1_000) is None
-    assert await registry.register(2, "b" * 32, {"SSL": ("h2", 9093)}, 60_000) is None
+    assert await registry.register(1, "a" * 32, HERE, 1_000) == Registration(1)
+    assert await registry.register(2, "b" * 32, {"SSL": ("h2", 9093)}, 60_000) == Registration(2)
     view = await registry.live()
     [one, two] = view.nodes
     assert (one.node_id, one.listeners, two.listeners) == (1, HERE, {"SSL": ("h2", 9093)})
@@ -53,7 +54,7 @@ async def test_a_node_is_live_while_its_lease_holds_and_every_change_is_a_new_ge
     assert (await registry.live()).generation == back.generation + 1
 
 
-async def test_registering_a_live_id_replaces_it_and_the_old_process_is_told(
+async def test_a_live_id_is_refused_unless_replaced_and_the_replaced_process_is_told(
     registry: NodeRecords,
 ):
     told: list[str] = []
@@ -61,15 +62,59 @@ async def test_registering_a_live_id_replaces_it_and_the_old_process_is_told(
     await old.join(HERE)
     try:
         new = ClusterNodes(registry, 1, 60_000, told.append)
-        replaced = await registry.register(1, new.incarnation, HERE, 60_000)
-        assert replaced is not None and replaced.incarnation == old.incarnation
+        refused = await registry.register(1, new.incarnation, HERE, 60_000)
+        assert refused.held_by is not None and refused.held_by.incarnation == old.incarnation
+        await old.renew()
+        assert not old.replaced  # refused: nothing changed
+        taken = await registry.register(1, new.incarnation, HERE, 60_000, replace=True)
+        assert taken.replaced is not None and taken.replaced.incarnation == old.incarnation
         await old.renew()
         assert old.replaced and old.live == ()
-        assert told and "node id 1" in told[0] and "--node-id" in told[0]
+        assert told and "node id 1" in told[0] and "--replace-node" in told[0]
         assert [n.incarnation for n in (await registry.live()).nodes] == [new.incarnation]
     finally:
         await old.leave()  # a replaced node leaves nothing: the new registration stays
     assert await ids(registry) == [1]
+
+
+async def test_a_joining_node_refuses_a_renewed_id_and_takes_one_whose_process_is_gone(
+    registry: NodeRecords, caplog: pytest.LogCaptureFixture
+):
+    holder = ClusterNodes(registry, 1, 1_000, lambda why: None)
+    await holder.join(HERE)  # renews every third of a second
+    try:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(NodeIdTaken, match=r"--node-id 1: held by a live node, advertising "):
+            await ClusterNodes(registry, 1, 1_000, lambda why: None).join(HERE)
+        assert asyncio.get_running_loop().time() - started < 1.0  # within a renewal or so
+        assert [n.incarnation for n in (await registry.live()).nodes] == [holder.incarnation]
+        await holder.rounds.stop()  # its process is gone: no renewal, no leave
+        caplog.clear()
+        restarted = ClusterNodes(registry, 1, 1_000, lambda why: None)
+        await restarted.join(HERE)  # once the lease passed, without being told to replace
+        assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+        assert [n.incarnation for n in (await registry.live()).nodes] == [restarted.incarnation]
+        await restarted.leave()
+    finally:
+        await holder.leave()
+
+
+async def test_leased_ids_are_the_lowest_free_and_never_shared(registry: NodeRecords):
+    assert await registry.register(2, "f" * 32, HERE, 60_000) == Registration(2)
+    if registry.engine.dialect.name == "postgresql":  # SQLite: one writer at a time anyway
+        leased = await asyncio.gather(
+            *(registry.register(None, str(i) * 32, HERE, 60_000) for i in range(4))
+        )
+    else:
+        leased = [await registry.register(None, str(i) * 32, HERE, 60_000) for i in range(4)]
+    assert sorted(r.node_id for r in leased) == [1, 3, 4, 5]
+    assert await ids(registry) == [1, 2, 3, 4, 5]
+    node = ClusterNodes(registry, None, 60_000, lambda why: None)
+    await node.join(HERE)
+    try:
+        assert node.node_id == 6 and node.live_ids == [1, 2, 3, 4, 5, 6]
+    finally:
+        await node.leave()
 
 
 async def test_a_clean_leave_ends_the_lease_at_once(registry: NodeRecords):

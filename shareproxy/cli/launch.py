@@ -1,0 +1,19 @@
+"""The ``shareproxy`` command's entry (the console script, ``python -m shareproxy.cli``): stop
+signals are caught before anything heavy is imported (``signals``), then the command runs."""
+
+from __future__ import annotations
+
+import sys
+
+from shareproxy.cli import signals
+
+
+def main() -> None:
+    signals.catch()
+    try:
+        from shareproxy.cli.app import main as run
+
+        run()
+    except signals.Interrupted as exc:
+        print(exc.line(), file=sys.stderr)
+        raise SystemExit(exc.code) from None

@@ -1,0 +1,57 @@
+"""Stop signals from the command's first moments. SIGTERM and SIGINT are caught before the
+second or so of imports, so a stop while a command starts is one line and an exit code, never
+a traceback or a death by signal. Until the command is known a signal is only noted; from then
+on it ends the command: ``serve`` exits 0, as a stop is what the signal asks for (its event loop
+takes the signals over once it runs), any other command 128 + the signal's number, as a shell
+reports it (an interrupted ``migrate`` must not read as done)."""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_noted: list[int] = []
+_stop_is_success = False
+
+
+class Interrupted(SystemExit):
+    """A stop signal before the command handles signals itself. A ``SystemExit``: asyncio and
+    click let it through unchanged (a ``KeyboardInterrupt`` click turns into an exit 130)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(0 if _stop_is_success else 128 + signum)
+        self.name = signal.Signals(signum).name
+
+    def line(self) -> str:
+        if self.code == 0:
+            return f"stopped by {self.name} while starting"
+        return f"error: interrupted by {self.name}"
+
+
+def _note(signum: int, frame: FrameType | None) -> None:
+    _noted.append(signum)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def arm(command: str | None) -> None:
+    """The command is known: a stop signal ends it from now on, and one noted before ends it
+    now. Only in a process that ``main`` started (the app run in-process by a test keeps the
+    test's handlers)."""
+    global _stop_is_success
+    if signal.getsignal(signal.SIGTERM) is not _note:
+        return
+    _stop_is_success = command == "serve"
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop)
+    if _noted:
+        raise Interrupted(_noted[0])
+
+
+def catch() -> None:
+    """Note stop signals until ``arm``: the first thing the command does."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _note)
