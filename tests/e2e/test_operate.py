@@ -141,7 +141,12 @@ def test_json_logs_one_object_per_line_with_events_and_no_secrets(broker, postgr
     joined = [e for e in entries if e["message"] == "member joined"]
     assert joined and joined[0]["group"] == group
     assert "member left" in messages and "stopped" in messages
-    assert any(e["message"].startswith("loaded ") for e in entries)
+    loaded = [e for e in entries if e["message"] == "share-partition loaded"]
+    assert loaded and (loaded[0]["group"], loaded[0]["topic"], loaded[0]["partition"]) == (
+        group,
+        t,
+        0,
+    )
     assert secret not in p.log()
     assert not [e for e in entries if e["level"] == "ERROR"]
 
