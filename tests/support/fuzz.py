@@ -84,10 +84,19 @@ class FuzzStats:
     held: int = 0
     seconds: float = 0.0
     kinds: dict[str, int] = field(default_factory=dict)
+    per_second: list[int] = field(default_factory=list)  # cases in each second of the run
+    answered_by_api: dict[int, int] = field(default_factory=dict)
 
     @property
-    def per_second(self) -> float:
+    def rate(self) -> float:
         return self.cases / self.seconds if self.seconds else 0.0
+
+    def rates(self, seconds: int) -> tuple[float, float]:
+        """Cases per second in the first and in the last ``seconds`` whole seconds: a listener
+        stalled behind a sick upstream shows as a last rate far below the first."""
+        whole = self.per_second[:-1] or self.per_second
+        n = max(1, min(seconds, len(whole) // 2))
+        return sum(whole[:n]) / n, sum(whole[-n:]) / n
 
 
 class FrameFuzzer:
@@ -97,6 +106,7 @@ class FrameFuzzer:
         self.rng = random.Random(seed)
         self.versions = sorted({struct.unpack_from(">hh", f) for f in pool})
         self.stats = FuzzStats()
+        self._started = time.monotonic()
 
     def case(self) -> tuple[str, bytes]:
         r = self.rng.random()
@@ -110,6 +120,7 @@ class FrameFuzzer:
     async def run(self, seconds: float, connections: int = 8) -> FuzzStats:
         started = time.monotonic()
         deadline = started + seconds
+        self._started = started
         await asyncio.gather(*(self._worker(deadline) for _ in range(connections)))
         self.stats.seconds = time.monotonic() - started
         return self.stats
@@ -124,6 +135,10 @@ class FrameFuzzer:
                 assert reader is not None
                 kind, frame = self.case()
                 self.stats.cases += 1
+                second = int(time.monotonic() - self._started)
+                timeline = self.stats.per_second
+                timeline.extend([0] * (second + 1 - len(timeline)))
+                timeline[second] += 1
                 self.stats.kinds[kind] = self.stats.kinds.get(kind, 0) + 1
                 try:
                     writer.write(struct.pack(">i", len(frame)) + frame)
@@ -133,6 +148,10 @@ class FrameFuzzer:
                     )[0]
                     await asyncio.wait_for(reader.readexactly(size), _ANSWER_WAIT_S)
                     self.stats.answered += 1
+                    if kind != "garbage":
+                        key = struct.unpack_from(">h", frame)[0]
+                        by_api = self.stats.answered_by_api
+                        by_api[key] = by_api.get(key, 0) + 1
                     continue
                 except (asyncio.IncompleteReadError, ConnectionError):
                     self.stats.closed += 1
@@ -242,3 +261,46 @@ async def fuzz_records(
 
         await asyncio.gather(*(call() for _ in range(groups)), delete())
     return statuses, failures
+
+
+_CLIENT = struct.pack(">h", 4) + b"fuzz"
+_API_VERSIONS = struct.pack(">hhi", 18, 0, 1) + _CLIENT  # v0
+
+
+async def api_keys(port: int) -> set[int]:
+    """The api keys a listener advertises (ApiVersions v0)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(struct.pack(">i", len(_API_VERSIONS)) + _API_VERSIONS)
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        body = await reader.readexactly(size)
+    finally:
+        writer.close()
+    (count,) = struct.unpack_from(">i", body, 6)  # after the correlation id and error code
+    return {struct.unpack_from(">h", body, 10 + 6 * i)[0] for i in range(count)}
+
+
+async def broker_answers(port: int, wait_s: float = 2.0) -> bool:
+    """Whether a broker answers ApiVersions and then Metadata (all topics) on a fresh
+    connection within ``wait_s`` each: a broker wedged by what it was sent does not."""
+    probes = (
+        _API_VERSIONS,
+        struct.pack(">hhi", 3, 1, 2) + _CLIENT + struct.pack(">i", -1),  # Metadata v1, all
+    )
+    for probe in probes:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port), wait_s
+            )
+        except (OSError, TimeoutError):
+            return False
+        try:
+            writer.write(struct.pack(">i", len(probe)) + probe)
+            await writer.drain()
+            size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), wait_s))[0]
+            await asyncio.wait_for(reader.readexactly(size), wait_s)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            return False
+        finally:
+            writer.close()
+    return True

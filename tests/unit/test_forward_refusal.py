@@ -1,5 +1,6 @@
 """A pass-through request for a topic the principal may not use is answered, in every served
-version, with TOPIC_AUTHORIZATION_FAILED for each of its partitions, and the answer encodes."""
+version, with TOPIC_AUTHORIZATION_FAILED for each of its partitions, and the answer encodes; the
+values Kafka's broker refuses (forward_rules.py) are answered with Kafka's codes, never sent."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ from datetime import timedelta
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
+from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.dispatch import SERVED
 from shareproxy.kafka.handlers.forward import _DENIED, _SHAPES, _errors_response
+from shareproxy.kafka.handlers.relay import _answer_error
+from shareproxy.kafka.routes import ROUTES
+from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, decode_response, encode_response_chunks
+from shareproxy.protocol.forward_rules import partition_problem, relay_problem, request_problem
 
 
 def _entity(cls: type, **values: object) -> object:
@@ -63,3 +69,110 @@ def test_refused_topics_get_topic_authorization_failed_per_partition(api_key, ve
     )
     assert part.error_code.value == 29
     assert getattr(part, "index", getattr(part, "partition_index", None)) == 2
+
+
+def _partition(api_key: int, version: int, **values: object) -> object:
+    topics_f, _, parts_f, _, _ = _SHAPES[api_key]
+    (topic,) = getattr(_request(api_key, version), topics_f)
+    (part,) = getattr(topic, parts_f)
+    return dataclasses.replace(part, **values)
+
+
+@pytest.mark.parametrize("api_key", [1, 2])  # and Produce, whose empty records are refused
+def test_a_negative_partition_is_unknown_and_never_sent(api_key):
+    _, _, _, index_f, _ = _SHAPES[api_key]
+    version = SERVED[api_key][1]
+    part = _partition(api_key, version, **{index_f: -7})
+    code, _ = partition_problem(api_key, version, part, -7)
+    assert code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    part = _partition(api_key, version, **{index_f: 0})
+    assert partition_problem(api_key, version, part, 0) is None
+
+
+def test_a_produce_with_acks_other_than_all_none_or_leader_is_refused():
+    body = _request(ApiKey.PRODUCE, 9)
+    for acks in (-1, 0, 1):
+        assert request_problem(ApiKey.PRODUCE, 9, dataclasses.replace(body, acks=acks)) is None
+    for acks in (2, -2, 32767):
+        code, _ = request_problem(ApiKey.PRODUCE, 9, dataclasses.replace(body, acks=acks))
+        assert code == ErrorCode.INVALID_REQUIRED_ACKS
+
+
+def test_delete_records_below_the_high_watermark_marker_is_out_of_range():
+    from kio.schema.delete_records.v2 import request as dr
+
+    def problem(offset: int):
+        part = dr.DeleteRecordsPartition(partition_index=0, offset=offset)
+        return partition_problem(ApiKey.DELETE_RECORDS, 2, part, 0)
+
+    assert problem(-1) is None  # up to the high watermark
+    assert problem(5) is None
+    assert problem(-2)[0] == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert problem(-(2**63))[0] == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def _relayed(api_key: ApiKey, **values: object) -> tuple[int, object]:
+    version = SERVED[api_key][1]
+    cls = load_request_schema(api_key, version)
+    m = __import__(cls.__module__, fromlist=["x"])
+    defaults = {
+        ApiKey.JOIN_GROUP: lambda: dict(
+            group_id="g",
+            session_timeout=timedelta(seconds=10),
+            rebalance_timeout=timedelta(seconds=10),
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(m.JoinGroupRequestProtocol(name="range", metadata=b""),),
+            reason=None,
+        ),
+        ApiKey.HEARTBEAT: lambda: dict(
+            group_id="g", generation_id=1, member_id="m", group_instance_id=None
+        ),
+        ApiKey.INIT_PRODUCER_ID: lambda: dict(
+            transactional_id="tx",
+            transaction_timeout=timedelta(seconds=60),
+            producer_id=-1,
+            producer_epoch=-1,
+        ),
+    }[api_key]()
+    return version, cls(**{**defaults, **values})
+
+
+@pytest.mark.parametrize(
+    "api_key, values, code",
+    [
+        (ApiKey.JOIN_GROUP, {"group_id": ""}, ErrorCode.INVALID_GROUP_ID),
+        (ApiKey.HEARTBEAT, {"group_id": ""}, ErrorCode.INVALID_GROUP_ID),
+        (
+            ApiKey.INIT_PRODUCER_ID,
+            {"transaction_timeout": timedelta(0)},
+            ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+        ),
+        (
+            ApiKey.INIT_PRODUCER_ID,
+            {"transaction_timeout": timedelta(milliseconds=-(2**31))},
+            ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+        ),
+    ],
+)
+def test_relayed_requests_kafka_refuses_whole_are_answered_mirroring_the_request(
+    api_key, values, code
+):
+    version, good = _relayed(api_key)
+    assert relay_problem(api_key, good) is None
+    bad = dataclasses.replace(good, **values)
+    problem = relay_problem(api_key, bad)
+    assert problem is not None and problem[0] == code
+    request = Request(api_key, version, 1, "t", bad)
+    answer = _answer_error(request, ROUTES[api_key], *problem)
+    frame = b"".join(encode_response_chunks(1, answer))[4:]
+    _, decoded = decode_response(frame, load_response_schema(api_key, version))
+    assert decoded.error_code == code
+
+
+def test_an_idempotent_producer_has_no_transaction_timeout_to_check():
+    _, body = _relayed(
+        ApiKey.INIT_PRODUCER_ID, transactional_id=None, transaction_timeout=timedelta(0)
+    )
+    assert relay_problem(ApiKey.INIT_PRODUCER_ID, body) is None

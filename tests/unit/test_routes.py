@@ -198,3 +198,11 @@ def test_create_topics_refuses_what_kafkas_controller_refuses_before_it_goes_ups
     # more than 10,000 records in one request: POLICY_VIOLATION for every topic, as Kafka
     assert problems(_creatable("a", 9_000), _creatable("b", 2_000)) == {0: 44, 1: 44}
     assert problems(_creatable("a", 2_000_000_000)) == {0: 44}
+    # a name Kafka's Topic.validate refuses: INVALID_TOPIC_EXCEPTION, counting no records
+    assert problems(_creatable("a b", 3), _creatable("ok", 3)) == {0: 17}
+    assert problems(_creatable("", 3), _creatable("..", 3), _creatable("é", 1)) == {
+        0: 17,
+        1: 17,
+        2: 17,
+    }
+    assert problems(_creatable("x" * 250, 2_000_000_000)) == {0: 17}

@@ -85,11 +85,12 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             failed.append((topic, list(parts), ErrorCode.TOPIC_AUTHORIZATION_FAILED, _DENIED))
             continue
         for part in parts:
-            wrong = partition_problem(request.api_key, request.api_version, part)
+            index = getattr(part, index_f)
+            wrong = partition_problem(request.api_key, request.api_version, part, index)
             if wrong is not None:
                 failed.append((topic, [part], *wrong))
                 continue
-            leader = await _leader(ctx, name, getattr(part, index_f))
+            leader = await _leader(ctx, name, index)
             by_leader[leader][ti].append(part)
     acks_zero = request.api_key == ApiKey.PRODUCE and getattr(body, "acks", 1) == 0
     if failed and not by_leader:  # nothing left to forward

@@ -31,6 +31,7 @@ from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, CoordinatorType, api_name
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
 from shareproxy.protocol.error_response import error_entity, list_entry_type
+from shareproxy.protocol.forward_rules import relay_problem
 from shareproxy.upstream.client import UpstreamError
 from shareproxy.upstream.link import UpstreamLink
 
@@ -52,6 +53,8 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     refused = refusal(allowed, route, body)
     if refused is None and request.api_key == ApiKey.INIT_PRODUCER_ID:
         refused = _idempotence_refused(ctx, conn, body)
+    if refused is None:  # authorization answers first, as in Kafka
+        refused = relay_problem(request.api_key, body)
     if refused is not None:
         return _answer_error(request, route, *refused)
     named, unknown = await _named_by_id(ctx, route, body)
