@@ -86,7 +86,8 @@ async def _repair(
             return Outcome(
                 f, False, f"skipped: initialized meanwhile at {before.state.start_offset}"
             )
-        await store.initialize(key, f.log_start, f.topic)
+        if await store.initialize(key, f.log_start, f.topic) is None:
+            return Outcome(f, False, "skipped: the group was deleted meanwhile")
         return Outcome(f, True, f"initialized at the log start {f.log_start}")
     if f.repair == Repair.RESET_TO_HIGH_WATERMARK:
         assert f.high_watermark is not None

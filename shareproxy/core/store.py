@@ -90,10 +90,11 @@ class ShareStateStore(Protocol):
 
     async def initialize(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
-    ) -> LoadedState:
+    ) -> LoadedState | None:
         """Create the share-partition's state at ``start_offset`` unless it already exists;
-        return what is stored either way. The topic's name is kept to tell a recreated topic
-        (same name, new id) from a deleted one."""
+        return what is stored either way, or None when the group was deleted meanwhile (start
+        over). The topic's name is kept to tell a recreated topic (same name, new id) from a
+        deleted one."""
         ...
 
     async def read(self, key: SharePartitionKey) -> LoadedState | None: ...

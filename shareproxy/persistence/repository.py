@@ -86,7 +86,7 @@ class SqlShareStateStore:
     # share-partitions
     async def initialize(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
-    ) -> LoadedState:
+    ) -> LoadedState | None:
         return await self._partitions.initialize(key, start_offset, topic_name)
 
     async def read(self, key: SharePartitionKey) -> LoadedState | None:

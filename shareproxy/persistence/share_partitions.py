@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.store import LoadedState, SharePartitionKey
@@ -58,17 +59,20 @@ class SharePartitionStates:
 
     async def initialize(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
-    ) -> LoadedState:
-        async with self.engine.begin() as conn:
-            await insert_group(conn, key.group_id)
-            await conn.execute(
-                insert_ignore(conn, share_snapshots, ["group_id", "topic_id", "partition"]).values(
-                    **_new_snapshot(key, start_offset, topic_name)
+    ) -> LoadedState | None:
+        """None when the group is deleted meanwhile (its row goes between this transaction's
+        statements, which an insert that finds a row does not lock): the caller starts over."""
+        try:
+            async with self.engine.begin() as conn:
+                await insert_group(conn, key.group_id)
+                await conn.execute(
+                    insert_ignore(
+                        conn, share_snapshots, ["group_id", "topic_id", "partition"]
+                    ).values(**_new_snapshot(key, start_offset, topic_name))
                 )
-            )
-            loaded = await stored_state.load(conn, key)
-            assert loaded is not None
-            return loaded
+                return await stored_state.load(conn, key)
+        except IntegrityError:  # the snapshot's group row was deleted under it
+            return None
 
     async def read(self, key: SharePartitionKey) -> LoadedState | None:
         async with self.engine.connect() as conn:
