@@ -1,4 +1,4 @@
-"""The proxy nodes of a cluster and their leases (issue 19).
+"""The proxy nodes of a cluster and their leases.
 
 Revision ID: 0004
 Revises: 0003

@@ -1,4 +1,4 @@
-"""The cluster's generation (issue 19): raised with every change of the live proxy nodes and
+"""The cluster's generation: raised with every change of the live proxy nodes and
 given to clients as the partitions' leader epoch; each node records the newest one it acts on,
 so a node takes over a partition only once its previous owner has let it go.
 

@@ -36,7 +36,7 @@ class Coordinator:
         max_groups: int | None = None,
         coordinates: Callable[[str], bool] = lambda group_id: True,
     ) -> None:
-        self.coordinates = coordinates  # whether this node coordinates a group (issue 19)
+        self.coordinates = coordinates  # whether this node coordinates a group
         self.store = store
         self.upstream = upstream
         self.partitions = partitions

@@ -29,7 +29,7 @@ from shareproxy.core.store import PartitionWrite, SharePartitionKey
 
 log = logging.getLogger(__name__)
 
-# a member that asked for records here this recently shares the work (fair work, issue 20):
+# a member that asked for records here this recently shares the work (fair work):
 # several of Kafka's and librdkafka's default fetch waits (500 ms)
 ASKING_WINDOW_MS = 2_000
 
@@ -69,7 +69,7 @@ class SharePartitionLeader:
         self.mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
         self.cache = LogCache(settings.isolation_level, settings.key_ordering)
         self.valid = True  # False once a write was refused or the state replaced: reload
-        # whether this node still leads the partition (placement and its lease, issue 19):
+        # whether this node still leads the partition (placement and its lease):
         # asked under the mutex, since waiting for it may outlast either
         self.still_led: Callable[[], bool] = lambda: True
         # members the group's coordinator assigned this partition, fetching here or not yet

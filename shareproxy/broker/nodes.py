@@ -1,4 +1,4 @@
-"""This process as a node of a shareproxy cluster (issue 19): it registers its node id (or leases
+"""This process as a node of a shareproxy cluster: it registers its node id (or leases
 one) and advertised listeners in the store, renews its lease every third of its length, and
 keeps the set of live nodes that placement (``core/placement.py``) decides from. An id whose
 lease holds is not taken: the node waits for the lease to pass and refuses to start once its

@@ -49,7 +49,7 @@ class SharePartitions:
         self.store = store
         # read the group configs again before a load: a change through another node counts
         self.refresh_settings = refresh_settings
-        self.leads = leads  # whether this node leads a partition (placement, issue 19)
+        self.leads = leads  # whether this node leads a partition (placement)
         # members the coordinator gives a share-partition (fair work); set once it exists
         self.members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0
         self.replaced_check_ms = replaced_check_ms

@@ -121,11 +121,7 @@ def demo(
         raise typer.Exit(exits.USAGE) from exc
     from shareproxy.demo import run_demo
 
-    try:
-        outcome = run_demo(records, partitions, consumers, out)
-    except KeyboardInterrupt:
-        err.print("demo interrupted: the consumers, the proxy and the broker are stopped")
-        raise typer.Exit(exits.INTERRUPTED) from None
+    outcome = run_demo(records, partitions, consumers, out)  # Ctrl-C: cli/signals.py says so
     if not outcome.ok:
         raise typer.Exit(exits.FAILED)
 

@@ -1,4 +1,4 @@
-"""Key-ordered share delivery (beyond KIP-932, issue 20): records with the same key are
+"""Key-ordered share delivery (beyond KIP-932): records with the same key are
 processed by at most one member at a time and in offset order.
 
 The rule: a keyed record is acquirable only when it is the earliest record of its key still to

@@ -1,4 +1,4 @@
-"""The proxy nodes of a cluster as the runtime sees them (issue 19): each live node holds a lease
+"""The proxy nodes of a cluster as the runtime sees them: each live node holds a lease
 in the store that it renews; one whose lease passed is not live. As Kafka's controller refuses a
 broker id whose session is still live, a process does not take a node id whose lease holds:
 it waits for the lease to pass (the process that held it may be gone, a restart after a crash)

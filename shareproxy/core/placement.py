@@ -1,5 +1,5 @@
 """Which proxy node leads a partition's share-partitions and which coordinates a share group,
-decided from the set of live nodes alone (issue 19).
+decided from the set of live nodes alone.
 
 Rendezvous (highest-random-weight) hashing: every node computes the same owner from the same
 live set, with no messages between nodes, and when a node joins or leaves only the keys it wins

@@ -33,7 +33,7 @@ T = TypeVar("T")
 class BrokerContext:
     node_id: int
     advertised: dict[str, tuple[str, int]]  # listener (security protocol) → host, port
-    cluster: ClusterNodes  # the live proxy nodes and who owns what (issue 19)
+    cluster: ClusterNodes  # the live proxy nodes and who owns what
     upstream: Upstream
     consumption: Consumption  # fetch and acknowledge: the runtime the REST API uses too
     coordinator: Coordinator

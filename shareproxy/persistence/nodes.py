@@ -98,7 +98,9 @@ class NodeRecords:
             )
             if held is not None:
                 return Renewal.REPLACED
-            await _upsert(conn, node_id, incarnation, listeners, now, lease_ms)
+            # only if still free: a process that registered the id since it was reaped keeps it
+            if not await _upsert(conn, node_id, incarnation, listeners, now, lease_ms, False):
+                return Renewal.REPLACED
             return Renewal.REJOINED
 
     async def seen(self, node_id: int, incarnation: str, generation: int) -> None:
@@ -182,7 +184,7 @@ async def _upsert(
     listeners: Mapping[str, tuple[str, int]],
     now: datetime,
     lease_ms: int,
-    replace: bool = True,
+    replace: bool,
 ) -> bool:
     """Hold the id for this process from now on; the live set changed, so a new generation.
     Without ``replace``, only an id whose lease passed (in one statement: a process that

@@ -111,7 +111,7 @@ share_archived = Table(
     Column("archived_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
-# Security (issue 5): SCRAM credentials, ACL bindings and admin API bearer tokens. Passwords are
+# Security: SCRAM credentials, ACL bindings and admin API bearer tokens. Passwords are
 # never stored: a credential is the salted, iterated SCRAM form (RFC 5802 StoredKey/ServerKey).
 scram_credentials = Table(
     "scram_credentials",

@@ -26,7 +26,7 @@ from tests.e2e.test_hostile_input import topic_id
 from tests.support.kafka_client import KafkaConnection
 from tests.support.secure import PASSWORDS, Secure
 
-TOPIC_DENIED, OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_ID = 29, 55, 100
+TOPIC_DENIED, INVALID_REQUEST, OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_ID = 29, 42, 55, 100
 
 
 def _admin(secure: Secure) -> KafkaConnection:
@@ -171,6 +171,12 @@ def test_topics_are_created_and_deleted_one_by_one(secure, broker):
         )
     ).responses
     assert int(unknown.error_code) == UNKNOWN_TOPIC_ID
+    both = delete_v6.DeleteTopicState(name=mine, topic_id=topic_id(broker.port, theirs))
+    (refused,) = k.call(
+        delete_v6.DeleteTopicsRequest(topics=(both,), timeout=timedelta(seconds=10))
+    ).responses  # a name one may delete cannot carry another topic's id along
+    assert int(refused.error_code) == INVALID_REQUEST
+    assert theirs in upstream.list_topics(timeout=10).topics
     k.close()
 
     client = AdminClient(

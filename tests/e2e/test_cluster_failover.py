@@ -1,4 +1,4 @@
-"""Several proxy nodes serving one share group (issue 19), judged by real librdkafka share
+"""Several proxy nodes serving one share group, judged by real librdkafka share
 consumers: a node killed mid-run costs seconds, never a record: what it had handed out is
 delivered again by the node that takes its partitions over, and no acceptance it confirmed is
 lost or redelivered; the same through a rolling restart, a node cut off from the store and a

@@ -1,4 +1,4 @@
-"""Proxy nodes sharing one store (issue 19): each holds a lease and sees the others live; a
+"""Proxy nodes sharing one store: each holds a lease and sees the others live; a
 process started with a live node's id is refused (exit 2) unless told to replace it, and a
 replaced one stops with a line saying why, so two processes can never serve as one node; ids
 may be leased from the store; ``serve --nodes`` restarts a dead node quietly."""

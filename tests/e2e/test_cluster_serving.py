@@ -1,4 +1,4 @@
-"""Several proxy nodes serving one share group (issue 19), judged by real clients: every node
+"""Several proxy nodes serving one share group, judged by real clients: every node
 names the same brokers, leaders and coordinator; each partition is served by its leader only;
 group admin goes to the group's coordinator; a client that asks one node at a time is not held
 where there is nothing; and a group config changed through one node applies on all."""

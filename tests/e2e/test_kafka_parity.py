@@ -1,5 +1,5 @@
 """Where a client can tell the proxy from Kafka's own share groups, it cannot: real
-librdkafka share consumers against the proxy, on what Kafka's broker does (issue 18)."""
+librdkafka share consumers against the proxy, on what Kafka's broker does."""
 
 from __future__ import annotations
 

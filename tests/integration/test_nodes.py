@@ -1,4 +1,4 @@
-"""Node leases on a real store (issue 19): a node is live while its lease holds; a process does
+"""Node leases on a real store: a node is live while its lease holds; a process does
 not take a live node's id unless told to replace it (the replaced one learns so at its next
 renewal); an id may be leased, the lowest free one."""
 

@@ -1,4 +1,4 @@
-"""A share-partition leader and the live nodes changing under it (issue 19), on a real broker and
+"""A share-partition leader and the live nodes changing under it, on a real broker and
 store: a node that stops leading a partition while it loads, or while a fetch waits, keeps
 nothing of it and acquires nothing from it."""
 

@@ -1,4 +1,4 @@
-"""Key-ordered share delivery (issue 20): a keyed record is acquired only when it is the
+"""Key-ordered share delivery: a keyed record is acquired only when it is the
 earliest of its key still to process, and only by the member owning its key's hash range."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Metadata: the brokers are the live proxy nodes, and each partition's leader is the node that
-placement gives it (issue 19; with one node, that node leads everything); topic ids are the
+placement gives it (with one node, that node leads everything); topic ids are the
 upstream cluster's."""
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ _KEY_TYPE = {Via.GROUP: CoordinatorType.GROUP, Via.TRANSACTION: CoordinatorType.
 # answers that mean "ask the coordinator again": the proxy forgets where it was
 _MOVED = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 _UNREADABLE = "the upstream broker's answer does not follow the API's schema"
+_NAME_OR_ID = "a topic is named by its name or by its id, one of the two"
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
@@ -90,23 +91,28 @@ async def _named_by_id(
     entries = route.entries
     items = entries.of(body) if entries is not None and entries.by_id else None
     asked = getattr(body, items) if items else None
-    if not asked or all(isinstance(e, str) or e.name or e.topic_id is None for e in asked):
+    if not asked or all(isinstance(e, str) for e in asked):
         return body, {}
+    named, problems = [], {}
+    for i, e in enumerate(asked):  # one of name and id, as Kafka's controller requires
+        if (e.name is None) == (e.topic_id is None):
+            problems[i] = ErrorCode.INVALID_REQUEST, _NAME_OR_ID
+    if all(e.name is not None or e.topic_id is None for e in asked):
+        return body, problems
     by_id = ctx.upstream.topics_by_id
-    if any(e.topic_id not in by_id for e in asked if not isinstance(e, str) and not e.name):
+    if any(e.topic_id not in by_id for e in asked if e.name is None and e.topic_id is not None):
         with contextlib.suppress(UpstreamError):  # what is unknown then stays unknown
             await ctx.upstream.refresh_metadata()
         by_id = ctx.upstream.topics_by_id
-    named, unknown = [], {}
     for i, e in enumerate(asked):
-        if not isinstance(e, str) and not e.name and e.topic_id is not None:
+        if e.name is None and e.topic_id is not None:
             info = by_id.get(e.topic_id)
             if info is None:
-                unknown[i] = ErrorCode.UNKNOWN_TOPIC_ID, f"no topic has the id {e.topic_id}"
+                problems[i] = ErrorCode.UNKNOWN_TOPIC_ID, f"no topic has the id {e.topic_id}"
             else:
                 e = dataclasses.replace(e, name=info.name)
         named.append(e)
-    return dataclasses.replace(body, **{items: tuple(named)}), unknown
+    return dataclasses.replace(body, **{items: tuple(named)}), problems
 
 
 def _allowed(ctx: BrokerContext, conn: Connection) -> Allowed:
@@ -262,7 +268,12 @@ async def split(
         except UpstreamError as e:
             _gone(ctx, route, split, entry_cls, items, e, answered)
             continue
-        for (i, item), entry in zip(items, got, strict=False):
+        by_key = {getattr(entry, split.result_key): entry for entry in got}
+        for i, item in items:  # matched by id: an upstream may answer in another order
+            entry = by_key.get(split.key(item))
+            if entry is None:
+                why = "the coordinator's answer left it out"
+                entry = _entry(entry_cls, split, item, ErrorCode.COORDINATOR_NOT_AVAILABLE, why)
             answered[i] = (
                 _hidden(allowed, route, request, entry) if _asks_all(route, item) else entry
             )
