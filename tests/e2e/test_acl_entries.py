@@ -14,17 +14,18 @@ from kio.schema.add_partitions_to_txn.v3 import request as add_txn
 from kio.schema.create_topics.v7 import request as create
 from kio.schema.delete_topics.v4 import request as delete_v4
 from kio.schema.delete_topics.v6 import request as delete_v6
-from kio.schema.fetch.v12 import request as fetch
 from kio.schema.list_groups.v4 import request as list_groups
 from kio.schema.offset_commit.v8 import request as commit
 from kio.schema.offset_fetch.v7 import request as fetch_v7
 from kio.schema.offset_fetch.v8 import request as fetch_v8
 from kio.schema.txn_offset_commit.v3 import request as txn_commit
 
+from shareproxy.protocol.api_keys import ApiKey
 from tests.e2e.test_endpoint_acls import _user
 from tests.e2e.test_hostile_input import topic_id
 from tests.support.kafka_client import KafkaConnection
 from tests.support.secure import PASSWORDS, Secure
+from tests.support.typical_requests import Names, typical
 
 TOPIC_DENIED, INVALID_REQUEST, OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_ID = 29, 42, 55, 100
 
@@ -258,33 +259,7 @@ def test_a_denied_fetch_answers_an_empty_record_set(secure, topic, produce):
     group = f"denied-{uuid.uuid4().hex[:6]}"
     secure.acl(principal, "GROUP", group, "READ")  # the group, and to see the topic, not read it
     secure.acl(principal, "TOPIC", t, "DESCRIBE")
-    asked = fetch.FetchRequest(
-        cluster_id=None,
-        replica_id=-1,
-        max_wait=timedelta(milliseconds=10),
-        min_bytes=0,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            fetch.FetchTopic(
-                topic=t,
-                partitions=(
-                    fetch.FetchPartition(
-                        partition=0,
-                        current_leader_epoch=-1,
-                        fetch_offset=0,
-                        last_fetched_epoch=-1,
-                        log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
+    asked = typical(ApiKey.FETCH, 12, Names(topic=t, topic_id=uuid.UUID(int=0), group=group))
     (part,) = k.call(asked).responses[0].partitions
     assert (int(part.error_code), part.records) == (TOPIC_DENIED, b"")
     k.close()
