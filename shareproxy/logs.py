@@ -130,6 +130,22 @@ class Outage:
         self._since, self._failures = None, 0
 
 
+class UpstreamClientLog(RateLimit):
+    """aiokafka logs every failed connection attempt to the cluster as an ERROR, several a
+    second while a broker is down. That is a dependency's outage, which the proxy answers
+    retriably and reports itself: its lines are warnings here, a few of a kind per window."""
+
+    def __init__(self) -> None:
+        super().__init__(burst=3, window_s=30.0)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("aiokafka"):
+            return True
+        if record.levelno == logging.ERROR:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return super().filter(record)
+
+
 def configure(level: str = "INFO", fmt: LogFormat = "plain") -> None:
     """Route the proxy's, uvicorn's and aiokafka's loggers to stderr in one format."""
     handler = logging.StreamHandler()
@@ -137,6 +153,7 @@ def configure(level: str = "INFO", fmt: LogFormat = "plain") -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(PlainFormatter())
+    handler.addFilter(UpstreamClientLog())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -62,3 +62,27 @@ def test_an_outage_is_one_warning_when_it_starts_and_one_line_when_it_ends(caplo
     assert [level for level, _ in lines] == ["WARNING", "INFO", "WARNING"]
     assert "(round 0): connection refused" in lines[0][1]
     assert "50 calls failed meanwhile" in lines[1][1]
+
+
+def test_the_upstream_clients_connection_errors_are_a_few_warnings_per_window():
+    import logging
+
+    from shareproxy.logs import UpstreamClientLog
+
+    limit = UpstreamClientLog()
+
+    def record(name: str, level: int) -> logging.LogRecord:
+        return logging.makeLogRecord(
+            {
+                "name": name,
+                "levelno": level,
+                "levelname": logging.getLevelName(level),
+                "msg": "Unable connect to node with id %s: %s",
+                "args": (111, "refused"),
+            }
+        )
+
+    passed = [r for r in (record("aiokafka", logging.ERROR) for _ in range(50)) if limit.filter(r)]
+    assert len(passed) == 3 and {r.levelname for r in passed} == {"WARNING"}
+    own = record("shareproxy.broker", logging.ERROR)
+    assert all(limit.filter(own) for _ in range(50)) and own.levelname == "ERROR"
