@@ -14,6 +14,9 @@ def main() -> None:
         from shareproxy.cli.app import main as run
 
         run()
-    except signals.Interrupted as exc:
-        print(exc.line(), file=sys.stderr)
-        raise SystemExit(exc.code) from None
+    except BaseException as exc:
+        stop = signals.within(exc)
+        if stop is None:
+            raise
+        print(stop.line(), file=sys.stderr)
+        raise SystemExit(stop.code) from None

@@ -29,6 +29,19 @@ class Interrupted(SystemExit):
         return f"error: interrupted by {self.name}"
 
 
+def within(exc: BaseException) -> Interrupted | None:
+    """The stop signal an exception carries. Python wraps what a handler raises in some places
+    (an import's ``__set_name__`` becomes a ``RuntimeError`` caused by it), so the chain is read."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        if isinstance(found, Interrupted):
+            return found
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return None
+
+
 def _note(signum: int, frame: FrameType | None) -> None:
     _noted.append(signum)
 
