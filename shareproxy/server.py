@@ -18,6 +18,7 @@ from shareproxy import exits, metrics, node_state
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.census import StoredCensus
+from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dead_letters import DeadLetterWriter
@@ -192,6 +193,9 @@ class Proxy:
         self.partitions.members_assigned = lambda key: self.coordinator.members_assigned(
             key.group_id, key.topic_id, key.partition
         )
+        self.consumers = ShareConsumers(
+            self.consumption, self.sessions, self.coordinator, self.nodes, clock_ms
+        )
         self.nodes.on_change(lambda placement: self._placement_changed())
         self.nodes.on_lease_lost(self._lease_lost)
         self.coordinator.start()
@@ -241,9 +245,8 @@ class Proxy:
             security=self.security,
             sasl_mechanisms=self.mechanisms,
             upstream=self.upstream,
-            consumption=self.consumption,
+            consumers=self.consumers,
             coordinator=self.coordinator,
-            sessions=self.sessions,
             settings_for=self.settings_for,
             clock_ms=clock_ms,
             admin=self.group_admin,
@@ -293,7 +296,7 @@ class Proxy:
             )
         )
         self.admin = AdminServer(
-            create_app(probes, self.group_admin, self.security, self.consumption),
+            create_app(probes, self.group_admin, self.security, self.consumers),
             admin_socket,
         )
         with listen_errors(admin_what):

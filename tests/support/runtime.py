@@ -9,15 +9,20 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
+from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.consumption import Consumption
+from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_commit import GroupCommitter
+from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.offset_reset import AutoOffsetReset, ResetStrategy
+from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.embedded import TansuBroker
+from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
 from shareproxy.upstream.client import Upstream, UpstreamSettings
 from tests.support.topics import create_topic, produce
@@ -45,6 +50,16 @@ class Runtime:
         self.feed = UpstreamFeed(self.upstream, clock_ms)
         self.consumption = Consumption(
             self.partitions, self.feed, store, self.settings_for, clock_ms
+        )
+        self.sessions = ShareSessionCache()
+        self.coordinator = Coordinator(
+            store, self.upstream, self.partitions, self.sessions, self.settings_for, clock_ms
+        )
+        # a node that has not joined coordinates no group: share sessions are trusted, as on
+        # a partition leader that is not the group's coordinator
+        nodes = ClusterNodes(NodeRecords(store.engine), 0, 10_000, lambda why: None)
+        self.consumers = ShareConsumers(
+            self.consumption, self.sessions, self.coordinator, nodes, clock_ms
         )
 
     async def start(self) -> Runtime:
