@@ -18,7 +18,7 @@ from uuid import UUID
 
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
-from shareproxy.broker.leader import Acquisition
+from shareproxy.broker.leader import Acquisition, SharePartitionLeader
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.upstream_feed import topic_named
 from shareproxy.core.acknowledgement import AckBatch
@@ -182,15 +182,7 @@ class ShareConsumers:
         # a partition that a rebalance moved away is served until its next heartbeat tells it.
         # (Serving only the member's target stalled clients that fetch from one node at a time,
         # librdkafka, for MaxWaitMs whenever their target and their fetches disagreed.)
-        acquired = await self._consumption.acquire(
-            leaders,
-            member_id,
-            max_wait_ms=limits.max_wait_ms,
-            max_records=limits.max_records,
-            max_bytes=limits.max_bytes,
-            min_bytes=limits.min_bytes,
-            mode=limits.mode,
-        )
+        acquired = await self._acquire(leaders, member_id, limits)
         return Fetched(acquired=acquired, acknowledged=acknowledged, errors=errors)
 
     async def share_acknowledge(
@@ -310,15 +302,7 @@ class ShareConsumers:
             if self._consumption.partitions.leads(*tp)
         ]
         await self._consumption.store.ensure_group(group_id)
-        return await self._consumption.acquire(
-            leaders,
-            member_id,
-            max_wait_ms=limits.max_wait_ms,
-            max_records=limits.max_records,
-            max_bytes=limits.max_bytes,
-            min_bytes=limits.min_bytes,
-            mode=limits.mode,
-        )
+        return await self._acquire(leaders, member_id, limits)
 
     async def acknowledge(
         self,
@@ -329,6 +313,19 @@ class ShareConsumers:
         """Acknowledgements without a share session, in one group commit, each partition with
         its own error code once durable."""
         return await self._consumption.acknowledge(group_id, member_id, acks)
+
+    async def _acquire(
+        self, leaders: Sequence[SharePartitionLeader], member_id: str, limits: FetchLimits
+    ) -> dict[TopicPartition, Acquisition]:
+        return await self._consumption.acquire(
+            leaders,
+            member_id,
+            max_wait_ms=limits.max_wait_ms,
+            max_records=limits.max_records,
+            max_bytes=limits.max_bytes,
+            min_bytes=limits.min_bytes,
+            mode=limits.mode,
+        )
 
     def lock_expiry_ms(self, group_id: str) -> int:
         """When an acquisition lock taken now ends (the group's share.record.lock.duration.ms)."""
