@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from shareproxy.broker.consumers import OPEN_EPOCH, FetchLimits, SessionRequest
+from shareproxy.broker.consumers import OPEN_EPOCH, FetchLimits, SessionRequest, TopicPartition
 from shareproxy.broker.leader import Acquisition
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -20,7 +20,6 @@ from tests.support.runtime import Runtime, SlowWrites
 
 GROUP = "g-runtime"
 ACCEPT, RELEASE = (AcknowledgeType.ACCEPT,), (AcknowledgeType.RELEASE,)
-TopicPartition = tuple[uuid.UUID, int]
 
 
 async def acquire(
