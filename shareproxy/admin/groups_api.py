@@ -7,18 +7,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import GroupId
+from shareproxy.admin.params import GroupId, Strict
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class GroupSummary(BaseModel):
