@@ -167,7 +167,7 @@ def router(admin: GroupAdmin) -> APIRouter:
     @r.get("/{group_id}/dead-letters", response_model=DeadLetters)
     async def dead_letters(group_id: GroupId, caller: CallerDep) -> DeadLetters:
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
-        settings = admin.configs.settings_for(group_id)
+        settings = admin.settings_for(group_id)
         rows = []
         for p in await admin.dead_letters(group_id):
             problem = p.problem
@@ -272,7 +272,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         if isinstance(dead_letter_topic, str) and dead_letter_topic:
             # the proxy writes there on the group's behalf: its configurer must be able to
             caller.require(Operation.WRITE, ResourceType.TOPIC, dead_letter_topic)
-        await admin.configs.alter(group_id, {k: _text(v) for k, v in change.configs.items()})
+        await admin.alter_configs(group_id, {k: _text(v) for k, v in change.configs.items()})
         return _config(admin, group_id)
 
     return r
@@ -296,8 +296,8 @@ def _text(value: str | int | bool | None) -> str | None:
 
 
 def _config(admin: GroupAdmin, group_id: str) -> GroupConfig:
-    overrides = admin.configs.overrides(group_id)
-    effective = admin.configs.settings_for(group_id).as_configs()
+    overrides = admin.config_overrides(group_id)
+    effective = admin.settings_for(group_id).as_configs()
     return GroupConfig(
         group_id=group_id,
         configs={
