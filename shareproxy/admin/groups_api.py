@@ -216,10 +216,7 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.post("/{group_id}/offsets/reset", response_model=ResetResult)
     async def reset(group_id: GroupId, request: ResetRequest, caller: CallerDep) -> ResetResult:
-        topics = request.topics
-        if topics is None:  # every topic the group has state for
-            topics = sorted({p.topic for p in await admin.offsets(group_id, None)})
-        caller.require_read(group_id, topics)
+        caller.require(Operation.READ, ResourceType.GROUP, group_id)
         plan = await admin.reset_offsets(
             group_id,
             request.to,
@@ -228,6 +225,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             offset=request.offset,
             dry_run=request.dry_run,
             now=datetime.now(UTC),
+            authorize=lambda topics: caller.require_topics(Operation.READ, topics),
         )
         return ResetResult(
             group_id=group_id,

@@ -214,9 +214,16 @@ class GroupAdmin:
         offset: int | None = None,
         dry_run: bool = True,
         now: datetime,
+        authorize: Callable[[list[str]], None] = lambda topics: None,
     ) -> list[ResetPlan]:
         """Move SPSO of each share-partition of ``topics`` (default: every topic the group has
-        state for) and drop its in-flight state, as kafka-share-groups.sh --reset-offsets."""
+        state for) and drop its in-flight state, as kafka-share-groups.sh --reset-offsets.
+
+        ``authorize`` gets the names of the topics to reset before anything is asked upstream
+        or changed, and raises to refuse. State kept for a topic upstream no longer has is not
+        reset (the topic has no offsets to move to), so it is not among them: its id is no
+        topic name an ACL could grant or deny.
+        """
         await self.require(group_id)
         self._require_empty(group_id)
         if to == "datetime":
@@ -226,8 +233,15 @@ class GroupAdmin:
                 raise ShareError(ErrorCode.INVALID_REQUEST, f"{at.isoformat()} is in the future")
         if to == "offset" and (offset is None or offset < 0):
             raise ShareError(ErrorCode.INVALID_REQUEST, "to=offset needs an offset >= 0")
-        keys = await self._keys_for(group_id, topics)
-        names = self._topic_names()
+        if topics is None:
+            names = self._topic_names()
+            keys = [k for k in await self._keys_for(group_id, None) if k.topic_id in names]
+            authorize(sorted({names[k.topic_id] for k in keys}))
+        else:
+            topics = list(topics)
+            authorize(topics)
+            keys = await self._keys_for(group_id, topics)
+            names = self._topic_names()
         plan = []
         for key in keys:
             offsets = UpstreamOffsets(self.upstream, names[key.topic_id], key.partition)
