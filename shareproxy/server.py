@@ -77,8 +77,7 @@ class Proxy:
             settings.advertised_listener,
             lambda spec: self.named.append(spec.protocol),
         )
-        first, self.advertised = self.plan[0]
-        self.listen_host, self.listen_port = first.host, first.port
+        _, self.advertised = self.plan[0]
         if settings.authorization == "auto":
             self.authorization = any(spec.protocol != "PLAINTEXT" for spec, _ in self.plan)
         else:

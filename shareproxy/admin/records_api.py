@@ -16,10 +16,10 @@ from uuid import UUID
 
 from aiokafka.record.memory_records import MemoryRecords
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import GroupId
+from shareproxy.admin.params import Exact, GroupId
 from shareproxy.broker.consumers import Acquisition, FetchLimits, ShareConsumers, TopicPartition
 from shareproxy.config import MAX_FETCH_WAIT_MS
 from shareproxy.core.acknowledgement import AckBatch
@@ -38,14 +38,7 @@ _ACK_TYPES = {
 }
 
 
-class Strict(BaseModel):
-    """What reaches the runtime is exactly what the schema says: no field unknown, and no
-    value coerced ("1" is not a count, 1024.0 not a size)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class FetchRequest(Strict):
+class FetchRequest(Exact):
     topics: list[str] = Field(min_length=1)
     consumer_id: ConsumerId | None = Field(
         default=None, description="who holds the acquired records; made up if absent"
@@ -80,7 +73,7 @@ class FetchResponse(BaseModel):
     records: list[Record]
 
 
-class Acknowledgement(Strict):
+class Acknowledgement(Exact):
     topic: str
     partition: int = Field(ge=0, le=MAX_INT32)
     first_offset: int = Field(ge=0, le=MAX_INT64)
@@ -88,7 +81,7 @@ class Acknowledgement(Strict):
     type: Literal["accept", "release", "reject", "renew"]
 
 
-class AcknowledgeRequest(Strict):
+class AcknowledgeRequest(Exact):
     consumer_id: ConsumerId
     acknowledgements: list[Acknowledgement] = Field(min_length=1)
 
