@@ -14,9 +14,9 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
-from shareproxy.core.store import ShareStateStore
+from shareproxy.core.store import ShareStateStore, StoreUnavailable
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.logs import STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ class Coordinator:
             now = datetime.fromtimestamp(self.clock_ms() / 1000, UTC)
             try:
                 await self.store.record_membership(group.group_id, topics, now)
-            except STORE_FAILURES as exc:
+            except StoreUnavailable as exc:
                 STORE_OUTAGE.failed(
                     f"recording the membership of {group.group_id}", first_line(exc)
                 )
@@ -321,7 +321,7 @@ class Coordinator:
                     last_refresh = now
                     try:
                         await self.drop_deleted_groups()
-                    except STORE_FAILURES as exc:  # tried again next round
+                    except StoreUnavailable as exc:  # tried again next round
                         STORE_OUTAGE.failed("checking for deleted groups", first_line(exc))
                     except Exception as exc:
                         log.warning("checking for deleted groups failed: %s", exc)

@@ -19,9 +19,14 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.store import SharePartitionKey, ShareStateStore
+from shareproxy.core.store import (
+    PARTITION_STATE_UNAVAILABLE,
+    SharePartitionKey,
+    ShareStateStore,
+    StoreUnavailable,
+)
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.logs import STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -95,13 +100,10 @@ class SharePartitions:
                 return current
             try:
                 loaded = await self._load(key)
-            except STORE_FAILURES as exc:
-                # not led until its state is loaded: NOT_LEADER_OR_FOLLOWER is the error
-                # clients retry quietly (librdkafka surfaces COORDINATOR_NOT_AVAILABLE on a
-                # fetch to the application), refreshing metadata meanwhile
+            except StoreUnavailable as exc:  # not led until its state is loaded
                 STORE_OUTAGE.failed(f"loading {key}", first_line(exc))
                 raise ShareError(
-                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    PARTITION_STATE_UNAVAILABLE,
                     "the share-group state store cannot be reached: retry",
                 ) from exc
             if not self.leads(topic_id, partition):  # moved while it loaded: not ours
@@ -279,7 +281,7 @@ class SharePartitions:
             await asyncio.sleep(self.replaced_check_ms / 1000)
             try:
                 await self.evict_replaced()
-            except STORE_FAILURES as exc:  # writes fence meanwhile
+            except StoreUnavailable as exc:  # writes fence meanwhile
                 STORE_OUTAGE.failed("checking for replaced state", first_line(exc))
             except Exception as exc:
                 log.warning("checking for replaced state failed: %s", exc)

@@ -10,8 +10,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from shareproxy.core.store import StoreUnavailable
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.logs import STORE_OUTAGE
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class Periodic:
         while True:
             try:
                 await self.round()
-            except STORE_FAILURES as exc:
+            except StoreUnavailable as exc:
                 STORE_OUTAGE.failed(self.what, first_line(exc))
             except Exception as exc:
                 log.warning("%s failed: %s", self.what, exc)

@@ -11,8 +11,9 @@ import logging
 from shareproxy import metrics
 from shareproxy.core import acl
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, ResourceType
+from shareproxy.core.store import StoreUnavailable
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.logs import STORE_OUTAGE
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.store import SecurityStore
 
@@ -56,7 +57,7 @@ class Security:
             await asyncio.sleep(self.refresh_s)
             try:
                 await self.load()
-            except STORE_FAILURES as exc:  # the last known rules hold meanwhile
+            except StoreUnavailable as exc:  # the last known rules hold meanwhile
                 STORE_OUTAGE.failed("reloading users and ACLs", first_line(exc))
             except Exception as exc:  # keep the last known rules; say so
                 log.warning("reloading users and ACLs failed: %s", exc)
