@@ -16,11 +16,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from uuid import UUID
 
-from shareproxy.broker.periodic import Periodic
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
 from shareproxy.core.placement import Placement
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.exits import UsageError, first_line
+from shareproxy.jobs import Periodic
 from shareproxy.logs import STORE_OUTAGE
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,6 @@ state is replaced, and swept for acquisition locks past their deadline."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
@@ -26,6 +25,7 @@ from shareproxy.core.store import (
     StoreUnavailable,
 )
 from shareproxy.exits import first_line
+from shareproxy.jobs import Periodic, every
 from shareproxy.logs import STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
@@ -64,20 +64,33 @@ class SharePartitions:
         self.clock_ms = clock_ms
         self.leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
-        self._expiry: asyncio.Task[None] | None = None
         self._swept_ms = clock_ms()  # when expire_due last looked
-        self._replaced: asyncio.Task[None] | None = None
+        self._jobs = (
+            Periodic(
+                "lock-expiry",
+                LOCK_EXPIRY_CHECK_MS / 1000,
+                self.expire_due,
+                "ending expired acquisition locks",
+                at_once=False,
+                reads_store=False,  # its writes go through the group committer
+            ),
+            # a store out of reach meanwhile: writes fence
+            Periodic(
+                "replaced",
+                every(lambda: self.replaced_check_ms / 1000),
+                self.evict_replaced,
+                "checking for replaced state",
+                at_once=False,
+            ),
+        )
 
     def start(self) -> None:
-        self._expiry = asyncio.create_task(self._expire_forever(), name="lock-expiry")
-        self._replaced = asyncio.create_task(self._check_replaced_forever(), name="replaced")
+        for job in self._jobs:
+            job.start()
 
     async def stop(self) -> None:
-        for task in (self._expiry, self._replaced):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        for job in self._jobs:
+            await job.stop()
 
     # ------------------------------------------------------------------ loading
     async def leader(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader:
@@ -267,21 +280,3 @@ class SharePartitions:
                 await leader.expire_locks()
             if sp.limits.redelivery_backoff.enabled and sp.backoff_ended(since, now):
                 leader.notify()
-
-    async def _expire_forever(self) -> None:
-        while True:
-            await asyncio.sleep(LOCK_EXPIRY_CHECK_MS / 1000)
-            try:
-                await self.expire_due()
-            except Exception:
-                log.exception("lock expiry failed")
-
-    async def _check_replaced_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.replaced_check_ms / 1000)
-            try:
-                await self.evict_replaced()
-            except StoreUnavailable as exc:  # writes fence meanwhile
-                STORE_OUTAGE.failed("checking for replaced state", first_line(exc))
-            except Exception as exc:
-                log.warning("checking for replaced state failed: %s", exc)
