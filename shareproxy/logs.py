@@ -130,6 +130,11 @@ class Outage:
         self._since, self._failures = None, 0
 
 
+# the running proxy's state store: whatever finds it down or back reports here, so an outage is
+# one warning and one line when it ends, however many loops and requests retried meanwhile
+STORE_OUTAGE = Outage("the state store", logging.getLogger("shareproxy.store"))
+
+
 class UpstreamClientLog(RateLimit):
     """aiokafka logs every failed connection attempt to the cluster as an ERROR, several a
     second while a broker is down. That is a dependency's outage, which the proxy answers

@@ -28,12 +28,12 @@ from shareproxy.broker.group_configs import READ_EVERY_S as CONFIGS_READ_EVERY_S
 from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.periodic import Periodic
 from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import AUTO, Settings
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.jobs import Periodic
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener

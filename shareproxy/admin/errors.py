@@ -11,8 +11,9 @@ from starlette.exceptions import HTTPException
 from shareproxy.admin.auth import Unauthenticated
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
+from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.logs import STORE_OUTAGE
 from shareproxy.upstream.client import UpstreamError
 
 STATUS = {
@@ -70,20 +71,26 @@ def install(app: FastAPI) -> None:
     async def upstream_error(_: Request, exc: UpstreamError) -> JSONResponse:
         return JSONResponse(body("UPSTREAM_UNAVAILABLE", f"the Kafka cluster: {exc}"), 503)
 
-    async def store_down(request: Request, exc: Exception) -> JSONResponse:
+    @app.exception_handler(StoreUnavailable)
+    async def store_down(request: Request, exc: StoreUnavailable) -> JSONResponse:
         """Retriable, as the Kafka listener answers it: one line, and one warning per outage."""
         why = first_line(exc)
         STORE_OUTAGE.failed(f"{request.method} {request.url.path}", why)
         return JSONResponse(
             body(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE.name,
+                COORDINATOR_UNAVAILABLE.name,
                 f"the share-group state store cannot be reached: {why}; retry",
             ),
-            STATUS[ErrorCode.COORDINATOR_NOT_AVAILABLE],
+            STATUS[COORDINATOR_UNAVAILABLE],
         )
 
-    for failure in STORE_FAILURES:
-        app.add_exception_handler(failure, store_down)
+    @app.exception_handler(OSError)
+    async def connection_failed(_: Request, exc: OSError) -> JSONResponse:
+        """A connection of the request's own (the store's come as StoreUnavailable)."""
+        return JSONResponse(
+            body(COORDINATOR_UNAVAILABLE.name, f"a connection failed: {first_line(exc)}; retry"),
+            STATUS[COORDINATOR_UNAVAILABLE],
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -4,8 +4,8 @@ for the store, so it reads the last count)."""
 
 from __future__ import annotations
 
-from shareproxy.broker.periodic import Periodic
 from shareproxy.core.store import ShareStateStore
+from shareproxy.jobs import Periodic
 
 COUNT_EVERY_S = 15.0
 

@@ -14,12 +14,17 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
-from shareproxy.core.store import ShareStateStore
+from shareproxy.core.store import ShareStateStore, StoreUnavailable
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.jobs import Periodic, every
+from shareproxy.logs import STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
+
+# how often members are checked for a timeout and share sessions for idleness, and how soon
+# after the first group exists the topics it subscribes to are looked up
+MAINTAIN_EVERY_S = 0.5
 
 
 class Coordinator:
@@ -47,18 +52,60 @@ class Coordinator:
         self.forget_group = forget_group
         self.max_groups = max_groups  # group.share.max.groups; None: no cap, as Kafka 4.1+
         self.groups: dict[str, ShareGroup] = {}
-        self._task: asyncio.Task[None] | None = None
         self._mutex = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.leave_grace_s = 5.0
         self._recorded: dict[str, tuple[str, ...]] = {}  # membership last written to the store
         self._recording: dict[str, asyncio.Lock] = {}
 
+        # what the store and the cluster say of the groups: every metadata_refresh_ms once a
+        # group exists
+        refresh = every(
+            lambda: self.metadata_refresh_ms / 1000 if self.groups else MAINTAIN_EVERY_S
+        )
+        self._jobs = (
+            Periodic(
+                "member-expiry",
+                MAINTAIN_EVERY_S,
+                self.expire_members,
+                "expiring members",
+                at_once=False,
+                reads_store=False,
+            ),
+            Periodic(
+                "session-eviction",
+                MAINTAIN_EVERY_S,
+                self.evict_idle_sessions,
+                "evicting idle share sessions",
+                at_once=False,
+                reads_store=False,
+            ),
+            Periodic(
+                "deleted-groups",
+                refresh,
+                self.drop_deleted_groups,
+                "checking for deleted groups",
+                at_once=False,
+                reads_store=False,  # only while a group is empty
+            ),
+            Periodic(
+                "topic-metadata",
+                refresh,
+                self.refresh_topics,
+                "upstream metadata refresh",
+                at_once=False,
+                reads_store=False,
+            ),
+        )
+
     def start(self) -> None:
-        self._task = asyncio.create_task(self._maintain(), name="coordinator")
+        for job in self._jobs:
+            job.start()
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._background) if t is not None]
+        for job in self._jobs:
+            await job.stop()
+        tasks = list(self._background)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -188,7 +235,7 @@ class Coordinator:
             now = datetime.fromtimestamp(self.clock_ms() / 1000, UTC)
             try:
                 await self.store.record_membership(group.group_id, topics, now)
-            except STORE_FAILURES as exc:
+            except StoreUnavailable as exc:
                 STORE_OUTAGE.failed(
                     f"recording the membership of {group.group_id}", first_line(exc)
                 )
@@ -294,48 +341,38 @@ class Coordinator:
         self._recording.pop(group_id, None)
         self.forget_group(group_id)
 
-    async def _maintain(self) -> None:
-        last_refresh = 0
-        while True:
-            await asyncio.sleep(0.5)
-            try:
-                now = self.clock_ms()
-                gone: list[tuple[str, str]] = []
-                async with self._mutex:
-                    for group in self.groups.values():
-                        if not self.coordinates(group.group_id):
-                            continue  # its members heartbeat to another node now
-                        timeout = self.settings_for(group.group_id).session_timeout_ms
-                        for member_id in group.expire_members(now, timeout):
-                            gone.append((group.group_id, member_id))
-                for group_id, member_id in gone:
-                    log.info("member %s of %s timed out", member_id, group_id)
-                    await self._member_gone(group_id, member_id)
-                for group_id in {g for g, _ in gone}:
-                    if group_id in self.groups:
-                        await self._record_membership(self.groups[group_id])
-                for session in self.sessions.evict_idle(now, self._session_idle_ms):
-                    group_id, member_id, _ = session.key
-                    log.info("share session of %s in %s evicted: idle", member_id, group_id)
-                if now - last_refresh >= self.metadata_refresh_ms and self.groups:
-                    last_refresh = now
-                    try:
-                        await self.drop_deleted_groups()
-                    except STORE_FAILURES as exc:  # tried again next round
-                        STORE_OUTAGE.failed("checking for deleted groups", first_line(exc))
-                    except Exception as exc:
-                        log.warning("checking for deleted groups failed: %s", exc)
-                    names = sorted(
-                        {t for g in self.groups.values() for t in g.subscribed_topic_names()}
-                    )
-                    if names:
-                        await self.upstream.refresh_metadata(names)
-                        async with self._mutex:
-                            for group in self.groups.values():
-                                group.update_topics(self._topics(group.subscribed_topic_names()))
-            except asyncio.CancelledError:
-                raise
-            except UpstreamError as exc:
-                log.warning("upstream metadata refresh failed: %s", exc)
-            except Exception:
-                log.exception("coordinator maintenance failed")
+    # ------------------------------------------------------------------ background jobs
+    async def expire_members(self) -> None:
+        """Members past their session timeout leave: their sessions close, their locks end,
+        and the group's membership is recorded again."""
+        now = self.clock_ms()
+        gone: list[tuple[str, str]] = []
+        async with self._mutex:
+            for group in self.groups.values():
+                if not self.coordinates(group.group_id):
+                    continue  # its members heartbeat to another node now
+                timeout = self.settings_for(group.group_id).session_timeout_ms
+                for member_id in group.expire_members(now, timeout):
+                    gone.append((group.group_id, member_id))
+        for group_id, member_id in gone:
+            log.info("member %s of %s timed out", member_id, group_id)
+            await self._member_gone(group_id, member_id)
+        for group_id in {g for g, _ in gone}:
+            if group_id in self.groups:
+                await self._record_membership(self.groups[group_id])
+
+    async def evict_idle_sessions(self) -> None:
+        for session in self.sessions.evict_idle(self.clock_ms(), self._session_idle_ms):
+            group_id, member_id, _ = session.key
+            log.info("share session of %s in %s evicted: idle", member_id, group_id)
+
+    async def refresh_topics(self) -> None:
+        """Read the subscribed topics from the cluster again (created, deleted, partitions
+        added), and give the groups what changed."""
+        names = sorted({t for g in self.groups.values() for t in g.subscribed_topic_names()})
+        if not names:
+            return
+        await self.upstream.refresh_metadata(names)
+        async with self._mutex:
+            for group in self.groups.values():
+                group.update_topics(self._topics(group.subscribed_topic_names()))

@@ -11,7 +11,6 @@ with a growing back-off.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.core.dead_letter import DeadLetterRun, headers, target_partition
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.store import SharePartitionKey
+from shareproxy.jobs import Periodic
 from shareproxy.upstream.client import Upstream
 
 log = logging.getLogger(__name__)
@@ -62,26 +62,26 @@ class DeadLetterWriter:
         self.clock_ms = clock_ms
         self.problems: dict[SharePartitionKey, Problem] = {}
         self._producer: AIOKafkaProducer | None = None
-        self._task: asyncio.Task[None] | None = None
+        # each share-partition's failures are handled (and backed off) in write_due
+        self.rounds = Periodic(
+            "dead-letters",
+            DEAD_LETTER_CHECK_MS / 1000,
+            self.write_due,
+            "writing dead letters",
+            at_once=False,
+            reads_store=False,
+        )
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._forever(), name="dead-letters")
+        self.rounds.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.rounds.stop()
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None
 
-    # ------------------------------------------------------------------ the loop
-    async def _forever(self) -> None:
-        while True:
-            await asyncio.sleep(DEAD_LETTER_CHECK_MS / 1000)
-            await self.write_due()
-
+    # ------------------------------------------------------------------ the rounds
     async def write_due(self) -> None:
         """Write out every share-partition with Archiving records that is not backing off."""
         now = self.clock_ms()

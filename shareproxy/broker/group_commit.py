@@ -10,9 +10,14 @@ import logging
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.store import PartitionWrite, ShareStateStore
+from shareproxy.core.store import (
+    COORDINATOR_UNAVAILABLE,
+    PartitionWrite,
+    ShareStateStore,
+    StoreUnavailable,
+)
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.logs import STORE_OUTAGE
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +71,7 @@ class GroupCommitter:
                     with metrics.STORE_COMMIT_SECONDS.time():
                         results = await self.store.write([w for w, _ in batch])
                 except Exception as exc:
-                    if isinstance(exc, STORE_FAILURES):  # answered retriable
+                    if isinstance(exc, StoreUnavailable):  # answered retriable
                         STORE_OUTAGE.failed(
                             f"writing {len(batch)} share-partitions", first_line(exc)
                         )
@@ -75,7 +80,7 @@ class GroupCommitter:
                     results = {}
                     # retriable, as Kafka answers when its share coordinator cannot write:
                     # nothing was written, the client sends the acknowledgement again
-                    outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    outcome = COORDINATOR_UNAVAILABLE
                 else:
                     STORE_OUTAGE.answered()
                     outcome = ErrorCode.NONE

@@ -16,11 +16,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from uuid import UUID
 
-from shareproxy.broker.periodic import Periodic
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
 from shareproxy.core.placement import Placement
+from shareproxy.core.store import StoreUnavailable
 from shareproxy.exits import UsageError, first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.jobs import Periodic
+from shareproxy.logs import STORE_OUTAGE
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +232,7 @@ class ClusterNodes:
                 watcher(placement)
             try:  # the others wait for this before they take what it let go
                 await self.registry.seen(self.node_id, self.incarnation, view.generation)
-            except STORE_FAILURES as exc:  # recorded with the next renewal
+            except StoreUnavailable as exc:  # recorded with the next renewal
                 STORE_OUTAGE.failed("recording the generation seen", first_line(exc))
             except Exception as exc:
                 log.warning("recording the generation seen failed: %s", exc)
@@ -252,7 +253,7 @@ class ClusterNodes:
             await asyncio.sleep(POLL_S)
             try:
                 await self._see(await self.registry.live())
-            except STORE_FAILURES as exc:
+            except StoreUnavailable as exc:
                 STORE_OUTAGE.failed("reading the live nodes", first_line(exc))
             except Exception as exc:
                 log.warning("reading the live nodes failed: %s", exc)

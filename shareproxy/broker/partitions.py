@@ -5,7 +5,6 @@ state is replaced, and swept for acquisition locks past their deadline."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
@@ -19,9 +18,15 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.offset_reset import resolve_start_offset
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.store import SharePartitionKey, ShareStateStore
+from shareproxy.core.store import (
+    PARTITION_STATE_UNAVAILABLE,
+    SharePartitionKey,
+    ShareStateStore,
+    StoreUnavailable,
+)
 from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.jobs import Periodic, every
+from shareproxy.logs import STORE_OUTAGE
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -59,20 +64,33 @@ class SharePartitions:
         self.clock_ms = clock_ms
         self.leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
-        self._expiry: asyncio.Task[None] | None = None
         self._swept_ms = clock_ms()  # when expire_due last looked
-        self._replaced: asyncio.Task[None] | None = None
+        self._jobs = (
+            Periodic(
+                "lock-expiry",
+                LOCK_EXPIRY_CHECK_MS / 1000,
+                self.expire_due,
+                "ending expired acquisition locks",
+                at_once=False,
+                reads_store=False,  # its writes go through the group committer
+            ),
+            # a store out of reach meanwhile: writes fence
+            Periodic(
+                "replaced",
+                every(lambda: self.replaced_check_ms / 1000),
+                self.evict_replaced,
+                "checking for replaced state",
+                at_once=False,
+            ),
+        )
 
     def start(self) -> None:
-        self._expiry = asyncio.create_task(self._expire_forever(), name="lock-expiry")
-        self._replaced = asyncio.create_task(self._check_replaced_forever(), name="replaced")
+        for job in self._jobs:
+            job.start()
 
     async def stop(self) -> None:
-        for task in (self._expiry, self._replaced):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        for job in self._jobs:
+            await job.stop()
 
     # ------------------------------------------------------------------ loading
     async def leader(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader:
@@ -95,13 +113,10 @@ class SharePartitions:
                 return current
             try:
                 loaded = await self._load(key)
-            except STORE_FAILURES as exc:
-                # not led until its state is loaded: NOT_LEADER_OR_FOLLOWER is the error
-                # clients retry quietly (librdkafka surfaces COORDINATOR_NOT_AVAILABLE on a
-                # fetch to the application), refreshing metadata meanwhile
+            except StoreUnavailable as exc:  # not led until its state is loaded
                 STORE_OUTAGE.failed(f"loading {key}", first_line(exc))
                 raise ShareError(
-                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    PARTITION_STATE_UNAVAILABLE,
                     "the share-group state store cannot be reached: retry",
                 ) from exc
             if not self.leads(topic_id, partition):  # moved while it loaded: not ours
@@ -265,21 +280,3 @@ class SharePartitions:
                 await leader.expire_locks()
             if sp.limits.redelivery_backoff.enabled and sp.backoff_ended(since, now):
                 leader.notify()
-
-    async def _expire_forever(self) -> None:
-        while True:
-            await asyncio.sleep(LOCK_EXPIRY_CHECK_MS / 1000)
-            try:
-                await self.expire_due()
-            except Exception:
-                log.exception("lock expiry failed")
-
-    async def _check_replaced_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.replaced_check_ms / 1000)
-            try:
-                await self.evict_replaced()
-            except STORE_FAILURES as exc:  # writes fence meanwhile
-                STORE_OUTAGE.failed("checking for replaced state", first_line(exc))
-            except Exception as exc:
-                log.warning("checking for replaced state failed: %s", exc)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from shareproxy import metrics
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.periodic import Periodic
 from shareproxy.core.expiry import Expiry, expiring, facts_of
 from shareproxy.core.store import GroupMembership, ShareStateStore
+from shareproxy.jobs import Periodic
 from shareproxy.upstream.client import Upstream
 
 log = logging.getLogger(__name__)

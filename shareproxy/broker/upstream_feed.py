@@ -15,6 +15,7 @@ from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import require_topic_name
 from shareproxy.core.store import SharePartitionKey
+from shareproxy.jobs import Periodic
 from shareproxy.upstream.client import EARLIEST, TopicInfo, Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -120,20 +121,30 @@ class UpstreamFeed:
     def __init__(self, upstream: Upstream, clock_ms: Callable[[], int]) -> None:
         self.upstream = upstream
         self.clock_ms = clock_ms
-        self._tail: asyncio.Task[None] | None = None
         self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._watch_wakeup = asyncio.Event()
+        self._polled: list[SharePartitionLeader] = []  # the last tail poll's, to wake
         self._background: set[asyncio.Task[None]] = set()
+        # a failed poll pauses before the waiting fetches are woken and ask again
+        self.tail = Periodic(
+            "tail-poll",
+            self._next_watch,
+            self._tail_poll,
+            "upstream tail poll",
+            at_once=False,
+            reads_store=False,
+            after_failure_s=TAIL_POLL_MS / 1000,
+        )
 
     def start(self) -> None:
-        self._tail = asyncio.create_task(self._tail_forever(), name="tail-poll")
+        self.tail.start()
 
     async def stop(self) -> None:
-        for task in (self._tail, *self._background):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await self.tail.stop()
+        for task in list(self._background):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def read(
         self, leaders: Sequence[SharePartitionLeader], max_wait_ms: int, beyond_cache: bool = False
@@ -217,28 +228,27 @@ class UpstreamFeed:
         if added:
             self._watch_wakeup.set()
 
-    async def _tail_forever(self) -> None:
+    async def _next_watch(self) -> None:
+        """Wake the fetches the last poll was for (after the pause, if it failed), then wait
+        until some request watches a partition."""
+        polled, self._polled = self._polled, []
+        for leader in polled:
+            leader.notify()
+        await self._watch_wakeup.wait()
+        self._watch_wakeup.clear()
+
+    async def _tail_poll(self) -> None:
         """One long poll at a time for every partition some request is waiting on, on its own
         upstream connection, so waiting never delays the reads of busy partitions."""
-        while True:
-            await self._watch_wakeup.wait()
-            self._watch_wakeup.clear()
-            watched = list(self._watched.values())
-            self._watched.clear()
-            if not watched:
-                continue
-            started = self.clock_ms()
-            try:
-                await self.read(watched, max_wait_ms=TAIL_POLL_MS)
-                log.debug(
-                    "tail poll of %s took %d ms",
-                    [(w.topic, w.key.partition, wanted_offset(w)) for w in watched],
-                    self.clock_ms() - started,
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("upstream tail poll failed: %s", exc)
-                await asyncio.sleep(TAIL_POLL_MS / 1000)
-            for leader in watched:
-                leader.notify()
+        watched = list(self._watched.values())
+        self._watched.clear()
+        if not watched:
+            return
+        self._polled = watched
+        started = self.clock_ms()
+        await self.read(watched, max_wait_ms=TAIL_POLL_MS)
+        log.debug(
+            "tail poll of %s took %d ms",
+            [(w.topic, w.key.partition, wanted_offset(w)) for w in watched],
+            self.clock_ms() - started,
+        )

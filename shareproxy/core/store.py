@@ -68,6 +68,22 @@ class GroupMembership:
     empty_since: datetime | None
 
 
+class StoreUnavailable(Exception):
+    """The store could not be reached or used (down, refusing us, a session ended). The one
+    error the runtime catches from any store: each implementation converts its drivers'
+    failures into it at its boundary, so no caller names a driver."""
+
+
+# What a client is answered while the store cannot be reached, one code per situation.
+# A share-partition whose state cannot be loaded is not led yet: NOT_LEADER_OR_FOLLOWER is what
+# clients retry quietly, refreshing metadata (librdkafka surfaces COORDINATOR_NOT_AVAILABLE on
+# a fetch to the application).
+PARTITION_STATE_UNAVAILABLE = ErrorCode.NOT_LEADER_OR_FOLLOWER
+# Anything else (a write, a group, a whole request): as Kafka answers while its share
+# coordinator cannot be reached; nothing was done, the client sends it again.
+COORDINATOR_UNAVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
 class ShareStateStore(Protocol):
     async def ensure_group(self, group_id: str) -> ShareGroupRecord:
         """Record the share group as existing (idempotent)."""

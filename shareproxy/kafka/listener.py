@@ -17,12 +17,12 @@ from typing import Any
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
 from shareproxy.exits import first_line
 from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
-from shareproxy.logs import RateLimit
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.logs import STORE_OUTAGE, RateLimit
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
@@ -275,15 +275,15 @@ class KafkaListener:
         """A defect: the client still gets an answer, others are unaffected. A state store out
         of reach is no defect: answered retriable, as Kafka does when its coordinator is away."""
         cls = response_type(request.api_key, request.api_version)
-        if isinstance(exc, STORE_FAILURES):  # the store's errors, and any connection's
-            STORE_OUTAGE.failed(
-                f"{api_name(request.api_key)} v{request.api_version} from {conn.client_host}, "
-                "answered retriable",
-                first_line(exc),
-            )
+        if isinstance(exc, StoreUnavailable | OSError):
+            what = f"{api_name(request.api_key)} v{request.api_version} from {conn.client_host}"
+            if isinstance(exc, StoreUnavailable):
+                STORE_OUTAGE.failed(f"{what}, answered retriable", first_line(exc))
+            else:  # a connection of its own (the store's come as StoreUnavailable)
+                log.warning("%s: a connection failed, answered retriable: %s", what, exc)
             return error_entity(
                 cls,
-                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                COORDINATOR_UNAVAILABLE,
                 "the share-group state store (or a connection) cannot be reached: retry",
             )
         log.exception(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,8 +15,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from shareproxy.core.store import StoreUnavailable
 from shareproxy.exits import Unavailable, first_line
-from shareproxy.logs import Outage
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
 # Postgres ends a session whose transaction sits idle this long, releasing its row locks: a node
@@ -30,11 +29,13 @@ class StateUrlError(ValueError):
     """The --state-url is not a store shareproxy can use."""
 
 
-class StoreUnavailable(Unavailable):
-    """The state store could not be reached, or is not one shareproxy can use as it is."""
+class StoreUnusable(Unavailable):
+    """A command cannot go on: the state store could not be reached, or is not one shareproxy
+    can use as it is (exit code 3)."""
 
 
-# what a store that is down, refuses us or lacks the schema raises (not our own bugs)
+# what a store that is down, refuses us or lacks the schema raises (not our own bugs); the
+# stores convert these into the core's StoreUnavailable at their boundary (boundary.py)
 STORE_FAILURES = (
     OSError,
     SQLAlchemyError,
@@ -46,18 +47,14 @@ STORE_FAILURES = (
     AlembicError,  # a schema this version does not know (a newer one)
 )
 
-# the running proxy's store: whatever finds it down or back reports here, so an outage is
-# one warning and one line when it ends, however many loops and requests retried meanwhile
-STORE_OUTAGE = Outage("the state store", logging.getLogger("shareproxy.store"))
-
 
 @contextlib.contextmanager
 def store_errors(shown: str) -> Iterator[None]:
     """Report a failing store as one line naming it (``shown``: its URL, password hidden)."""
     try:
         yield
-    except STORE_FAILURES as exc:
-        raise StoreUnavailable(f"cannot use the state store {shown}: {first_line(exc)}") from exc
+    except (*STORE_FAILURES, StoreUnavailable) as exc:
+        raise StoreUnusable(f"cannot use the state store {shown}: {first_line(exc)}") from exc
 
 
 def shown_url(url: str | URL) -> str:

@@ -11,10 +11,10 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-from shareproxy.persistence.engine import StoreUnavailable, async_url, create_engine, shown_url
+from shareproxy.persistence.engine import StoreUnusable, async_url, create_engine, shown_url
 
 
-class SchemaBehind(StoreUnavailable):
+class SchemaBehind(StoreUnusable):
     """The store has no schema, or an older one, and was not to be migrated here."""
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.nodes import ClusterView, ProxyNode, Registration, Renewal
+from shareproxy.persistence.boundary import store_boundary
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.sql import dialect_insert
 from shareproxy.persistence.tables import proxy_cluster, proxy_nodes
@@ -44,6 +45,7 @@ async def _next_generation(conn: AsyncConnection) -> None:
     )
 
 
+@store_boundary
 class NodeRecords:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine

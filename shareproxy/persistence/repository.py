@@ -27,6 +27,7 @@ from shareproxy.core.store import (
     ShareGroupRecord,
     SharePartitionKey,
 )
+from shareproxy.persistence.boundary import store_boundary
 from shareproxy.persistence.groups import GroupRecords
 from shareproxy.persistence.membership import MembershipRecords
 from shareproxy.persistence.scans import ArchivedRange, BatchScans, StoredPartition
@@ -50,6 +51,7 @@ def state_writer(engine: AsyncEngine, fold_every: int = DEFAULT_FOLD_EVERY) -> S
     return writer(engine, fold_every)
 
 
+@store_boundary
 class SqlShareStateStore:
     """The durable share-partition state, behind the core's ``ShareStateStore`` Protocol."""
 

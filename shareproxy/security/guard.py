@@ -4,15 +4,12 @@ and audited."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
 from shareproxy import metrics
 from shareproxy.core import acl
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, ResourceType
-from shareproxy.exits import first_line
-from shareproxy.persistence.engine import STORE_FAILURES, STORE_OUTAGE
+from shareproxy.jobs import Periodic, every
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.store import SecurityStore
 
@@ -34,7 +31,14 @@ class Security:
         self.refresh_s = refresh_s
         self.bindings: list[AclBinding] = []
         self._creds: dict[tuple[str, str], ScramCredential] = {}
-        self._task: asyncio.Task[None] | None = None
+        # the last known rules hold while a reload fails
+        self.reloads = Periodic(
+            "security-refresh",
+            every(lambda: self.refresh_s),
+            self.load,
+            "reloading users and ACLs",
+            at_once=False,
+        )
 
     async def load(self) -> None:
         creds = await self.store.credentials()
@@ -43,23 +47,10 @@ class Security:
         self.bindings = bindings
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._refresh_forever(), name="security-refresh")
+        self.reloads.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _refresh_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.refresh_s)
-            try:
-                await self.load()
-            except STORE_FAILURES as exc:  # the last known rules hold meanwhile
-                STORE_OUTAGE.failed("reloading users and ACLs", first_line(exc))
-            except Exception as exc:  # keep the last known rules; say so
-                log.warning("reloading users and ACLs failed: %s", exc)
+        await self.reloads.stop()
 
     # ------------------------------------------------------------------ users
     def credential(self, username: str, mechanism: str) -> ScramCredential | None:

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, PatternType, Permission
 from shareproxy.core.acl import ResourceType as RT
+from shareproxy.persistence.boundary import store_boundary
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.tables import acls, api_tokens, scram_credentials
 from shareproxy.security.credentials import ScramCredential
@@ -46,6 +47,7 @@ def _values(b: AclBinding) -> dict[str, object]:
     }
 
 
+@store_boundary
 class SecurityStore:
     """The users, ACL and token tables, read and written for the security guard and the CLI."""
 

@@ -14,7 +14,7 @@ import pytest
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.persisted import StateDelta
-from shareproxy.core.store import PartitionWrite, SharePartitionKey
+from shareproxy.core.store import PartitionWrite, SharePartitionKey, StoreUnavailable
 from shareproxy.persistence.repository import SqlShareStateStore
 from tests.support.runtime import SlowWrites
 
@@ -43,7 +43,7 @@ class FailingOnce:
     async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
         if not self.failed:
             self.failed = True
-            raise ConnectionError("the database went away")
+            raise StoreUnavailable("the database went away")
         return await self.store.write(writes)
 
     def __getattr__(self, name: str) -> Any:
