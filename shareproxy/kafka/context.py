@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, TypeVar
 from uuid import UUID
-
-from kio.schema.errors import ErrorCode as KioErrorCode
 
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
@@ -20,6 +15,7 @@ from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.kafka.responses import node_endpoints
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange
 from shareproxy.upstream.client import Upstream
@@ -88,13 +84,12 @@ class BrokerContext:
     def node_endpoints(self, cls: type[T], conn: Connection, node_ids: Iterable[int]) -> tuple:
         """KIP-951's NodeEndpoints: where the leaders named in an answer are reached, so a
         client sent elsewhere need not wait for a metadata refresh."""
-        out = []
+        found = []
         for node_id in sorted(set(node_ids)):
             endpoint = self.node_address(node_id, conn)
             if endpoint is not None:
-                host, port = endpoint
-                out.append(build(cls, node_id=node_id, host=host, port=port, rack=None))
-        return tuple(out)
+                found.append((node_id, *endpoint))
+        return node_endpoints(cls, found)
 
     def allowed(
         self,
@@ -154,49 +149,3 @@ class Connection:
     close_after_response: bool = False  # a failed authentication ends the connection
     link: UpstreamLink | None = None  # its own upstream connections for forwarded requests
     one_leader_at_a_time: bool = False  # a librdkafka client (kafka.client_software)
-
-
-def build(cls: type[T], **fields: Any) -> T:
-    """Construct a kio entity of any version from the fields that version has."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in fields.items() if k in names})
-
-
-def schema_module(cls: type) -> Any:
-    """The kio module holding ``cls`` and its nested entity types (same API version)."""
-    return sys.modules[cls.__module__]
-
-
-def by_topic(
-    partitions: Iterable[tuple[UUID, int]], make: Callable[[tuple[UUID, int]], T]
-) -> dict[UUID, list[T]]:
-    """Per-partition response entries grouped by topic id, in a stable order."""
-    grouped: dict[UUID, list[T]] = {}
-    for tp in sorted(set(partitions), key=lambda x: (str(x[0]), x[1])):
-        grouped.setdefault(tp[0], []).append(make(tp))
-    return grouped
-
-
-def share_response(
-    cls: type[T],
-    topic_cls: type,
-    topics: dict[UUID, list[Any]],
-    lock_timeout: timedelta,
-    code: int = 0,
-    message: str | None = None,
-    node_endpoints: tuple = (),
-) -> T:
-    """The envelope ShareFetch and ShareAcknowledge responses share."""
-    return build(
-        cls,
-        throttle_time=timedelta(0),
-        error_code=error(code),
-        error_message=message,
-        acquisition_lock_timeout=lock_timeout,
-        responses=tuple(topic_cls(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
-        node_endpoints=node_endpoints,
-    )
-
-
-def error(code: int) -> KioErrorCode:
-    return KioErrorCode(int(code))

@@ -17,7 +17,8 @@ from shareproxy.core.acl import (
     ResourceType,
 )
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
 NO_THROTTLE = timedelta(0)

@@ -10,7 +10,8 @@ from typing import Any
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.client_software import fetches_one_leader_at_a_time
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, response_type
 

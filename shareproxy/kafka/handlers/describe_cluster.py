@@ -8,7 +8,8 @@ from typing import Any
 
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
 BROKERS_ENDPOINT = 1  # KIP-919's EndpointType: 1 brokers, 2 controllers

@@ -13,8 +13,9 @@ from kio.static.constants import uuid_zero
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, error
+from shareproxy.kafka.context import BrokerContext, Connection
 from shareproxy.kafka.handlers.metadata import led_partitions
+from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 from shareproxy.protocol.error_response import error_entity
 from shareproxy.upstream.client import UpstreamError

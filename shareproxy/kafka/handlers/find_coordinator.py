@@ -10,7 +10,8 @@ from typing import Any
 
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.api_keys import CoordinatorType
 from shareproxy.protocol.codec import Request, response_type
 

@@ -19,14 +19,8 @@ from typing import Any
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import (
-    BrokerContext,
-    Connection,
-    Pending,
-    build,
-    error,
-    schema_module,
-)
+from shareproxy.kafka.context import BrokerContext, Connection, Pending
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
 from shareproxy.protocol.codec import Request, response_type

@@ -13,8 +13,9 @@ from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import BrokerContext, Connection
 from shareproxy.kafka.handlers import relay, upstream_groups
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
 from shareproxy.upstream.client import UpstreamError

@@ -12,8 +12,9 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.core.names import group_id_problem, shown
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import BrokerContext, Connection
 from shareproxy.kafka.handlers import upstream_configs
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
 GROUP = 32  # ConfigResource.Type GROUP

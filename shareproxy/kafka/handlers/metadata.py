@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.upstream.client import TopicInfo, UpstreamError
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import build, error
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.security.sasl import SaslExchange, SaslFailed
 

@@ -10,14 +10,8 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError, partition_error_message
 from shareproxy.core.share_session import CLOSE_EPOCH
 from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
-from shareproxy.kafka.context import (
-    BrokerContext,
-    Connection,
-    by_topic,
-    error,
-    schema_module,
-    share_response,
-)
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import by_topic, error, schema_module, share_response
 from shareproxy.protocol.codec import Request, response_type
 
 

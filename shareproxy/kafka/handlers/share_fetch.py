@@ -14,15 +14,8 @@ from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
 from shareproxy.core.states import AcquireMode
 from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
 from shareproxy.kafka.client_software import fetch_wait_ms
-from shareproxy.kafka.context import (
-    BrokerContext,
-    Connection,
-    build,
-    by_topic,
-    error,
-    schema_module,
-    share_response,
-)
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import build, by_topic, error, schema_module, share_response
 from shareproxy.protocol.codec import Request, response_type
 
 

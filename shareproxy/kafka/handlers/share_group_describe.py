@@ -12,7 +12,8 @@ from shareproxy.core import assignor
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
-from shareproxy.kafka.context import BrokerContext, Connection, error
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 
 

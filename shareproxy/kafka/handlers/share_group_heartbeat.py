@@ -10,7 +10,8 @@ from kio.schema.share_group_heartbeat.v1 import response as r
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import group_id_problem, topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, error
+from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 
 
