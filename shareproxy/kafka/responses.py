@@ -4,8 +4,12 @@ entries several handlers share."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
+import pkgutil
+import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
 from uuid import UUID
@@ -15,10 +19,64 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 T = TypeVar("T")
 
 
+# kio's module of one version of an API's schema: kio.schema.<api>.v<N>.request|response
+_VERSIONED = re.compile(r"(?P<family>.+)\.v\d+\.(?P<kind>[a-z_]+)")
+_VERSION_PACKAGE = re.compile(r"v\d+")
+
+
 def build(cls: type[T], **fields: Any) -> T:
-    """Construct a kio entity of any version from the fields that version has."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    """Construct a kio entity of any version from the fields that version has: one call
+    answers every version. A field no version of the schema has is a mistake (a misspelt
+    name would vanish from the answer), so it raises TypeError."""
+    names = _fields(cls)
+    unknown = fields.keys() - names
+    if unknown:
+        strange = sorted(unknown - schema_fields(cls))
+        if strange:
+            raise TypeError(
+                f"{cls.__module__}.{cls.__qualname__} has no field {strange[0]!r} "
+                "in any version of its schema"
+            )
     return cls(**{k: v for k, v in fields.items() if k in names})
+
+
+def build_loose(cls: type[T], fields: Mapping[str, Any]) -> T:
+    """``build`` from a table of values meant for the entities of several schemas (one
+    refusal shape for Produce, Fetch, ListOffsets…): what this schema never has is left out."""
+    known = schema_fields(cls)
+    return build(cls, **{k: v for k, v in fields.items() if k in known})
+
+
+@functools.cache
+def _fields(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+
+def schema_fields(cls: type) -> frozenset[str]:
+    """Every field name ``cls`` has in any version of its schema (its siblings: the class of
+    the same name in kio's module of each other version); for a class outside kio's
+    versioned modules, its own fields."""
+    match = _VERSIONED.fullmatch(cls.__module__)
+    if match is None:
+        return _fields(cls)
+    return _family_fields(match["family"], match["kind"], cls.__qualname__) | _fields(cls)
+
+
+@functools.cache
+def _family_fields(family: str, kind: str, name: str) -> frozenset[str]:
+    package = importlib.import_module(family)
+    found: set[str] = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        if not _VERSION_PACKAGE.fullmatch(info.name):
+            continue
+        try:
+            module = importlib.import_module(f"{family}.{info.name}.{kind}")
+        except ModuleNotFoundError:
+            continue
+        sibling = getattr(module, name, None)
+        if isinstance(sibling, type) and dataclasses.is_dataclass(sibling):
+            found |= _fields(sibling)
+    return frozenset(found)
 
 
 def schema_module(cls: type) -> Any:
@@ -71,9 +129,11 @@ def error(code: int) -> KioErrorCode:
 
 __all__ = [
     "build",
+    "build_loose",
     "by_topic",
     "error",
     "node_endpoints",
+    "schema_fields",
     "schema_module",
     "share_response",
 ]

@@ -20,7 +20,7 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import BrokerContext, Connection, Pending
-from shareproxy.kafka.responses import build, error, schema_module
+from shareproxy.kafka.responses import build_loose, error, schema_module
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
 from shareproxy.protocol.codec import Request, response_type
@@ -148,7 +148,7 @@ _DENIED = "not authorized for the topic"
 
 
 # The response's (topic entry, partition entry) classes per API, and the values every field
-# of a refused partition gets; ``build`` keeps only the fields a version has.
+# of a refused partition gets; ``build_loose`` keeps only the fields a version has.
 _ENTRIES = {
     ApiKey.PRODUCE: ("TopicProduceResponse", "partition_responses", "PartitionProduceResponse"),
     ApiKey.FETCH: ("FetchableTopicResponse", "partitions", "PartitionData"),
@@ -204,33 +204,41 @@ def _errors_response(
     out = list(answered)
     for topic, partitions, code, message in failed:
         parts = tuple(
-            build(
+            build_loose(
                 getattr(m, part_cls),
-                index=getattr(p, index_f),
-                partition_index=getattr(p, index_f),
-                **{**_NOTHING, "error_code": error(code), "error_message": message},
+                {
+                    **_NOTHING,
+                    "index": getattr(p, index_f),
+                    "partition_index": getattr(p, index_f),
+                    "error_code": error(code),
+                    "error_message": message,
+                },
             )
             for p in partitions
         )
         name = getattr(topic, name_f, None)
         out.append(
-            build(
+            build_loose(
                 getattr(m, topic_cls),
-                name=name,
-                topic=name,
-                topic_id=getattr(topic, "topic_id", None),
-                **{topic_parts_f: parts},
+                {
+                    "name": name,
+                    "topic": name,
+                    "topic_id": getattr(topic, "topic_id", None),
+                    topic_parts_f: parts,
+                },
             )
         )
     if base is not None:
         return dataclasses.replace(base, **{resp_f: tuple(out)})
-    return build(
+    return build_loose(
         cls,
-        throttle_time=timedelta(0),
-        error_code=error(0),
-        session_id=0,
-        node_endpoints=(),
-        **{resp_f: tuple(out)},
+        {
+            "throttle_time": timedelta(0),
+            "error_code": error(0),
+            "session_id": 0,
+            "node_endpoints": (),
+            resp_f: tuple(out),
+        },
     )
 
 

@@ -11,7 +11,7 @@ from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import BrokerContext, Connection
-from shareproxy.kafka.responses import build, error, schema_module
+from shareproxy.kafka.responses import build, build_loose, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.upstream.client import TopicInfo, UpstreamError
 
@@ -120,19 +120,23 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
 
 def led_partitions(ctx: BrokerContext, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
     """A topic's partitions as a client sees them: each led and held by its placed node, at
-    the cluster's generation as leader epoch."""
+    the cluster's generation as leader epoch. Metadata's and DescribeTopicPartitions' entries
+    differ, hence ``build_loose``."""
     return tuple(
-        build(
+        build_loose(
             entry,
-            error_code=error(0),
-            partition_index=p,
-            leader_id=(leader := ctx.leader_of(info.topic_id, p)),
-            leader_epoch=ctx.leader_epoch,
-            replica_nodes=(leader,),
-            isr_nodes=(leader,),
-            eligible_leader_replicas=(),  # Kafka sends empty lists: its client reads them
-            last_known_elr=(),
-            offline_replicas=(),
+            {
+                "error_code": error(0),
+                "partition_index": p,
+                "leader_id": (leader := ctx.leader_of(info.topic_id, p)),
+                "leader_epoch": ctx.leader_epoch,
+                "replica_nodes": (leader,),
+                "isr_nodes": (leader,),
+                # DescribeTopicPartitions: Kafka sends empty lists, its client reads them
+                "eligible_leader_replicas": (),
+                "last_known_elr": (),
+                "offline_replicas": (),
+            },
         )
         for p in sorted(info.leaders)
     )
