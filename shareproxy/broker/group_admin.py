@@ -138,6 +138,16 @@ class GroupAdmin:
                 out.append(PendingDeadLetters(leader.topic, key.partition, waiting, problem))
         return sorted(out, key=lambda p: (p.topic, p.partition))
 
+    def config_overrides(self, group_id: str) -> dict[str, str]:
+        """The group configs set on this group (the rest are the proxy-wide defaults)."""
+        return self.configs.overrides(group_id)
+
+    async def alter_configs(
+        self, group_id: str, changes: Mapping[str, str | None], validate_only: bool = False
+    ) -> dict[str, str]:
+        """Set (a value) or delete (None) group configs; GroupConfigError changes nothing."""
+        return await self.configs.alter(group_id, changes, validate_only=validate_only)
+
     async def list_groups(self, states: Iterable[str] = ()) -> list[tuple[str, str]]:
         """(group id, state) of every share group, live or stored, optionally by state
         (case-insensitive, as ListGroups' StatesFilter)."""

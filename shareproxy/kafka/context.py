@@ -16,9 +16,10 @@ from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.kafka.responses import node_endpoints
+from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange
-from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.client import TopicInfo, Upstream
 from shareproxy.upstream.coordinators import Coordinators
 from shareproxy.upstream.link import UpstreamLink
 
@@ -37,9 +38,9 @@ class BrokerContext:
     settings_for: Callable[[str], GroupSettings]
     clock_ms: Callable[[], int]
     security: Security
-    admin: GroupAdmin | None = None  # the admin RPCs' implementation (shared with REST)
+    admin: GroupAdmin  # the admin RPCs' implementation (shared with REST)
+    coordinators: Coordinators  # the upstream's, for relayed group/txn requests
     served: Mapping[int, tuple[int, int]] = field(default_factory=dict)  # api key → versions
-    coordinators: Coordinators | None = None  # the upstream's, for relayed group/txn requests
     sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     librdkafka_fetch_wait_ms: int = LIBRDKAFKA_FETCH_WAIT_MS  # kafka.client_software
 
@@ -80,6 +81,66 @@ class BrokerContext:
 
     def leader_of(self, topic_id: UUID, partition: int) -> int:
         return self.cluster.serving().partition_leader(topic_id, partition)
+
+    def group_coordinator(self, key: str) -> int:
+        """The node the placement gives a group (or transactional id) to coordinate."""
+        return self.cluster.serving().group_coordinator(key)
+
+    # ------------------------------------------------------------------ the upstream cluster
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.upstream.topics.get(name)
+
+    def topic_by_id(self, topic_id: UUID | None) -> TopicInfo | None:
+        return self.upstream.topics_by_id.get(topic_id) if topic_id is not None else None
+
+    def topic_name(self, topic_id: UUID | None) -> str | None:
+        info = self.topic_by_id(topic_id)
+        return info.name if info is not None else None
+
+    def known_topics(self) -> list[TopicInfo]:
+        """The upstream topics the last metadata refresh found."""
+        return list(self.upstream.topics.values())
+
+    async def refresh_metadata(self, topics: list[str] | None = None) -> None:
+        """Topic ids and partition leaders read again (all topics when ``topics`` is None)."""
+        await self.upstream.refresh_metadata(topics)
+
+    def link(self, conn: Connection) -> UpstreamLink:
+        """The connection's own upstream connections, opened on first use."""
+        if conn.link is None:
+            conn.link = UpstreamLink(self.upstream)
+        return conn.link
+
+    async def upstream_leader(self, topic: str, partition: int) -> int:
+        return await self.upstream.leader_for(topic, partition)
+
+    async def any_upstream_node(self) -> int:
+        return await self.upstream.any_node()
+
+    @property
+    def upstream_controller(self) -> int:
+        """The upstream controller's node id; -1 when unknown."""
+        return self.upstream.controller_id
+
+    def upstream_brokers(self) -> list[int]:
+        """The node ids of every upstream broker known, in order."""
+        return sorted({b.nodeId for b in self.upstream.client.cluster.brokers()})
+
+    @property
+    def upstream_versions(self) -> Mapping[int, tuple[int, int]]:
+        """The API versions every upstream broker speaks."""
+        return self.coordinators.versions
+
+    async def coordinator_node(self, key_type: int, key: str) -> int:
+        """The upstream node coordinating a group or transactional id."""
+        return await self.coordinators.node_for(key_type, key)
+
+    def coordinator_moved(self, key_type: int, key: str) -> None:
+        self.coordinators.moved(key_type, key)
+
+    # ------------------------------------------------------------------ security
+    def credential(self, username: str, mechanism: str) -> ScramCredential | None:
+        return self.security.credential(username, mechanism)
 
     def node_endpoints(self, cls: type[T], conn: Connection, node_ids: Iterable[int]) -> tuple:
         """KIP-951's NodeEndpoints: where the leaders named in an answer are reached, so a

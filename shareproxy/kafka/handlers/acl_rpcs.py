@@ -17,7 +17,8 @@ from shareproxy.core.acl import (
     ResourceType,
 )
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import AclContext
 from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
@@ -31,7 +32,7 @@ def _enum(kind: type, value: int) -> Any:
         raise AclError(f"unknown {kind.__name__} {value}") from exc
 
 
-def _cluster(ctx: BrokerContext, conn: Connection, op: Operation) -> bool:
+def _cluster(ctx: AclContext, conn: Connection, op: Operation) -> bool:
     return ctx.allowed(conn, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
@@ -48,7 +49,7 @@ def _filter(f: Any, version: int) -> AclFilter:
     )
 
 
-async def create_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def create_acls(ctx: AclContext, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     allowed = _cluster(ctx, conn, Operation.ALTER)
@@ -84,7 +85,7 @@ async def create_acls(ctx: BrokerContext, conn: Connection, request: Request) ->
     )
 
 
-async def describe_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def describe_acls(ctx: AclContext, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     if not _cluster(ctx, conn, Operation.DESCRIBE):
@@ -135,7 +136,7 @@ async def describe_acls(ctx: BrokerContext, conn: Connection, request: Request) 
     )
 
 
-async def delete_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def delete_acls(ctx: AclContext, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     allowed = _cluster(ctx, conn, Operation.ALTER)

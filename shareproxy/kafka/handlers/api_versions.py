@@ -10,7 +10,8 @@ from typing import Any
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.client_software import fetches_one_leader_at_a_time
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import VersionsContext
 from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, response_type
@@ -28,7 +29,7 @@ def response(
     return build(cls, error_code=error(code), api_keys=keys, throttle_time=timedelta(0))
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: VersionsContext, conn: Connection, request: Request) -> Any:
     name = getattr(request.body, "client_software_name", None)  # v3+
     if name is not None:
         version = getattr(request.body, "client_software_version", None)

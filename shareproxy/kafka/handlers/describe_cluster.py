@@ -8,7 +8,8 @@ from typing import Any
 
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ClusterView
 from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
@@ -16,7 +17,7 @@ BROKERS_ENDPOINT = 1  # KIP-919's EndpointType: 1 brokers, 2 controllers
 CONTROLLERS_ENDPOINT = 2
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ClusterView, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
     body = request.body
     endpoint = getattr(body, "endpoint_type", BROKERS_ENDPOINT)

@@ -19,14 +19,14 @@ from typing import Any
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, Pending
+from shareproxy.kafka.context import Connection, Pending
+from shareproxy.kafka.contexts import RelayContext
 from shareproxy.kafka.responses import build_loose, error, schema_module
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.protocol.forward_rules import partition_problem, request_problem
 from shareproxy.upstream.client import UpstreamError
-from shareproxy.upstream.link import UpstreamLink
 
 log = logging.getLogger(__name__)
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
@@ -55,7 +55,7 @@ _OPERATION = {
 Failed = tuple[Any, list[Any], int, str]
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: RelayContext, conn: Connection, request: Request) -> Any:
     topics_f, name_f, parts_f, index_f, resp_f = _SHAPES[request.api_key]
     body = request.body
     if request.api_key == ApiKey.FETCH and request.api_version >= 7:  # v7 brought fetch sessions
@@ -91,15 +91,14 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         return None if acks_zero else _errors_response(request, [], failed)
     if not by_leader:
         by_leader[await _any_node(ctx)] = {}
-    if conn.link is None:
-        conn.link = UpstreamLink(ctx.upstream)
+    link = ctx.link(conn)
     if request.api_key == ApiKey.FETCH and request.api_version >= 7:
         request = _sessionless(request)
     if len(by_leader) == 1 and not failed and not acks_zero and request.raw_body:
         # one leader takes all of it, as sent: relayed as bytes, answered as bytes
         (leader,) = by_leader
         try:
-            answer = await conn.link.start_relay(leader, request)
+            answer = await link.start_relay(leader, request)
         except UpstreamError as e:
             return _relay_failed(request, topics, parts_f, e)
         return Pending(_relayed(answer, request, topics, parts_f))
@@ -121,7 +120,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         for leader, parts in by_leader.items()
     ]
     results = await asyncio.gather(
-        *(conn.link.send(leader, sub) for leader, sub in subs),
+        *(link.send(leader, sub) for leader, sub in subs),
         return_exceptions=True,
     )
     if acks_zero:
@@ -242,26 +241,25 @@ def _errors_response(
     )
 
 
-def _topic_name(ctx: BrokerContext, topic: Any, name_f: str) -> str:
+def _topic_name(ctx: RelayContext, topic: Any, name_f: str) -> str:
     name = getattr(topic, name_f, None)
     if name:
         return name
-    info = ctx.upstream.topics_by_id.get(getattr(topic, "topic_id", None))
-    return info.name if info else ""
+    return ctx.topic_name(getattr(topic, "topic_id", None)) or ""
 
 
-async def _leader(ctx: BrokerContext, topic: str, partition: int) -> int:
+async def _leader(ctx: RelayContext, topic: str, partition: int) -> int:
     """The upstream leader; for a partition the proxy cannot place, any broker (which then
     answers UNKNOWN_TOPIC_OR_PARTITION itself)."""
     try:
-        return await ctx.upstream.leader_for(topic, partition)
+        return await ctx.upstream_leader(topic, partition)
     except UpstreamError:
         return await _any_node(ctx)
 
 
-async def _any_node(ctx: BrokerContext) -> int:
+async def _any_node(ctx: RelayContext) -> int:
     try:
-        return await ctx.upstream.any_node()
+        return await ctx.any_upstream_node()
     except UpstreamError:
         return -1  # sending there fails with NETWORK_EXCEPTION for every partition
 

@@ -12,7 +12,8 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.core.names import group_id_problem, shown
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import AdminRpcContext
 from shareproxy.kafka.handlers import upstream_configs
 from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
@@ -25,7 +26,7 @@ SET, DELETE = 0, 1
 NOT_GROUP = "group configs are altered with IncrementalAlterConfigs"
 
 
-async def describe_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def describe_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -49,7 +50,7 @@ async def describe_configs(ctx: BrokerContext, conn: Connection, request: Reques
                 )
             )
             continue
-        overrides = ctx.admin.configs.overrides(group_id) if ctx.admin else {}
+        overrides = ctx.admin.config_overrides(group_id)
         effective = ctx.settings_for(group_id).as_configs()
         keys = resource.configuration_keys
         unknown = [k for k in keys or () if k not in group_config.DEFINITIONS]
@@ -95,7 +96,9 @@ def _describe_result(
     )
 
 
-async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def incremental_alter_configs(
+    ctx: AdminRpcContext, conn: Connection, request: Request
+) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -109,9 +112,7 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
             continue
         code, message = ErrorCode.NONE, None
         problem = group_id_problem(resource.resource_name)
-        if ctx.admin is None:
-            code, message = ErrorCode.INVALID_REQUEST, "group configs are not served here"
-        elif problem is not None:
+        if problem is not None:
             code, message = ErrorCode.INVALID_GROUP_ID, problem
         elif not ctx.allowed(
             conn, Operation.ALTER_CONFIGS, ResourceType.GROUP, resource.resource_name
@@ -138,7 +139,7 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
                 message = f"{group_config.DLQ_TOPIC}: not authorized to Write {dead_letter_topic}"
             if code == ErrorCode.NONE:
                 try:
-                    await ctx.admin.configs.alter(
+                    await ctx.admin.alter_configs(
                         resource.resource_name, changes, validate_only=body.validate_only
                     )
                 except GroupConfigError as exc:
@@ -155,7 +156,7 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
     return build(cls, throttle_time=timedelta(0), responses=tuple(responses))
 
 
-async def alter_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def alter_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> Any:
     """The legacy AlterConfigs (whole config sets): upstream resources only, as Kafka takes
     group configs through IncrementalAlterConfigs alone."""
     cls = response_type(request.api_key, request.api_version)

@@ -10,7 +10,8 @@ from typing import Any
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import SaslContext
 from shareproxy.kafka.responses import build, error
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.security.sasl import SaslExchange, SaslFailed
@@ -18,7 +19,7 @@ from shareproxy.security.sasl import SaslExchange, SaslFailed
 log = logging.getLogger("shareproxy.audit")
 
 
-async def handshake(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handshake(ctx: SaslContext, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
     mechanisms = tuple(ctx.sasl_mechanisms)
     code = ErrorCode.NONE
@@ -27,13 +28,13 @@ async def handshake(ctx: BrokerContext, conn: Connection, request: Request) -> A
     elif request.body.mechanism not in mechanisms:
         code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
     else:
-        conn.sasl = SaslExchange(request.body.mechanism, ctx.security.credential)
+        conn.sasl = SaslExchange(request.body.mechanism, ctx.credential)
     if code != ErrorCode.NONE:
         conn.close_after_response = True
     return build(cls, error_code=error(code), mechanisms=mechanisms)
 
 
-async def authenticate(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def authenticate(ctx: SaslContext, conn: Connection, request: Request) -> Any:
     cls = response_type(request.api_key, request.api_version)
 
     def reply(code: ErrorCode, message: str | None, token: bytes = b"") -> Any:

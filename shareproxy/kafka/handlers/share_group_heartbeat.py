@@ -10,12 +10,13 @@ from kio.schema.share_group_heartbeat.v1 import response as r
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import group_id_problem, topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ShareGroupContext
 from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ShareGroupContext, conn: Connection, request: Request) -> Any:
     body = request.body
     settings = ctx.settings_for(body.group_id)
     interval = timedelta(milliseconds=settings.heartbeat_interval_ms)
