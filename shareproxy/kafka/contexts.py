@@ -4,7 +4,7 @@ everything and so satisfies each of them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Protocol
 from uuid import UUID
 
@@ -117,7 +117,7 @@ class AdminRpcContext(GroupAdminContext, RelayContext, Protocol):
     """The share-group admin RPCs and group configs: GroupAdmin for the proxy's groups, the
     upstream for every other group or resource."""
 
-    settings_for: Callable[[str], GroupSettings]
+    def settings_for(self, group_id: str) -> GroupSettings: ...
 
     def group_coordinator(self, key: str) -> int: ...
 
@@ -127,7 +127,7 @@ class AdminRpcContext(GroupAdminContext, RelayContext, Protocol):
 class ShareGroupContext(Authorizer, Protocol):
     """ShareGroupHeartbeat: the group coordinator and the group's settings."""
 
-    settings_for: Callable[[str], GroupSettings]
+    def settings_for(self, group_id: str) -> GroupSettings: ...
 
     @property
     def coordinator(self) -> Coordinator: ...

@@ -11,12 +11,17 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import Any, TypeAlias, TypeVar
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 T = TypeVar("T")
+
+# A kio entity (a response, or an entry of one) of whichever API and version a request named:
+# kio's generated classes share no base class, so this names what a value is, not its type.
+KioEntity: TypeAlias = Any
 
 
 # kio's module of one version of an API's schema: kio.schema.<api>.v<N>.request|response
@@ -47,9 +52,14 @@ def build_loose(cls: type[T], fields: Mapping[str, Any]) -> T:
     return build(cls, **{k: v for k, v in fields.items() if k in known})
 
 
-@functools.cache
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
 def _fields(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    return found
 
 
 def schema_fields(cls: type) -> frozenset[str]:
@@ -79,7 +89,7 @@ def _family_fields(family: str, kind: str, name: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def schema_module(cls: type) -> Any:
+def schema_module(cls: type) -> ModuleType:
     """The kio module holding ``cls`` and its nested entity types (same API version)."""
     return sys.modules[cls.__module__]
 
@@ -128,6 +138,7 @@ def error(code: int) -> KioErrorCode:
 
 
 __all__ = [
+    "KioEntity",
     "build",
     "build_loose",
     "by_topic",

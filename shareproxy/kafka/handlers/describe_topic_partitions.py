@@ -25,7 +25,9 @@ from shareproxy.upstream.client import UpstreamError
 MAX_PARTITIONS_PER_PAGE = 2000
 
 
-async def handle(ctx: ClusterView, conn: Connection, request: Request) -> Any:
+async def handle(
+    ctx: ClusterView, conn: Connection, request: Request
+) -> r.DescribeTopicPartitionsResponse:
     body = request.body
     every = not body.topics
     cursor = body.cursor

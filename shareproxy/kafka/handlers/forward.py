@@ -21,10 +21,10 @@ from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import Connection, Pending
 from shareproxy.kafka.contexts import RelayContext
-from shareproxy.kafka.responses import build_loose, error, schema_module
+from shareproxy.kafka.responses import KioEntity, build_loose, error, schema_module
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
-from shareproxy.protocol.codec import Request, response_type
+from shareproxy.protocol.codec import RawResponse, Request, response_type
 from shareproxy.protocol.forward_rules import partition_problem, request_problem
 from shareproxy.upstream.client import UpstreamError
 
@@ -55,7 +55,9 @@ _OPERATION = {
 Failed = tuple[Any, list[Any], int, str]
 
 
-async def handle(ctx: RelayContext, conn: Connection, request: Request) -> Any:
+async def handle(
+    ctx: RelayContext, conn: Connection, request: Request
+) -> KioEntity | Pending | None:
     topics_f, name_f, parts_f, index_f, resp_f = _SHAPES[request.api_key]
     body = request.body
     if request.api_key == ApiKey.FETCH and request.api_version >= 7:  # v7 brought fetch sessions
@@ -178,14 +180,16 @@ _NOTHING = {
 }
 
 
-async def _relayed(answer: Awaitable[Any], request: Request, topics: Any, parts_f: str) -> Any:
+async def _relayed(
+    answer: Awaitable[RawResponse], request: Request, topics: Any, parts_f: str
+) -> RawResponse | KioEntity:
     try:
         return await answer
     except UpstreamError as e:
         return _relay_failed(request, topics, parts_f, e)
 
 
-def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError) -> Any:
+def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError) -> KioEntity:
     """Every partition of a relayed request answered with the upstream's retriable error."""
     log.warning("%s: %s", api_name(request.api_key), e)
     failed = [(t, list(getattr(t, parts_f)), e.error_code, str(e)) for t in topics]
@@ -194,7 +198,7 @@ def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError)
 
 def _errors_response(
     request: Request, answered: Any, failed: list[Failed], base: Any = None
-) -> Any:
+) -> KioEntity:
     """The upstream's answers plus, for every partition in ``failed``, the proxy's own error."""
     _, name_f, _, index_f, resp_f = _SHAPES[request.api_key]
     cls = response_type(request.api_key, request.api_version)

@@ -15,7 +15,7 @@ from shareproxy.core.names import group_id_problem
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import AdminRpcContext
 from shareproxy.kafka.handlers import relay, upstream_groups
-from shareproxy.kafka.responses import build, error, schema_module
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
 from shareproxy.upstream.client import UpstreamError
@@ -29,7 +29,7 @@ def _module(api_key: int, request: Request) -> tuple[type, Any]:
     return cls, schema_module(cls)
 
 
-async def list_groups(ctx: AdminRpcContext, conn: Connection, request: Request) -> Any:
+async def list_groups(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     """The proxy's share groups and every group the upstream brokers coordinate (each broker
     lists its own), filtered by the principal's Describe permission, as Kafka does; with
     several proxy nodes, each lists the groups it coordinates."""
@@ -68,7 +68,7 @@ async def list_groups(ctx: AdminRpcContext, conn: Connection, request: Request) 
 
 async def describe_share_group_offsets(
     ctx: AdminRpcContext, conn: Connection, request: Request
-) -> Any:
+) -> KioEntity:
     cls, m = _module(90, request)
     out = []
     for g in request.body.groups:
@@ -131,7 +131,7 @@ async def describe_share_group_offsets(
 
 def _offsets_envelope(
     cls: type, responses: tuple[Any, ...], code: int = 0, message: str | None = None
-) -> Any:
+) -> KioEntity:
     """The top level AlterShareGroupOffsets and DeleteShareGroupOffsets responses share."""
     return build(
         cls,
@@ -153,7 +153,7 @@ def _topic_id(ctx: AdminRpcContext, name: str) -> UUID:
 
 async def alter_share_group_offsets(
     ctx: AdminRpcContext, conn: Connection, request: Request
-) -> Any:
+) -> KioEntity:
     cls, m = _module(91, request)
     body = request.body
     if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
@@ -199,7 +199,7 @@ async def alter_share_group_offsets(
 
 async def delete_share_group_offsets(
     ctx: AdminRpcContext, conn: Connection, request: Request
-) -> Any:
+) -> KioEntity:
     cls, m = _module(92, request)
     body = request.body
     if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
@@ -226,7 +226,7 @@ async def delete_share_group_offsets(
     )
 
 
-async def delete_groups(ctx: AdminRpcContext, conn: Connection, request: Request) -> Any:
+async def delete_groups(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     """Share groups are deleted here; any other group id is the upstream cluster's."""
     cls, m = _module(42, request)
     names = request.body.groups_names

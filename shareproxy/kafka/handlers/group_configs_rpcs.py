@@ -5,6 +5,7 @@ them as on Kafka; every other resource type goes to the upstream cluster (upstre
 from __future__ import annotations
 
 from datetime import timedelta
+from types import ModuleType
 from typing import Any
 
 from shareproxy.core import group_config
@@ -15,7 +16,7 @@ from shareproxy.core.names import group_id_problem, shown
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import AdminRpcContext
 from shareproxy.kafka.handlers import upstream_configs
-from shareproxy.kafka.responses import build, error, schema_module
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
 GROUP = 32  # ConfigResource.Type GROUP
@@ -26,7 +27,7 @@ SET, DELETE = 0, 1
 NOT_GROUP = "group configs are altered with IncrementalAlterConfigs"
 
 
-async def describe_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> Any:
+async def describe_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -84,8 +85,12 @@ async def describe_configs(ctx: AdminRpcContext, conn: Connection, request: Requ
 
 
 def _describe_result(
-    m: Any, resource: Any, code: ErrorCode, message: str | None, configs: list[Any] | None = None
-) -> Any:
+    m: ModuleType,
+    resource: Any,
+    code: ErrorCode,
+    message: str | None,
+    configs: list[Any] | None = None,
+) -> KioEntity:
     return build(
         m.DescribeConfigsResult,
         error_code=error(code),
@@ -98,7 +103,7 @@ def _describe_result(
 
 async def incremental_alter_configs(
     ctx: AdminRpcContext, conn: Connection, request: Request
-) -> Any:
+) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -156,7 +161,7 @@ async def incremental_alter_configs(
     return build(cls, throttle_time=timedelta(0), responses=tuple(responses))
 
 
-async def alter_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> Any:
+async def alter_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     """The legacy AlterConfigs (whole config sets): upstream resources only, as Kafka takes
     group configs through IncrementalAlterConfigs alone."""
     cls = response_type(request.api_key, request.api_version)

@@ -5,6 +5,7 @@ upstream cluster's."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import ModuleType
 from typing import Any, TypeVar
 
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
@@ -12,14 +13,14 @@ from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ClusterView
-from shareproxy.kafka.responses import build, build_loose, error, schema_module
+from shareproxy.kafka.responses import KioEntity, build, build_loose, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.upstream.client import TopicInfo, UpstreamError
 
 T = TypeVar("T")
 
 
-async def handle(ctx: ClusterView, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ClusterView, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -140,7 +141,7 @@ def led_partitions(ctx: ClusterView, info: TopicInfo, entry: type[T]) -> tuple[T
     )
 
 
-def _invalid(cls: type, m: Any, wanted: Any) -> Any:
+def _invalid(cls: type, m: ModuleType, wanted: Any) -> KioEntity:
     """Kafka's answer to topic ids before v12: INVALID_REQUEST for every topic asked for."""
     topics = tuple(
         build(

@@ -18,6 +18,7 @@ from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import RelayContext
+from shareproxy.kafka.responses import KioEntity
 from shareproxy.kafka.routes import (
     ROUTES,
     Allowed,
@@ -45,7 +46,7 @@ _UNREADABLE = "the upstream broker's answer does not follow the API's schema"
 _NAME_OR_ID = "a topic is named by its name or by its id, one of the two"
 
 
-async def handle(ctx: RelayContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: RelayContext, conn: Connection, request: Request) -> RawResponse | KioEntity:
     route = ROUTES[ApiKey(request.api_key)]
     body = request.body
     allowed = _allowed(ctx, conn)
@@ -137,7 +138,7 @@ def _asks_all(route: Route, entity: Any) -> bool:
     return items is not None and getattr(entity, items) is None
 
 
-def _hidden(allowed: Allowed, route: Route, request: Request, answer: Any) -> Any:
+def _hidden(allowed: Allowed, route: Route, request: Request, answer: Any) -> KioEntity:
     """The answer without the entries the principal may not see; an answer that cannot be
     read is not passed on unread."""
     assert route.entries is not None
@@ -172,19 +173,19 @@ def _moved(ctx: RelayContext, route: Route, key: str) -> None:
     ctx.coordinator_moved(_KEY_TYPE[route.via], key)
 
 
-def _answer_error(request: Request, route: Route, code: int, message: str) -> Any:
+def _answer_error(request: Request, route: Route, code: int, message: str) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     return error_entity(cls, code, message, request.body, route.mirror)
 
 
-def _unreadable(request: Request, route: Route) -> Any:
+def _unreadable(request: Request, route: Route) -> KioEntity:
     """An upstream answer the proxy cannot read: the client could not read it either and
     would lose its connection, so it gets a readable error instead."""
     log.warning("%s: %s", api_name(request.api_key), _UNREADABLE)
     return _answer_error(request, route, ErrorCode.UNKNOWN_SERVER_ERROR, _UNREADABLE)
 
 
-def _decoded(answer: RawResponse) -> Any:
+def _decoded(answer: RawResponse) -> KioEntity | None:
     """A relayed answer read; None where it cannot be read (not ours to judge: the client
     reads it)."""
     cls = response_type(answer.api_key, answer.api_version)
@@ -215,7 +216,7 @@ def _collect(entity: Any, found: set[int]) -> None:
 
 async def split(
     ctx: RelayContext, conn: Connection, request: Request, route: Route, split: Split
-) -> Any:
+) -> RawResponse | KioEntity:
     """A request for several groups (or transactional ids): each checked on its own, and
     sent to its own coordinator; one coordinator for all is one relayed request. Within a
     group, topics are checked one by one (OffsetFetch v8+)."""
@@ -295,7 +296,7 @@ def _gone(
         )
 
 
-def _entry(entry_cls: type, split: Split, item: Any, code: int, message: str | None) -> Any:
+def _entry(entry_cls: type, split: Split, item: Any, code: int, message: str | None) -> KioEntity:
     """One refused item's answer, named as the request named it."""
     source = None if isinstance(item, str) else item
     entry = error_entity(entry_cls, code, message, source)
@@ -309,14 +310,14 @@ def _items(route: Route, entity: Any) -> str:
     return items
 
 
-def _without(route: Route, entity: Any, problems: dict[int, tuple[int, str]]) -> Any:
+def _without(route: Route, entity: Any, problems: dict[int, tuple[int, str]]) -> KioEntity:
     """``entity`` with its refused entries taken out: what goes upstream."""
     items = _items(route, entity)
     kept = tuple(e for i, e in enumerate(getattr(entity, items)) if i not in problems)
     return dataclasses.replace(entity, **{items: kept})
 
 
-def _refused_entry(entry_cls: type, route: Route, item: Any, code: int, message: str) -> Any:
+def _refused_entry(entry_cls: type, route: Route, item: Any, code: int, message: str) -> KioEntity:
     """A refused entry's answer, mirroring the request's entry (a bare name: by name)."""
     entries = route.entries
     assert entries is not None
@@ -327,7 +328,9 @@ def _refused_entry(entry_cls: type, route: Route, item: Any, code: int, message:
     return error_entity(entry_cls, code, message, item, aliases, entries.refused)
 
 
-def _joined(route: Route, result: Any, item: Any, problems: dict[int, tuple[int, str]]) -> Any:
+def _joined(
+    route: Route, result: Any, item: Any, problems: dict[int, tuple[int, str]]
+) -> KioEntity:
     """A group's answer with its refused topics added."""
     assert route.entries is not None
     results = route.entries.results
@@ -343,7 +346,7 @@ async def _partly_refused(
     request: Request,
     route: Route,
     problems: dict[int, tuple[int, str]],
-) -> Any:
+) -> KioEntity:
     """Refused entries are answered here and the others carried out upstream (decoded), as
     ``KafkaApis`` carries out the authorized part of a request; the answers are joined."""
     body = request.body

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from kio.schema.share_group_describe.v1 import response as r
 
@@ -18,7 +17,9 @@ from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 
 
-async def handle(ctx: GroupAdminContext, conn: Connection, request: Request) -> Any:
+async def handle(
+    ctx: GroupAdminContext, conn: Connection, request: Request
+) -> r.ShareGroupDescribeResponse:
     described = []
     for group_id in request.body.group_ids:
         problem = group_id_problem(group_id)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import RelayContext
+from shareproxy.kafka.responses import KioEntity
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 log.addFilter(RateLimit())
 
 
-async def listed(ctx: RelayContext, conn: Connection, request: Request) -> list[Any]:
+async def listed(ctx: RelayContext, conn: Connection, request: Request) -> list[KioEntity]:
     """Every upstream broker's ListGroups entries; a broker that cannot answer is left out
     (and logged), as an admin client listing groups skips a broker that fails."""
     low, high = ctx.upstream_versions.get(ApiKey.LIST_GROUPS, (0, -1))
@@ -29,7 +29,7 @@ async def listed(ctx: RelayContext, conn: Connection, request: Request) -> list[
     answers = await asyncio.gather(
         *(link.send(node, request.body) for node in nodes), return_exceptions=True
     )
-    found: list[Any] = []
+    found: list[KioEntity] = []
     for node, answer in zip(nodes, answers, strict=True):
         if isinstance(answer, UpstreamError) or getattr(answer, "error_code", 0):
             log.warning("ListGroups: upstream node %d did not answer: %s", node, answer)
