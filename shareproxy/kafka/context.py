@@ -28,6 +28,10 @@ T = TypeVar("T")
 
 @dataclass
 class BrokerContext:
+    """Everything the handlers use, held once by the dispatcher. Handlers do not take it
+    whole: each family names the narrow protocol it needs (``contexts.py``), which this
+    satisfies through one-level methods."""
+
     node_id: int
     advertised: dict[str, tuple[str, int]]  # listener (security protocol) → host, port
     cluster: ClusterNodes  # the live proxy nodes and who owns what
@@ -142,7 +146,9 @@ class BrokerContext:
     def credential(self, username: str, mechanism: str) -> ScramCredential | None:
         return self.security.credential(username, mechanism)
 
-    def node_endpoints(self, cls: type[T], conn: Connection, node_ids: Iterable[int]) -> tuple:
+    def node_endpoints(
+        self, cls: type[T], conn: Connection, node_ids: Iterable[int]
+    ) -> tuple[T, ...]:
         """KIP-951's NodeEndpoints: where the leaders named in an answer are reached, so a
         client sent elsewhere need not wait for a metadata refresh."""
         found = []
