@@ -98,8 +98,8 @@ async def _named_by_id(
             problems[i] = ErrorCode.INVALID_REQUEST, _NAME_OR_ID
     if all(e.name is not None or e.topic_id is None for e in asked):
         return body, problems
-    by_id = [e.topic_id for e in asked if e.name is None and e.topic_id is not None]
-    if any(ctx.topic_name(topic_id) is None for topic_id in by_id):
+    ids = [e.topic_id for e in asked if e.name is None and e.topic_id is not None]
+    if any(ctx.topic_name(topic_id) is None for topic_id in ids):
         with contextlib.suppress(UpstreamError):  # what is unknown then stays unknown
             await ctx.refresh_metadata()
     for i, e in enumerate(asked):
