@@ -280,13 +280,14 @@ class GroupAdmin:
         return self.configs.settings_for(group_id)
 
     def config_overrides(self, group_id: str) -> dict[str, str]:
-        """The configs set on the group itself (the rest are the defaults)."""
+        """The group configs set on this group (the rest are the proxy-wide defaults)."""
         return self.configs.overrides(group_id)
 
-    async def alter_configs(self, group_id: str, changes: Mapping[str, str | None]) -> None:
-        """Set (None: remove) group configs, all validated first: one bad value changes
-        nothing (GroupConfigError)."""
-        await self.configs.alter(group_id, changes)
+    async def alter_configs(
+        self, group_id: str, changes: Mapping[str, str | None], validate_only: bool = False
+    ) -> dict[str, str]:
+        """Set (a value) or delete (None) group configs; GroupConfigError changes nothing."""
+        return await self.configs.alter(group_id, changes, validate_only=validate_only)
 
     async def alter_offsets(
         self, group_id: str, offsets: Mapping[tuple[str, int], int]

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, TypeVar
 from uuid import UUID
-
-from kio.schema.errors import ErrorCode as KioErrorCode
 
 from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.coordinator import Coordinator
@@ -19,9 +14,11 @@ from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.kafka.responses import node_endpoints
+from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange
-from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.client import TopicInfo, Upstream
 from shareproxy.upstream.coordinators import Coordinators
 from shareproxy.upstream.link import UpstreamLink
 
@@ -30,6 +27,10 @@ T = TypeVar("T")
 
 @dataclass
 class BrokerContext:
+    """Everything the handlers use, held once by the dispatcher. Handlers do not take it
+    whole: each family names the narrow protocol it needs (``contexts.py``), which this
+    satisfies through one-level methods."""
+
     node_id: int
     advertised: dict[str, tuple[str, int]]  # listener (security protocol) → host, port
     cluster: ClusterNodes  # the live proxy nodes and who owns what
@@ -39,9 +40,9 @@ class BrokerContext:
     settings_for: Callable[[str], GroupSettings]
     clock_ms: Callable[[], int]
     security: Security
-    admin: GroupAdmin | None = None  # the admin RPCs' implementation (shared with REST)
+    admin: GroupAdmin  # the admin RPCs' implementation (shared with REST)
+    coordinators: Coordinators  # the upstream's, for relayed group/txn requests
     served: Mapping[int, tuple[int, int]] = field(default_factory=dict)  # api key → versions
-    coordinators: Coordinators | None = None  # the upstream's, for relayed group/txn requests
     sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     librdkafka_fetch_wait_ms: int = LIBRDKAFKA_FETCH_WAIT_MS  # kafka.client_software
 
@@ -76,6 +77,16 @@ class BrokerContext:
         return self.cluster.serving().generation
 
     @property
+    def live_nodes(self) -> list[int]:
+        """The ids of the proxy nodes serving now, lowest first."""
+        return list(self.cluster.serving().nodes)
+
+    @property
+    def acls_enforced(self) -> bool:
+        """Whether ACLs decide anything: without them every check allows."""
+        return self.security.enabled
+
+    @property
     def controller_id(self) -> int:
         """The lowest live node id: every node names the same one."""
         return self.cluster.serving().nodes[0]
@@ -83,16 +94,77 @@ class BrokerContext:
     def leader_of(self, topic_id: UUID, partition: int) -> int:
         return self.cluster.serving().partition_leader(topic_id, partition)
 
-    def node_endpoints(self, cls: type[T], conn: Connection, node_ids: Iterable[int]) -> tuple:
+    def group_coordinator(self, key: str) -> int:
+        """The node the placement gives a group (or transactional id) to coordinate."""
+        return self.cluster.serving().group_coordinator(key)
+
+    # ------------------------------------------------------------------ the upstream cluster
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.upstream.topics.get(name)
+
+    def topic_by_id(self, topic_id: UUID | None) -> TopicInfo | None:
+        return self.upstream.topics_by_id.get(topic_id) if topic_id is not None else None
+
+    def topic_name(self, topic_id: UUID | None) -> str | None:
+        info = self.topic_by_id(topic_id)
+        return info.name if info is not None else None
+
+    def known_topics(self) -> list[TopicInfo]:
+        """The upstream topics the last metadata refresh found."""
+        return list(self.upstream.topics.values())
+
+    async def refresh_metadata(self, topics: list[str] | None = None) -> None:
+        """Topic ids and partition leaders read again (all topics when ``topics`` is None)."""
+        await self.upstream.refresh_metadata(topics)
+
+    def link(self, conn: Connection) -> UpstreamLink:
+        """The connection's own upstream connections, opened on first use."""
+        if conn.link is None:
+            conn.link = UpstreamLink(self.upstream)
+        return conn.link
+
+    async def upstream_leader(self, topic: str, partition: int) -> int:
+        return await self.upstream.leader_for(topic, partition)
+
+    async def any_upstream_node(self) -> int:
+        return await self.upstream.any_node()
+
+    @property
+    def upstream_controller(self) -> int:
+        """The upstream controller's node id; -1 when unknown."""
+        return self.upstream.controller_id
+
+    def upstream_brokers(self) -> list[int]:
+        """The node ids of every upstream broker known, in order."""
+        return sorted({b.nodeId for b in self.upstream.client.cluster.brokers()})
+
+    @property
+    def upstream_versions(self) -> Mapping[int, tuple[int, int]]:
+        """The API versions every upstream broker speaks."""
+        return self.coordinators.versions
+
+    async def coordinator_node(self, key_type: int, key: str) -> int:
+        """The upstream node coordinating a group or transactional id."""
+        return await self.coordinators.node_for(key_type, key)
+
+    def coordinator_moved(self, key_type: int, key: str) -> None:
+        self.coordinators.moved(key_type, key)
+
+    # ------------------------------------------------------------------ security
+    def credential(self, username: str, mechanism: str) -> ScramCredential | None:
+        return self.security.credential(username, mechanism)
+
+    def node_endpoints(
+        self, cls: type[T], conn: Connection, node_ids: Iterable[int]
+    ) -> tuple[T, ...]:
         """KIP-951's NodeEndpoints: where the leaders named in an answer are reached, so a
         client sent elsewhere need not wait for a metadata refresh."""
-        out = []
+        found = []
         for node_id in sorted(set(node_ids)):
             endpoint = self.node_address(node_id, conn)
             if endpoint is not None:
-                host, port = endpoint
-                out.append(build(cls, node_id=node_id, host=host, port=port, rack=None))
-        return tuple(out)
+                found.append((node_id, *endpoint))
+        return node_endpoints(cls, found)
 
     def allowed(
         self,
@@ -152,49 +224,3 @@ class Connection:
     close_after_response: bool = False  # a failed authentication ends the connection
     link: UpstreamLink | None = None  # its own upstream connections for forwarded requests
     one_leader_at_a_time: bool = False  # a librdkafka client (kafka.client_software)
-
-
-def build(cls: type[T], **fields: Any) -> T:
-    """Construct a kio entity of any version from the fields that version has."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in fields.items() if k in names})
-
-
-def schema_module(cls: type) -> Any:
-    """The kio module holding ``cls`` and its nested entity types (same API version)."""
-    return sys.modules[cls.__module__]
-
-
-def by_topic(
-    partitions: Iterable[tuple[UUID, int]], make: Callable[[tuple[UUID, int]], T]
-) -> dict[UUID, list[T]]:
-    """Per-partition response entries grouped by topic id, in a stable order."""
-    grouped: dict[UUID, list[T]] = {}
-    for tp in sorted(set(partitions), key=lambda x: (str(x[0]), x[1])):
-        grouped.setdefault(tp[0], []).append(make(tp))
-    return grouped
-
-
-def share_response(
-    cls: type[T],
-    topic_cls: type,
-    topics: dict[UUID, list[Any]],
-    lock_timeout: timedelta,
-    code: int = 0,
-    message: str | None = None,
-    node_endpoints: tuple = (),
-) -> T:
-    """The envelope ShareFetch and ShareAcknowledge responses share."""
-    return build(
-        cls,
-        throttle_time=timedelta(0),
-        error_code=error(code),
-        error_message=message,
-        acquisition_lock_timeout=lock_timeout,
-        responses=tuple(topic_cls(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
-        node_endpoints=node_endpoints,
-    )
-
-
-def error(code: int) -> KioErrorCode:
-    return KioErrorCode(int(code))

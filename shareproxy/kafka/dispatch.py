@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import BrokerContext, Connection, Pending
 from shareproxy.kafka.handlers import (
     acl_rpcs,
     api_versions,
@@ -23,11 +22,15 @@ from shareproxy.kafka.handlers import (
     share_group_describe,
     share_group_heartbeat,
 )
+from shareproxy.kafka.responses import KioEntity
 from shareproxy.kafka.routes import ROUTES
 from shareproxy.protocol.api_keys import ApiKey, api_name
-from shareproxy.protocol.codec import Request, kio_versions
+from shareproxy.protocol.codec import RawResponse, Request, kio_versions
 
-Handler = Callable[[BrokerContext, Connection, Request], Awaitable[Any]]
+# what a handler answers: a kio response, an upstream's answer relayed as bytes, one still on
+# its way, or nothing (Produce with acks=0)
+Answer = KioEntity | RawResponse | Pending | None
+Handler = Callable[[BrokerContext, Connection, Request], Awaitable[Answer]]
 
 # Before a SASL listener's connection has authenticated, only these are answered.
 BEFORE_AUTHENTICATION = frozenset(

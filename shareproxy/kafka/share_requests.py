@@ -14,7 +14,9 @@ from shareproxy.broker.consumers import SessionRequest, TopicPartition
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.kafka.context import BrokerContext, Connection, by_topic, share_response
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ShareConsumersContext
+from shareproxy.kafka.responses import by_topic, share_response
 
 
 def acks_of(topics: Iterable[Any]) -> dict[TopicPartition, list[AckBatch]]:
@@ -39,23 +41,23 @@ def session_of(conn: Connection, epoch: int) -> SessionRequest:
 class ConnectionAccess:
     """What the connection's principal may Read, asked of the ACLs when the use case needs it."""
 
-    ctx: BrokerContext
+    ctx: ShareConsumersContext
     conn: Connection
 
     def may_read_group(self, group_id: str) -> bool:
         return self.ctx.allowed(self.conn, Operation.READ, ResourceType.GROUP, group_id)
 
     def may_read_topic(self, topic_id: UUID) -> bool:
-        if not self.ctx.security.enabled:
+        if not self.ctx.acls_enforced:
             return True
-        info = self.ctx.upstream.topics_by_id.get(topic_id)
+        info = self.ctx.topic_by_id(topic_id)
         return info is None or self.ctx.allowed(
             self.conn, Operation.READ, ResourceType.TOPIC, info.name
         )
 
 
 def share_answer(
-    ctx: BrokerContext,
+    ctx: ShareConsumersContext,
     conn: Connection,
     cls: type,
     m: Any,

@@ -4,7 +4,8 @@ the proxy's ACLs. Describing needs Describe on the Cluster, changing needs Alter
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from enum import IntEnum
+from typing import Any, TypeVar
 
 from shareproxy.core.acl import (
     CLUSTER_NAME,
@@ -17,20 +18,23 @@ from shareproxy.core.acl import (
     ResourceType,
 )
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import AclContext
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
 NO_THROTTLE = timedelta(0)
+E = TypeVar("E", bound=IntEnum)
 
 
-def _enum(kind: type, value: int) -> Any:
+def _enum(kind: type[E], value: int) -> E:
     try:
         return kind(int(value))
     except ValueError as exc:
         raise AclError(f"unknown {kind.__name__} {value}") from exc
 
 
-def _cluster(ctx: BrokerContext, conn: Connection, op: Operation) -> bool:
+def _cluster(ctx: AclContext, conn: Connection, op: Operation) -> bool:
     return ctx.allowed(conn, op, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
@@ -47,7 +51,7 @@ def _filter(f: Any, version: int) -> AclFilter:
     )
 
 
-async def create_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def create_acls(ctx: AclContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     allowed = _cluster(ctx, conn, Operation.ALTER)
@@ -83,7 +87,7 @@ async def create_acls(ctx: BrokerContext, conn: Connection, request: Request) ->
     )
 
 
-async def describe_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def describe_acls(ctx: AclContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     if not _cluster(ctx, conn, Operation.DESCRIBE):
@@ -134,7 +138,7 @@ async def describe_acls(ctx: BrokerContext, conn: Connection, request: Request) 
     )
 
 
-async def delete_acls(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def delete_acls(ctx: AclContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     allowed = _cluster(ctx, conn, Operation.ALTER)

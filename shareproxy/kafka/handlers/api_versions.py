@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.client_software import fetches_one_leader_at_a_time
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import VersionsContext
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, response_type
 
 
 def response(
     served: Mapping[int, tuple[int, int]], api_version: int, code: int = ErrorCode.NONE
-) -> Any:
+) -> KioEntity:
     cls = response_type(ApiKey.API_VERSIONS, api_version)
     module = schema_module(cls)
     keys = tuple(
@@ -27,7 +28,7 @@ def response(
     return build(cls, error_code=error(code), api_keys=keys, throttle_time=timedelta(0))
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: VersionsContext, conn: Connection, request: Request) -> KioEntity:
     name = getattr(request.body, "client_software_name", None)  # v3+
     if name is not None:
         version = getattr(request.body, "client_software_version", None)

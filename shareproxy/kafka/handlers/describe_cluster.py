@@ -4,18 +4,19 @@ cluster's id, as Metadata answers (Kafka's admin client asks this first)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ClusterView
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
 BROKERS_ENDPOINT = 1  # KIP-919's EndpointType: 1 brokers, 2 controllers
 CONTROLLERS_ENDPOINT = 2
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ClusterView, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     body = request.body
     endpoint = getattr(body, "endpoint_type", BROKERS_ENDPOINT)

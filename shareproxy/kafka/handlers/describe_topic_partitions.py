@@ -13,8 +13,10 @@ from kio.static.constants import uuid_zero
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, error
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ClusterView
 from shareproxy.kafka.handlers.metadata import led_partitions
+from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 from shareproxy.protocol.error_response import error_entity
 from shareproxy.upstream.client import UpstreamError
@@ -23,7 +25,9 @@ from shareproxy.upstream.client import UpstreamError
 MAX_PARTITIONS_PER_PAGE = 2000
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(
+    ctx: ClusterView, conn: Connection, request: Request
+) -> r.DescribeTopicPartitionsResponse:
     body = request.body
     every = not body.topics
     cursor = body.cursor
@@ -38,15 +42,15 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         )
     try:
         if every:
-            await ctx.upstream.refresh_metadata()
+            await ctx.refresh_metadata()
         else:
             valid = [n for n in names or () if topic_name_problem(n) is None]
             if valid:
-                await ctx.upstream.refresh_metadata(valid)
+                await ctx.refresh_metadata(valid)
     except UpstreamError:
         pass  # answer from what is known; unknown topics get their error below
     if names is None:
-        names = sorted(n for n in ctx.upstream.topics if n >= after)
+        names = sorted(t.name for t in ctx.known_topics() if t.name >= after)
     refused = []
     allowed = []
     for name in names:
@@ -61,7 +65,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
 
 
 def _page(
-    ctx: BrokerContext,
+    ctx: ClusterView,
     conn: Connection,
     names: list[str],
     cursor: Any,
@@ -74,7 +78,7 @@ def _page(
     for name in names:
         if remaining == 0:
             return topics, r.Cursor(topic_name=name, partition_index=0)
-        info = ctx.upstream.topics.get(name)
+        info = ctx.topic(name)
         if info is None:
             if not every:
                 problem = topic_name_problem(name)

@@ -6,11 +6,12 @@ Other key types get COORDINATOR_NOT_AVAILABLE."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ClusterView
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.protocol.api_keys import CoordinatorType
 from shareproxy.protocol.codec import Request, response_type
 
@@ -24,7 +25,7 @@ _KEYS = {
 }
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ClusterView, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     body = request.body
     key_type = getattr(body, "key_type", CoordinatorType.GROUP)
@@ -39,7 +40,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             return -1, "", -1, code, message
         if not ctx.allowed(conn, Operation.DESCRIBE, resource, key):
             return -1, "", -1, denied, "not authorized"
-        node_id = ctx.cluster.serving().group_coordinator(key)
+        node_id = ctx.group_coordinator(key)
         endpoint = ctx.node_address(node_id, conn)
         if endpoint is None:
             return -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"node {node_id} is away"
@@ -58,7 +59,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         )
     m = schema_module(cls)
 
-    def coordinator(key: str) -> Any:
+    def coordinator(key: str) -> KioEntity:
         node_id, host, port, c, why = find(key)
         return m.Coordinator(
             key=key,

@@ -19,20 +19,14 @@ from typing import Any
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import (
-    BrokerContext,
-    Connection,
-    Pending,
-    build,
-    error,
-    schema_module,
-)
+from shareproxy.kafka.context import Connection, Pending
+from shareproxy.kafka.contexts import RelayContext
+from shareproxy.kafka.responses import KioEntity, build_loose, error, schema_module
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
-from shareproxy.protocol.codec import Request, response_type
+from shareproxy.protocol.codec import RawResponse, Request, response_type
 from shareproxy.protocol.forward_rules import partition_problem, request_problem
 from shareproxy.upstream.client import UpstreamError
-from shareproxy.upstream.link import UpstreamLink
 
 log = logging.getLogger(__name__)
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
@@ -61,7 +55,9 @@ _OPERATION = {
 Failed = tuple[Any, list[Any], int, str]
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(
+    ctx: RelayContext, conn: Connection, request: Request
+) -> KioEntity | Pending | None:
     topics_f, name_f, parts_f, index_f, resp_f = _SHAPES[request.api_key]
     body = request.body
     if request.api_key == ApiKey.FETCH and request.api_version >= 7:  # v7 brought fetch sessions
@@ -97,15 +93,14 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         return None if acks_zero else _errors_response(request, [], failed)
     if not by_leader:
         by_leader[await _any_node(ctx)] = {}
-    if conn.link is None:
-        conn.link = UpstreamLink(ctx.upstream)
+    link = ctx.link(conn)
     if request.api_key == ApiKey.FETCH and request.api_version >= 7:
         request = _sessionless(request)
     if len(by_leader) == 1 and not failed and not acks_zero and request.raw_body:
         # one leader takes all of it, as sent: relayed as bytes, answered as bytes
         (leader,) = by_leader
         try:
-            answer = await conn.link.start_relay(leader, request)
+            answer = await link.start_relay(leader, request)
         except UpstreamError as e:
             return _relay_failed(request, topics, parts_f, e)
         return Pending(_relayed(answer, request, topics, parts_f))
@@ -127,7 +122,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         for leader, parts in by_leader.items()
     ]
     results = await asyncio.gather(
-        *(conn.link.send(leader, sub) for leader, sub in subs),
+        *(link.send(leader, sub) for leader, sub in subs),
         return_exceptions=True,
     )
     if acks_zero:
@@ -154,7 +149,7 @@ _DENIED = "not authorized for the topic"
 
 
 # The response's (topic entry, partition entry) classes per API, and the values every field
-# of a refused partition gets; ``build`` keeps only the fields a version has.
+# of a refused partition gets; ``build_loose`` keeps only the fields a version has.
 _ENTRIES = {
     ApiKey.PRODUCE: ("TopicProduceResponse", "partition_responses", "PartitionProduceResponse"),
     ApiKey.FETCH: ("FetchableTopicResponse", "partitions", "PartitionData"),
@@ -185,14 +180,16 @@ _NOTHING = {
 }
 
 
-async def _relayed(answer: Awaitable[Any], request: Request, topics: Any, parts_f: str) -> Any:
+async def _relayed(
+    answer: Awaitable[RawResponse], request: Request, topics: Any, parts_f: str
+) -> RawResponse | KioEntity:
     try:
         return await answer
     except UpstreamError as e:
         return _relay_failed(request, topics, parts_f, e)
 
 
-def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError) -> Any:
+def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError) -> KioEntity:
     """Every partition of a relayed request answered with the upstream's retriable error."""
     log.warning("%s: %s", api_name(request.api_key), e)
     failed = [(t, list(getattr(t, parts_f)), e.error_code, str(e)) for t in topics]
@@ -201,7 +198,7 @@ def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError)
 
 def _errors_response(
     request: Request, answered: Any, failed: list[Failed], base: Any = None
-) -> Any:
+) -> KioEntity:
     """The upstream's answers plus, for every partition in ``failed``, the proxy's own error."""
     _, name_f, _, index_f, resp_f = _SHAPES[request.api_key]
     cls = response_type(request.api_key, request.api_version)
@@ -210,56 +207,63 @@ def _errors_response(
     out = list(answered)
     for topic, partitions, code, message in failed:
         parts = tuple(
-            build(
+            build_loose(
                 getattr(m, part_cls),
-                index=getattr(p, index_f),
-                partition_index=getattr(p, index_f),
-                **{**_NOTHING, "error_code": error(code), "error_message": message},
+                {
+                    **_NOTHING,
+                    "index": getattr(p, index_f),
+                    "partition_index": getattr(p, index_f),
+                    "error_code": error(code),
+                    "error_message": message,
+                },
             )
             for p in partitions
         )
         name = getattr(topic, name_f, None)
         out.append(
-            build(
+            build_loose(
                 getattr(m, topic_cls),
-                name=name,
-                topic=name,
-                topic_id=getattr(topic, "topic_id", None),
-                **{topic_parts_f: parts},
+                {
+                    "name": name,
+                    "topic": name,
+                    "topic_id": getattr(topic, "topic_id", None),
+                    topic_parts_f: parts,
+                },
             )
         )
     if base is not None:
         return dataclasses.replace(base, **{resp_f: tuple(out)})
-    return build(
+    return build_loose(
         cls,
-        throttle_time=timedelta(0),
-        error_code=error(0),
-        session_id=0,
-        node_endpoints=(),
-        **{resp_f: tuple(out)},
+        {
+            "throttle_time": timedelta(0),
+            "error_code": error(0),
+            "session_id": 0,
+            "node_endpoints": (),
+            resp_f: tuple(out),
+        },
     )
 
 
-def _topic_name(ctx: BrokerContext, topic: Any, name_f: str) -> str:
+def _topic_name(ctx: RelayContext, topic: Any, name_f: str) -> str:
     name = getattr(topic, name_f, None)
     if name:
         return name
-    info = ctx.upstream.topics_by_id.get(getattr(topic, "topic_id", None))
-    return info.name if info else ""
+    return ctx.topic_name(getattr(topic, "topic_id", None)) or ""
 
 
-async def _leader(ctx: BrokerContext, topic: str, partition: int) -> int:
+async def _leader(ctx: RelayContext, topic: str, partition: int) -> int:
     """The upstream leader; for a partition the proxy cannot place, any broker (which then
     answers UNKNOWN_TOPIC_OR_PARTITION itself)."""
     try:
-        return await ctx.upstream.leader_for(topic, partition)
+        return await ctx.upstream_leader(topic, partition)
     except UpstreamError:
         return await _any_node(ctx)
 
 
-async def _any_node(ctx: BrokerContext) -> int:
+async def _any_node(ctx: RelayContext) -> int:
     try:
-        return await ctx.upstream.any_node()
+        return await ctx.any_upstream_node()
     except UpstreamError:
         return -1  # sending there fails with NETWORK_EXCEPTION for every partition
 

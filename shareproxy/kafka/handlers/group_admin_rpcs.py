@@ -9,12 +9,13 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import AdminRpcContext
 from shareproxy.kafka.handlers import relay, upstream_groups
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
 from shareproxy.upstream.client import UpstreamError
@@ -23,17 +24,12 @@ NO_THROTTLE = timedelta(0)
 UNKNOWN_LAG = -1  # DescribeShareGroupOffsets' lag when it cannot be computed
 
 
-def _admin(ctx: BrokerContext) -> GroupAdmin:
-    assert ctx.admin is not None, "the proxy wires GroupAdmin into the broker context"
-    return ctx.admin
-
-
 def _module(api_key: int, request: Request) -> tuple[type, Any]:
     cls = response_type(request.api_key, request.api_version)
     return cls, schema_module(cls)
 
 
-async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def list_groups(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     """The proxy's share groups and every group the upstream brokers coordinate (each broker
     lists its own), filtered by the principal's Describe permission, as Kafka does; with
     several proxy nodes, each lists the groups it coordinates."""
@@ -42,7 +38,7 @@ async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) ->
     types = {t.lower() for t in getattr(body, "types_filter", ()) or ()}
     listed: list[Any] = []
     if not types or "share" in types:  # the proxy has share groups only
-        shares = await _admin(ctx).list_groups(getattr(body, "states_filter", ()) or ())
+        shares = await ctx.admin.list_groups(getattr(body, "states_filter", ()) or ())
         listed = [
             build(
                 m.ListedGroup, group_id=g, protocol_type="share", group_state=s, group_type="share"
@@ -51,7 +47,6 @@ async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) ->
         ]
     if types != {"share"}:
         listed += await upstream_groups.listed(ctx, conn, request)
-    placement = ctx.cluster.serving()
     # Describe on the cluster lists every group; otherwise only those the principal may
     # Describe, silently (KafkaApis.handleListGroupsRequest)
     everything = ctx.allowed(
@@ -62,7 +57,7 @@ async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) ->
         for g in listed
         # admin clients ask every broker and join the answers: each group is listed by the
         # node that coordinates it (FindCoordinator's answer), so once
-        if placement.group_coordinator(g.group_id) == ctx.node_id
+        if ctx.group_coordinator(g.group_id) == ctx.node_id
         and (
             everything
             or ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
@@ -72,17 +67,16 @@ async def list_groups(ctx: BrokerContext, conn: Connection, request: Request) ->
 
 
 async def describe_share_group_offsets(
-    ctx: BrokerContext, conn: Connection, request: Request
-) -> Any:
+    ctx: AdminRpcContext, conn: Connection, request: Request
+) -> KioEntity:
     cls, m = _module(90, request)
-    admin = _admin(ctx)
     out = []
     for g in request.body.groups:
         wanted = None if g.topics is None else {t.topic_name: set(t.partitions) for t in g.topics}
         try:
             if not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id):
                 raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
-            rows = await admin.offsets(g.group_id, None if wanted is None else list(wanted))
+            rows = await ctx.admin.offsets(g.group_id, None if wanted is None else list(wanted))
         except (ShareError, UpstreamError) as e:  # upstream: a topic named could not be looked up
             code, message = (
                 (e.code, e.message) if isinstance(e, ShareError) else (e.error_code, str(e))
@@ -137,7 +131,7 @@ async def describe_share_group_offsets(
 
 def _offsets_envelope(
     cls: type, responses: tuple[Any, ...], code: int = 0, message: str | None = None
-) -> Any:
+) -> KioEntity:
     """The top level AlterShareGroupOffsets and DeleteShareGroupOffsets responses share."""
     return build(
         cls,
@@ -148,16 +142,18 @@ def _offsets_envelope(
     )
 
 
-def _readable(ctx: BrokerContext, conn: Connection, names: set[str]) -> set[str]:
+def _readable(ctx: AdminRpcContext, conn: Connection, names: set[str]) -> set[str]:
     return {n for n in names if ctx.allowed(conn, Operation.READ, ResourceType.TOPIC, n)}
 
 
-def _topic_id(ctx: BrokerContext, name: str) -> UUID:
-    info = ctx.upstream.topics.get(name)
+def _topic_id(ctx: AdminRpcContext, name: str) -> UUID:
+    info = ctx.topic(name)
     return info.topic_id if info is not None else UUID(int=0)
 
 
-async def alter_share_group_offsets(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def alter_share_group_offsets(
+    ctx: AdminRpcContext, conn: Connection, request: Request
+) -> KioEntity:
     cls, m = _module(91, request)
     body = request.body
     if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
@@ -170,7 +166,7 @@ async def alter_share_group_offsets(ctx: BrokerContext, conn: Connection, reques
         if t.topic_name in readable
     }
     try:
-        results = await _admin(ctx).alter_offsets(body.group_id, wanted) if wanted else {}
+        results = await ctx.admin.alter_offsets(body.group_id, wanted) if wanted else {}
     except ShareError as e:
         return _offsets_envelope(cls, (), e.code, e.message)
     for t in body.topics:
@@ -201,7 +197,9 @@ async def alter_share_group_offsets(ctx: BrokerContext, conn: Connection, reques
     )
 
 
-async def delete_share_group_offsets(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def delete_share_group_offsets(
+    ctx: AdminRpcContext, conn: Connection, request: Request
+) -> KioEntity:
     cls, m = _module(92, request)
     body = request.body
     if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):
@@ -209,9 +207,7 @@ async def delete_share_group_offsets(ctx: BrokerContext, conn: Connection, reque
     names = [t.topic_name for t in body.topics]
     readable = _readable(ctx, conn, set(names))
     try:
-        results = await _admin(ctx).delete_offsets(
-            body.group_id, [n for n in names if n in readable]
-        )
+        results = await ctx.admin.delete_offsets(body.group_id, [n for n in names if n in readable])
     except ShareError as e:
         return _offsets_envelope(cls, (), e.code, e.message)
     results.update({n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in names if n not in readable})
@@ -230,7 +226,7 @@ async def delete_share_group_offsets(ctx: BrokerContext, conn: Connection, reque
     )
 
 
-async def delete_groups(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def delete_groups(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     """Share groups are deleted here; any other group id is the upstream cluster's."""
     cls, m = _module(42, request)
     names = request.body.groups_names
@@ -243,12 +239,12 @@ async def delete_groups(ctx: BrokerContext, conn: Connection, request: Request) 
                 group_id=group_id,
                 error_code=error(ErrorCode.INVALID_GROUP_ID),
             )
-    ours = [g for g in names if g not in results and await _admin(ctx).exists(g)]
+    ours = [g for g in names if g not in results and await ctx.admin.exists(g)]
     for group_id in ours:
         try:
             if not ctx.allowed(conn, Operation.DELETE, ResourceType.GROUP, group_id):
                 raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
-            await _admin(ctx).delete_group(group_id)
+            await ctx.admin.delete_group(group_id)
             code = ErrorCode.NONE
         except ShareError as e:
             code = e.code

@@ -5,6 +5,7 @@ them as on Kafka; every other resource type goes to the upstream cluster (upstre
 from __future__ import annotations
 
 from datetime import timedelta
+from types import ModuleType
 from typing import Any
 
 from shareproxy.core import group_config
@@ -12,8 +13,10 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.core.names import group_id_problem, shown
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import AdminRpcContext
 from shareproxy.kafka.handlers import upstream_configs
+from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 
 GROUP = 32  # ConfigResource.Type GROUP
@@ -24,7 +27,7 @@ SET, DELETE = 0, 1
 NOT_GROUP = "group configs are altered with IncrementalAlterConfigs"
 
 
-async def describe_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def describe_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -48,7 +51,7 @@ async def describe_configs(ctx: BrokerContext, conn: Connection, request: Reques
                 )
             )
             continue
-        overrides = ctx.admin.configs.overrides(group_id) if ctx.admin else {}
+        overrides = ctx.admin.config_overrides(group_id)
         effective = ctx.settings_for(group_id).as_configs()
         keys = resource.configuration_keys
         unknown = [k for k in keys or () if k not in group_config.DEFINITIONS]
@@ -82,8 +85,12 @@ async def describe_configs(ctx: BrokerContext, conn: Connection, request: Reques
 
 
 def _describe_result(
-    m: Any, resource: Any, code: ErrorCode, message: str | None, configs: list[Any] | None = None
-) -> Any:
+    m: ModuleType,
+    resource: Any,
+    code: ErrorCode,
+    message: str | None,
+    configs: list[Any] | None = None,
+) -> KioEntity:
     return build(
         m.DescribeConfigsResult,
         error_code=error(code),
@@ -94,7 +101,9 @@ def _describe_result(
     )
 
 
-async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def incremental_alter_configs(
+    ctx: AdminRpcContext, conn: Connection, request: Request
+) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -108,9 +117,7 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
             continue
         code, message = ErrorCode.NONE, None
         problem = group_id_problem(resource.resource_name)
-        if ctx.admin is None:
-            code, message = ErrorCode.INVALID_REQUEST, "group configs are not served here"
-        elif problem is not None:
+        if problem is not None:
             code, message = ErrorCode.INVALID_GROUP_ID, problem
         elif not ctx.allowed(
             conn, Operation.ALTER_CONFIGS, ResourceType.GROUP, resource.resource_name
@@ -137,7 +144,7 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
                 message = f"{group_config.DLQ_TOPIC}: not authorized to Write {dead_letter_topic}"
             if code == ErrorCode.NONE:
                 try:
-                    await ctx.admin.configs.alter(
+                    await ctx.admin.alter_configs(
                         resource.resource_name, changes, validate_only=body.validate_only
                     )
                 except GroupConfigError as exc:
@@ -154,7 +161,7 @@ async def incremental_alter_configs(ctx: BrokerContext, conn: Connection, reques
     return build(cls, throttle_time=timedelta(0), responses=tuple(responses))
 
 
-async def alter_configs(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def alter_configs(ctx: AdminRpcContext, conn: Connection, request: Request) -> KioEntity:
     """The legacy AlterConfigs (whole config sets): upstream resources only, as Kafka takes
     group configs through IncrementalAlterConfigs alone."""
     cls = response_type(request.api_key, request.api_version)

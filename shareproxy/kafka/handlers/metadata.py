@@ -5,19 +5,22 @@ upstream cluster's."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import ModuleType
 from typing import Any, TypeVar
 
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ClusterView
+from shareproxy.kafka.responses import KioEntity, build, build_loose, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.upstream.client import TopicInfo, UpstreamError
 
 T = TypeVar("T")
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ClusterView, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)
     body = request.body
@@ -30,31 +33,28 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         return _invalid(cls, m, wanted)
     try:
         if wanted is None:
-            await ctx.upstream.refresh_metadata()
+            await ctx.refresh_metadata()
         else:
             names = [t.name for t in wanted if t.name and topic_name_problem(t.name) is None]
             ids = [t.topic_id for t in wanted if getattr(t, "topic_id", None)]
-            if ids and any(i not in ctx.upstream.topics_by_id for i in ids):
-                await ctx.upstream.refresh_metadata()
+            if ids and any(ctx.topic_by_id(i) is None for i in ids):
+                await ctx.refresh_metadata()
             elif names:
-                await ctx.upstream.refresh_metadata(names)
+                await ctx.refresh_metadata(names)
     except UpstreamError:
         pass  # answer from what is known; unknown topics get their error below
     topics = []
     if wanted is None:  # all topics: those the principal may Describe, silently
         chosen = [
             info
-            for info in ctx.upstream.topics.values()
+            for info in ctx.known_topics()
             if ctx.allowed(conn, Operation.DESCRIBE, ResourceType.TOPIC, info.name, audit=False)
         ]
     else:
         chosen = []
         for t in wanted:
             tid = getattr(t, "topic_id", None)
-            if tid is not None:
-                info = ctx.upstream.topics_by_id.get(tid)
-            else:
-                info = ctx.upstream.topics.get(t.name)
+            info = ctx.topic_by_id(tid) if tid is not None else ctx.topic(t.name)
             name = info.name if info is not None else t.name
             if info is None and name and topic_name_problem(name) is not None:
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION  # never asked of the cluster
@@ -117,27 +117,31 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     )
 
 
-def led_partitions(ctx: BrokerContext, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
+def led_partitions(ctx: ClusterView, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
     """A topic's partitions as a client sees them: each led and held by its placed node, at
-    the cluster's generation as leader epoch."""
+    the cluster's generation as leader epoch. Metadata's and DescribeTopicPartitions' entries
+    differ, hence ``build_loose``."""
     return tuple(
-        build(
+        build_loose(
             entry,
-            error_code=error(0),
-            partition_index=p,
-            leader_id=(leader := ctx.leader_of(info.topic_id, p)),
-            leader_epoch=ctx.leader_epoch,
-            replica_nodes=(leader,),
-            isr_nodes=(leader,),
-            eligible_leader_replicas=(),  # Kafka sends empty lists: its client reads them
-            last_known_elr=(),
-            offline_replicas=(),
+            {
+                "error_code": error(0),
+                "partition_index": p,
+                "leader_id": (leader := ctx.leader_of(info.topic_id, p)),
+                "leader_epoch": ctx.leader_epoch,
+                "replica_nodes": (leader,),
+                "isr_nodes": (leader,),
+                # DescribeTopicPartitions: Kafka sends empty lists, its client reads them
+                "eligible_leader_replicas": (),
+                "last_known_elr": (),
+                "offline_replicas": (),
+            },
         )
         for p in sorted(info.leaders)
     )
 
 
-def _invalid(cls: type, m: Any, wanted: Any) -> Any:
+def _invalid(cls: type, m: ModuleType, wanted: Any) -> KioEntity:
     """Kafka's answer to topic ids before v12: INVALID_REQUEST for every topic asked for."""
     topics = tuple(
         build(

@@ -16,7 +16,9 @@ from typing import Any
 
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import RelayContext
+from shareproxy.kafka.responses import KioEntity
 from shareproxy.kafka.routes import (
     ROUTES,
     Allowed,
@@ -33,7 +35,6 @@ from shareproxy.protocol.codec import RawResponse, Request, reader_for, response
 from shareproxy.protocol.error_response import error_entity, list_entry_type
 from shareproxy.protocol.forward_rules import relay_problem
 from shareproxy.upstream.client import UpstreamError
-from shareproxy.upstream.link import UpstreamLink
 
 log = logging.getLogger(__name__)
 log.addFilter(RateLimit())
@@ -45,7 +46,7 @@ _UNREADABLE = "the upstream broker's answer does not follow the API's schema"
 _NAME_OR_ID = "a topic is named by its name or by its id, one of the two"
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: RelayContext, conn: Connection, request: Request) -> RawResponse | KioEntity:
     route = ROUTES[ApiKey(request.api_key)]
     body = request.body
     allowed = _allowed(ctx, conn)
@@ -65,11 +66,9 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
     if problems:
         return await _partly_refused(ctx, conn, request, route, problems)
     key = route.key(body)
-    if conn.link is None:
-        conn.link = UpstreamLink(ctx.upstream)
     try:
         node = await _destination(ctx, route, key)
-        answer = await conn.link.relay(node, request)
+        answer = await ctx.link(conn).relay(node, request)
     except UpstreamError as e:
         return _answer_error(request, route, _failed(ctx, request, route, key, e), str(e))
     read = _decoded(answer)  # small answers: read before they are passed on
@@ -83,7 +82,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
 
 
 async def _named_by_id(
-    ctx: BrokerContext, route: Route, body: Any
+    ctx: RelayContext, route: Route, body: Any
 ) -> tuple[Any, dict[int, tuple[int, str]]]:
     """``body`` as authorization reads it: entries that name their topic by id alone carry
     the name the id has now (what is sent upstream is unchanged); an id no topic has is
@@ -99,28 +98,27 @@ async def _named_by_id(
             problems[i] = ErrorCode.INVALID_REQUEST, _NAME_OR_ID
     if all(e.name is not None or e.topic_id is None for e in asked):
         return body, problems
-    by_id = ctx.upstream.topics_by_id
-    if any(e.topic_id not in by_id for e in asked if e.name is None and e.topic_id is not None):
+    ids = [e.topic_id for e in asked if e.name is None and e.topic_id is not None]
+    if any(ctx.topic_name(topic_id) is None for topic_id in ids):
         with contextlib.suppress(UpstreamError):  # what is unknown then stays unknown
-            await ctx.upstream.refresh_metadata()
-        by_id = ctx.upstream.topics_by_id
+            await ctx.refresh_metadata()
     for i, e in enumerate(asked):
         if e.name is None and e.topic_id is not None:
-            info = by_id.get(e.topic_id)
-            if info is None:
+            name = ctx.topic_name(e.topic_id)
+            if name is None:
                 problems[i] = ErrorCode.UNKNOWN_TOPIC_ID, f"no topic has the id {e.topic_id}"
             else:
-                e = dataclasses.replace(e, name=info.name)
+                e = dataclasses.replace(e, name=name)
         named.append(e)
     return dataclasses.replace(body, **{items: tuple(named)}), problems
 
 
-def _allowed(ctx: BrokerContext, conn: Connection) -> Allowed:
+def _allowed(ctx: RelayContext, conn: Connection) -> Allowed:
     return lambda op, rt, name, audit=True: ctx.allowed(conn, op, rt, name, audit=audit)
 
 
 def _failed(
-    ctx: BrokerContext, request: Request, route: Route, key: str | None, e: UpstreamError
+    ctx: RelayContext, request: Request, route: Route, key: str | None, e: UpstreamError
 ) -> int:
     """The retriable code a request that could not reach the upstream answers: a coordinator
     is looked up again next time."""
@@ -140,7 +138,7 @@ def _asks_all(route: Route, entity: Any) -> bool:
     return items is not None and getattr(entity, items) is None
 
 
-def _hidden(allowed: Allowed, route: Route, request: Request, answer: Any) -> Any:
+def _hidden(allowed: Allowed, route: Route, request: Request, answer: Any) -> KioEntity:
     """The answer without the entries the principal may not see; an answer that cannot be
     read is not passed on unread."""
     assert route.entries is not None
@@ -151,7 +149,7 @@ def _hidden(allowed: Allowed, route: Route, request: Request, answer: Any) -> An
     return dataclasses.replace(answer, **{results: kept})
 
 
-def _idempotence_refused(ctx: BrokerContext, conn: Connection, body: Any) -> tuple[int, str] | None:
+def _idempotence_refused(ctx: RelayContext, conn: Connection, body: Any) -> tuple[int, str] | None:
     """InitProducerId without a transactional id starts an idempotent producer: Kafka asks
     for IdempotentWrite on the cluster, or Write on any topic."""
     if body.transactional_id:
@@ -163,33 +161,31 @@ def _idempotence_refused(ctx: BrokerContext, conn: Connection, body: Any) -> tup
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "not authorized to produce idempotently"
 
 
-async def _destination(ctx: BrokerContext, route: Route, key: str | None) -> int:
+async def _destination(ctx: RelayContext, route: Route, key: str | None) -> int:
     if route.via in _KEY_TYPE and key:
-        assert ctx.coordinators is not None, "the proxy wires the upstream coordinators"
-        return await ctx.coordinators.node_for(_KEY_TYPE[route.via], key)
-    if route.via is Via.CONTROLLER and ctx.upstream.controller_id >= 0:
-        return ctx.upstream.controller_id
-    return await ctx.upstream.any_node()
+        return await ctx.coordinator_node(_KEY_TYPE[route.via], key)
+    if route.via is Via.CONTROLLER and ctx.upstream_controller >= 0:
+        return ctx.upstream_controller
+    return await ctx.any_upstream_node()
 
 
-def _moved(ctx: BrokerContext, route: Route, key: str) -> None:
-    if ctx.coordinators is not None:
-        ctx.coordinators.moved(_KEY_TYPE[route.via], key)
+def _moved(ctx: RelayContext, route: Route, key: str) -> None:
+    ctx.coordinator_moved(_KEY_TYPE[route.via], key)
 
 
-def _answer_error(request: Request, route: Route, code: int, message: str) -> Any:
+def _answer_error(request: Request, route: Route, code: int, message: str) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     return error_entity(cls, code, message, request.body, route.mirror)
 
 
-def _unreadable(request: Request, route: Route) -> Any:
+def _unreadable(request: Request, route: Route) -> KioEntity:
     """An upstream answer the proxy cannot read: the client could not read it either and
     would lose its connection, so it gets a readable error instead."""
     log.warning("%s: %s", api_name(request.api_key), _UNREADABLE)
     return _answer_error(request, route, ErrorCode.UNKNOWN_SERVER_ERROR, _UNREADABLE)
 
 
-def _decoded(answer: RawResponse) -> Any:
+def _decoded(answer: RawResponse) -> KioEntity | None:
     """A relayed answer read; None where it cannot be read (not ours to judge: the client
     reads it)."""
     cls = response_type(answer.api_key, answer.api_version)
@@ -219,8 +215,8 @@ def _collect(entity: Any, found: set[int]) -> None:
 
 
 async def split(
-    ctx: BrokerContext, conn: Connection, request: Request, route: Route, split: Split
-) -> Any:
+    ctx: RelayContext, conn: Connection, request: Request, route: Route, split: Split
+) -> RawResponse | KioEntity:
     """A request for several groups (or transactional ids): each checked on its own, and
     sent to its own coordinator; one coordinator for all is one relayed request. Within a
     group, topics are checked one by one (OffsetFetch v8+)."""
@@ -249,14 +245,13 @@ async def split(
                 _moved(ctx, route, key)
                 refused = ErrorCode.COORDINATOR_NOT_AVAILABLE, str(e)
         answered[i] = _entry(entry_cls, split, item, *refused)
-    if conn.link is None:
-        conn.link = UpstreamLink(ctx.upstream)
+    link = ctx.link(conn)
     hiding = any(_asks_all(route, item) for item in getattr(body, split.items))
     as_it_came = not answered and not within and not hiding and request.raw_body
     if len(by_node) == 1 and as_it_came:  # the common case: relayed as bytes
         ((node, items),) = by_node.items()
         try:
-            answer = await conn.link.relay(node, request)
+            answer = await link.relay(node, request)
             return answer if _decoded(answer) is not None else _unreadable(request, route)
         except UpstreamError as e:  # answered item by item below, as when sent decoded
             _gone(ctx, route, split, entry_cls, items, e, answered)
@@ -264,7 +259,7 @@ async def split(
     for node, items in by_node.items():
         asked = dataclasses.replace(body, **{split.items: tuple(item for _, item in items)})
         try:
-            got = getattr(await conn.link.send(node, asked), split.results)
+            got = getattr(await link.send(node, asked), split.results)
         except UpstreamError as e:
             _gone(ctx, route, split, entry_cls, items, e, answered)
             continue
@@ -284,7 +279,7 @@ async def split(
 
 
 def _gone(
-    ctx: BrokerContext,
+    ctx: RelayContext,
     route: Route,
     split: Split,
     entry_cls: type,
@@ -301,7 +296,7 @@ def _gone(
         )
 
 
-def _entry(entry_cls: type, split: Split, item: Any, code: int, message: str | None) -> Any:
+def _entry(entry_cls: type, split: Split, item: Any, code: int, message: str | None) -> KioEntity:
     """One refused item's answer, named as the request named it."""
     source = None if isinstance(item, str) else item
     entry = error_entity(entry_cls, code, message, source)
@@ -315,14 +310,14 @@ def _items(route: Route, entity: Any) -> str:
     return items
 
 
-def _without(route: Route, entity: Any, problems: dict[int, tuple[int, str]]) -> Any:
+def _without(route: Route, entity: Any, problems: dict[int, tuple[int, str]]) -> KioEntity:
     """``entity`` with its refused entries taken out: what goes upstream."""
     items = _items(route, entity)
     kept = tuple(e for i, e in enumerate(getattr(entity, items)) if i not in problems)
     return dataclasses.replace(entity, **{items: kept})
 
 
-def _refused_entry(entry_cls: type, route: Route, item: Any, code: int, message: str) -> Any:
+def _refused_entry(entry_cls: type, route: Route, item: Any, code: int, message: str) -> KioEntity:
     """A refused entry's answer, mirroring the request's entry (a bare name: by name)."""
     entries = route.entries
     assert entries is not None
@@ -333,7 +328,9 @@ def _refused_entry(entry_cls: type, route: Route, item: Any, code: int, message:
     return error_entity(entry_cls, code, message, item, aliases, entries.refused)
 
 
-def _joined(route: Route, result: Any, item: Any, problems: dict[int, tuple[int, str]]) -> Any:
+def _joined(
+    route: Route, result: Any, item: Any, problems: dict[int, tuple[int, str]]
+) -> KioEntity:
     """A group's answer with its refused topics added."""
     assert route.entries is not None
     results = route.entries.results
@@ -344,12 +341,12 @@ def _joined(route: Route, result: Any, item: Any, problems: dict[int, tuple[int,
 
 
 async def _partly_refused(
-    ctx: BrokerContext,
+    ctx: RelayContext,
     conn: Connection,
     request: Request,
     route: Route,
     problems: dict[int, tuple[int, str]],
-) -> Any:
+) -> KioEntity:
     """Refused entries are answered here and the others carried out upstream (decoded), as
     ``KafkaApis`` carries out the authorized part of a request; the answers are joined."""
     body = request.body
@@ -371,11 +368,9 @@ async def _partly_refused(
     got: list[Any] = []
     if rest:
         key = route.key(body)
-        if conn.link is None:
-            conn.link = UpstreamLink(ctx.upstream)
         sent = dataclasses.replace(body, **{items: tuple(item for _, item in rest)})
         try:
-            base = await conn.link.send(await _destination(ctx, route, key), sent)
+            base = await ctx.link(conn).send(await _destination(ctx, route, key), sent)
             got = list(getattr(base, results))
         except UpstreamError as e:
             code = _failed(ctx, request, route, key, e)

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection, build, error
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import SaslContext
+from shareproxy.kafka.responses import KioEntity, build, error
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.security.sasl import SaslExchange, SaslFailed
 
 log = logging.getLogger("shareproxy.audit")
 
 
-async def handshake(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handshake(ctx: SaslContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     mechanisms = tuple(ctx.sasl_mechanisms)
     code = ErrorCode.NONE
@@ -26,16 +27,16 @@ async def handshake(ctx: BrokerContext, conn: Connection, request: Request) -> A
     elif request.body.mechanism not in mechanisms:
         code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
     else:
-        conn.sasl = SaslExchange(request.body.mechanism, ctx.security.credential)
+        conn.sasl = SaslExchange(request.body.mechanism, ctx.credential)
     if code != ErrorCode.NONE:
         conn.close_after_response = True
     return build(cls, error_code=error(code), mechanisms=mechanisms)
 
 
-async def authenticate(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def authenticate(ctx: SaslContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
 
-    def reply(code: ErrorCode, message: str | None, token: bytes = b"") -> Any:
+    def reply(code: ErrorCode, message: str | None, token: bytes = b"") -> KioEntity:
         return build(
             cls,
             error_code=error(code),

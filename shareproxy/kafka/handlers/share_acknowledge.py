@@ -7,12 +7,14 @@ from typing import Any
 
 from shareproxy.broker.consumers import Acknowledged, TopicPartition
 from shareproxy.core.errors import partition_error_message
-from shareproxy.kafka.context import BrokerContext, Connection, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ShareConsumersContext
+from shareproxy.kafka.responses import error, schema_module
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
 from shareproxy.protocol.codec import Request, response_type
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:
     body = request.body
     group_id = body.group_id or ""
     acknowledged = await ctx.consumers.share_acknowledge(
@@ -26,7 +28,11 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
 
 
 def _response(
-    ctx: BrokerContext, conn: Connection, request: Request, group_id: str, done: Acknowledged
+    ctx: ShareConsumersContext,
+    conn: Connection,
+    request: Request,
+    group_id: str,
+    done: Acknowledged,
 ) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)

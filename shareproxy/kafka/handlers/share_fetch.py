@@ -9,12 +9,14 @@ from shareproxy.broker.consumers import Fetched, FetchLimits, TopicPartition
 from shareproxy.core.errors import ErrorCode, ShareError, partition_error_message
 from shareproxy.core.states import AcquireMode
 from shareproxy.kafka.client_software import fetch_wait_ms
-from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ShareConsumersContext
+from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
 from shareproxy.protocol.codec import Request, response_type
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""
     mode = _acquire_mode(body)
@@ -25,7 +27,7 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
         max_wait_ms=fetch_wait_ms(
             int(body.max_wait.total_seconds() * 1000),
             conn.one_leader_at_a_time,
-            ctx.cluster.serving().nodes,
+            ctx.live_nodes,
             ctx.node_id,
             ctx.librdkafka_fetch_wait_ms,
         ),
@@ -56,7 +58,7 @@ def _acquire_mode(body: Any) -> AcquireMode | None:
 
 
 def _response(
-    ctx: BrokerContext, conn: Connection, request: Request, group_id: str, fetched: Fetched
+    ctx: ShareConsumersContext, conn: Connection, request: Request, group_id: str, fetched: Fetched
 ) -> Any:
     cls = response_type(request.api_key, request.api_version)
     m = schema_module(cls)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from kio.schema.share_group_describe.v1 import response as r
 
@@ -12,12 +11,15 @@ from shareproxy.core import assignor
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
-from shareproxy.kafka.context import BrokerContext, Connection, error
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import GroupAdminContext
+from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    assert ctx.admin is not None, "the proxy wires GroupAdmin into the broker context"
+async def handle(
+    ctx: GroupAdminContext, conn: Connection, request: Request
+) -> r.ShareGroupDescribeResponse:
     described = []
     for group_id in request.body.group_ids:
         problem = group_id_problem(group_id)

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from kio.schema.share_group_heartbeat.v1 import response as r
 
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import group_id_problem, topic_name_problem
-from shareproxy.kafka.context import BrokerContext, Connection, error
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import ShareGroupContext
+from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 
 
-async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
+async def handle(
+    ctx: ShareGroupContext, conn: Connection, request: Request
+) -> r.ShareGroupHeartbeatResponse:
     body = request.body
     settings = ctx.settings_for(body.group_id)
     interval = timedelta(milliseconds=settings.heartbeat_interval_ms)
 
-    def refuse(code: ErrorCode, message: str) -> Any:
+    def refuse(code: ErrorCode, message: str) -> r.ShareGroupHeartbeatResponse:
         return r.ShareGroupHeartbeatResponse(
             throttle_time=timedelta(0),
             error_code=error(code),

@@ -12,13 +12,13 @@ from typing import Any
 
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import RelayContext
 from shareproxy.kafka.routes import DENIED
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.protocol.error_response import error_entity, list_entry_type
 from shareproxy.upstream.client import UpstreamError
-from shareproxy.upstream.link import UpstreamLink
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8  # ConfigResource.Type
 PER_BROKER = (BROKER, BROKER_LOGGER)
@@ -37,7 +37,7 @@ _OPERATION = {
 
 
 async def answer(
-    ctx: BrokerContext, conn: Connection, request: Request, resources: list[Any]
+    ctx: RelayContext, conn: Connection, request: Request, resources: list[Any]
 ) -> dict[int, Any]:
     """Each resource's result entry, keyed by ``id()`` of the request's resource entry."""
     cls = response_type(request.api_key, request.api_version)
@@ -59,8 +59,7 @@ async def answer(
         if resource.resource_type in PER_BROKER and resource.resource_name:
             upstream_name[id(resource)] = str(node)
         by_node[node].append(resource)
-    if conn.link is None:
-        conn.link = UpstreamLink(ctx.upstream)
+    link = ctx.link(conn)
     for node, asked in by_node.items():
         sent = tuple(
             dataclasses.replace(r, resource_name=upstream_name[id(r)])
@@ -69,7 +68,7 @@ async def answer(
             for r in asked
         )
         try:
-            got = await conn.link.send(node, dataclasses.replace(request.body, resources=sent))
+            got = await link.send(node, dataclasses.replace(request.body, resources=sent))
         except UpstreamError as e:
             for r in asked:
                 out[id(r)] = error_entity(entry_cls, e.error_code, str(e), r)
@@ -80,7 +79,7 @@ async def answer(
 
 
 def _refused(
-    ctx: BrokerContext, conn: Connection, api_key: int, resource: Any
+    ctx: RelayContext, conn: Connection, api_key: int, resource: Any
 ) -> tuple[int, str] | None:
     operation = _OPERATION[ApiKey(api_key)]
     if resource.resource_type == TOPIC:
@@ -92,7 +91,7 @@ def _refused(
     return DENIED[kind], f"not authorized to {operation.name} {resource.resource_name!r}"
 
 
-async def _node(ctx: BrokerContext, resource: Any) -> int:
+async def _node(ctx: RelayContext, resource: Any) -> int:
     """The upstream broker to ask: for a broker's own configs, one broker stands for the
     proxy's node; a resource with no name (cluster-wide defaults) or a topic: any broker."""
     named = resource.resource_type in PER_BROKER and resource.resource_name
@@ -101,4 +100,4 @@ async def _node(ctx: BrokerContext, resource: Any) -> int:
             f"broker {resource.resource_name} is not known here (the proxy is node {ctx.node_id})",
             ErrorCode.INVALID_REQUEST,
         )
-    return await ctx.upstream.any_node()
+    return await ctx.any_upstream_node()

@@ -5,34 +5,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
-from shareproxy.kafka.context import BrokerContext, Connection
+from shareproxy.kafka.context import Connection
+from shareproxy.kafka.contexts import RelayContext
+from shareproxy.kafka.responses import KioEntity
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request
 from shareproxy.upstream.client import UpstreamError
-from shareproxy.upstream.link import UpstreamLink
 
 log = logging.getLogger(__name__)
 log.addFilter(RateLimit())
 
 
-async def listed(ctx: BrokerContext, conn: Connection, request: Request) -> list[Any]:
+async def listed(ctx: RelayContext, conn: Connection, request: Request) -> list[KioEntity]:
     """Every upstream broker's ListGroups entries; a broker that cannot answer is left out
     (and logged), as an admin client listing groups skips a broker that fails."""
-    versions = ctx.coordinators.versions if ctx.coordinators is not None else {}
-    low, high = versions.get(ApiKey.LIST_GROUPS, (0, -1))
+    low, high = ctx.upstream_versions.get(ApiKey.LIST_GROUPS, (0, -1))
     if not low <= request.api_version <= high:
         return []  # the upstream cannot be asked in this version
-    if conn.link is None:
-        conn.link = UpstreamLink(ctx.upstream)
-    link = conn.link
-    nodes = sorted({b.nodeId for b in ctx.upstream.client.cluster.brokers()})
+    link = ctx.link(conn)
+    nodes = ctx.upstream_brokers()
     answers = await asyncio.gather(
         *(link.send(node, request.body) for node in nodes), return_exceptions=True
     )
-    found: list[Any] = []
+    found: list[KioEntity] = []
     for node, answer in zip(nodes, answers, strict=True):
         if isinstance(answer, UpstreamError) or getattr(answer, "error_code", 0):
             log.warning("ListGroups: upstream node %d did not answer: %s", node, answer)

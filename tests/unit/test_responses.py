@@ -1,0 +1,49 @@
+"""Responses built for any version: a field a version lacks is dropped, one no version of the
+schema has is a mistake."""
+
+from datetime import timedelta
+
+import pytest
+from kio.schema.describe_cluster.v0 import response as v0
+from kio.schema.describe_cluster.v1 import response as v1
+
+from shareproxy.kafka.responses import build, build_loose, error, schema_fields
+
+FIELDS = {
+    "throttle_time": timedelta(0),
+    "error_code": error(0),
+    "error_message": None,
+    "cluster_id": "c",
+    "controller_id": 1,
+    "brokers": (),
+    "cluster_authorized_operations": -2147483648,
+}
+
+
+def test_a_field_only_newer_versions_have_is_dropped_for_an_old_version():
+    old = build(v0.DescribeClusterResponse, endpoint_type=1, **FIELDS)
+    new = build(v1.DescribeClusterResponse, endpoint_type=1, **FIELDS)
+    assert not hasattr(old, "endpoint_type")
+    assert new.endpoint_type == 1
+    assert old.cluster_id == new.cluster_id == "c"
+
+
+def test_a_misspelt_field_raises_naming_it_and_the_schema():
+    with pytest.raises(TypeError, match=r"DescribeClusterResponse.*'endpiont_type'"):
+        build(v0.DescribeClusterResponse, endpiont_type=1, **FIELDS)
+
+
+def test_a_nested_entity_is_checked_against_its_own_siblings():
+    broker = {"broker_id": 1, "host": "h", "port": 9092, "rack": None}
+    assert build(v0.DescribeClusterBroker, is_fenced=False, **broker).broker_id == 1  # v2 has it
+    with pytest.raises(TypeError, match="'fenced'"):
+        build(v0.DescribeClusterBroker, fenced=False, **broker)
+
+
+def test_every_versions_fields_are_known():
+    assert "endpoint_type" in schema_fields(v0.DescribeClusterResponse)
+
+
+def test_a_table_shared_by_several_schemas_builds_loosely():
+    built = build_loose(v0.DescribeClusterResponse, {**FIELDS, "session_id": 0})
+    assert built.controller_id == 1
