@@ -57,7 +57,7 @@ class SharePartitions:
         self.upstream = upstream
         self.settings_for = settings_for
         self.clock_ms = clock_ms
-        self.leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
+        self._leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
         self._expiry: asyncio.Task[None] | None = None
         self._swept_ms = clock_ms()  # when expire_due last looked
@@ -82,7 +82,7 @@ class SharePartitions:
         node leads: loading it here would claim its state and fence that node."""
         self._require_led(topic_id, partition)
         key = SharePartitionKey(group_id, topic_id, partition)
-        current = self.leaders.get(key)
+        current = self._leaders.get(key)
         if current is not None and current.valid:
             if topic_id not in self.upstream.topics_by_id:
                 await self._confirm_gone(current)
@@ -90,7 +90,7 @@ class SharePartitions:
         loading = self._loading.setdefault(key, asyncio.Lock())
         async with loading:
             self._require_led(topic_id, partition)  # the live nodes may have changed meanwhile
-            current = self.leaders.get(key)
+            current = self._leaders.get(key)
             if current is not None and current.valid:
                 return current
             try:
@@ -109,7 +109,7 @@ class SharePartitions:
                 self._require_led(topic_id, partition)
             loaded.still_led = lambda: self.leads(topic_id, partition)
             loaded.members_assigned = lambda: self.members_assigned(key)
-            self.leaders[key] = loaded
+            self._leaders[key] = loaded
             return loaded
 
     def _require_led(self, topic_id: UUID, partition: int) -> None:
@@ -185,18 +185,27 @@ class SharePartitions:
     def _refused(self, leader: SharePartitionLeader) -> None:
         """A write of ``leader`` was refused: the next use of its key loads it afresh (unless
         that has happened already: a successor loaded meanwhile stays)."""
-        if self.leaders.get(leader.key) is leader:
-            del self.leaders[leader.key]
+        if self._leaders.get(leader.key) is leader:
+            del self._leaders[leader.key]
+
+    # ------------------------------------------------------------------ queries
+    def loaded(self) -> list[SharePartitionLeader]:
+        """Every leader this node holds now (a copy: loads and evictions go on meanwhile)."""
+        return list(self._leaders.values())
+
+    def loaded_leader(self, key: SharePartitionKey) -> SharePartitionLeader | None:
+        """The leader of ``key`` if this node holds it now; loads nothing."""
+        return self._leaders.get(key)
 
     # ------------------------------------------------------------------ forgetting
     def leaders_of(self, group_id: str) -> list[SharePartitionLeader]:
-        return [ld for key, ld in self.leaders.items() if key.group_id == group_id and ld.valid]
+        return [ld for key, ld in self._leaders.items() if key.group_id == group_id and ld.valid]
 
     def evict(self, keys: Sequence[SharePartitionKey]) -> None:
         """Forget loaded leaders whose stored state was replaced (reset, delete): the next
         use loads afresh, and any holder of the old object sees it is no longer valid."""
         for key in keys:
-            leader = self.leaders.pop(key, None)
+            leader = self._leaders.pop(key, None)
             if leader is not None:
                 leader.invalidate()
 
@@ -205,14 +214,14 @@ class SharePartitions:
         advance, delete). Fencing alone would tell only at the leader's next write, and a
         leader with nothing to write, such as one waiting past a truncated log end, would wait
         for ever."""
-        held = {key: leader for key, leader in self.leaders.items() if leader.valid}
+        held = {key: leader for key, leader in self._leaders.items() if leader.valid}
         if not held:
             return []
         stored = await self.store.state_epochs(list(held))
         replaced = [
             key
             for key, leader in held.items()
-            if stored.get(key) != leader.state_epoch and self.leaders.get(key) is leader
+            if stored.get(key) != leader.state_epoch and self._leaders.get(key) is leader
         ]
         for key in replaced:
             log.info(
@@ -232,7 +241,9 @@ class SharePartitions:
         the new leader claims the state (epoch +1) and gives what was acquired here again,
         with the delivery counts stored."""
         gone = [
-            key for key in self.leaders if everything or not self.leads(key.topic_id, key.partition)
+            key
+            for key in self._leaders
+            if everything or not self.leads(key.topic_id, key.partition)
         ]
         if gone:
             log.info("%d share-partitions now led by other nodes: let go", len(gone))
@@ -241,14 +252,14 @@ class SharePartitions:
 
     def apply_settings(self, group_id: str, settings: GroupSettings) -> None:
         """A group config changed: the group's live share-partitions use it from now on."""
-        for leader in self.leaders_of(group_id):
+        for leader in self._leaders_of(group_id):
             leader.apply_settings(settings)
 
     # ------------------------------------------------------------------ lock endings
     async def release_member(self, member_id: str, group_id: str) -> None:
         """Every acquisition lock the member holds in the group ends (it left, or its share
         session closed)."""
-        for leader in list(self.leaders.values()):
+        for leader in list(self._leaders.values()):
             if leader.key.group_id != group_id or not leader.valid:
                 continue
             await leader.release_member(member_id)
@@ -258,12 +269,10 @@ class SharePartitions:
         whose redelivery back-off ended since the last sweep."""
         now = self.clock_ms()
         since, self._swept_ms = self._swept_ms, now
-        for leader in list(self.leaders.values()):
-            sp = leader.sp
-            deadline = sp.next_lock_deadline()
-            if deadline is not None and deadline <= now and leader.valid:
+        for leader in list(self._leaders.values()):
+            if leader.locks_due(now) and leader.valid:
                 await leader.expire_locks()
-            if sp.limits.redelivery_backoff.enabled and sp.backoff_ended(since, now):
+            if leader.backoff_ended(since, now):
                 leader.notify()
 
     async def _expire_forever(self) -> None:
