@@ -252,7 +252,7 @@ class SharePartitions:
 
     def apply_settings(self, group_id: str, settings: GroupSettings) -> None:
         """A group config changed: the group's live share-partitions use it from now on."""
-        for leader in self._leaders_of(group_id):
+        for leader in self.leaders_of(group_id):
             leader.apply_settings(settings)
 
     # ------------------------------------------------------------------ lock endings
