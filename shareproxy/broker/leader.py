@@ -74,9 +74,9 @@ class SharePartitionLeader:
         self.valid = True  # False once a write was refused or the state replaced: reload
         # whether this node still leads the partition (placement and its lease):
         # asked under the mutex, since waiting for it may outlast either
-        self._still_led = still_led
+        self.still_led = still_led
         # members the group's coordinator assigned this partition, fetching here or not yet
-        self._members_assigned = members_assigned
+        self.members_assigned = members_assigned
         self.reading_ahead = False  # an upstream read-ahead for this cache is under way
         self._reported = (sp.lock_timeouts, sp.archived_at_limit)
         # member id -> when it last asked for records here (within ASKING_WINDOW_MS)
@@ -170,7 +170,7 @@ class SharePartitionLeader:
     ) -> Acquisition:
         """Acquire for ``member_id`` from what is cached; nothing if this leader is retired."""
         async with self.mutex:
-            if not self.valid or not self._still_led():
+            if not self.valid or not self.still_led():
                 return Acquisition([], b"")
             now_ms = self.clock_ms()
             fair, keyed = self.settings.fair_acquisition, self.settings.key_ordering
@@ -181,7 +181,7 @@ class SharePartitionLeader:
                 max_records,
                 mode,
                 max_bytes,
-                max(len(sharers), self._members_assigned()) if fair else 1,
+                max(len(sharers), self.members_assigned()) if fair else 1,
                 owned_range(member_id, sharers) if keyed else WHOLE_SPACE,
             )
 
@@ -257,7 +257,7 @@ class SharePartitionLeader:
         """The dead-letter topic has offsets first..last: archive them. False if this leader
         may no longer change the state (its successor writes them to the topic again)."""
         async with self.mutex:
-            if not self.valid or not self._still_led():
+            if not self.valid or not self.still_led():
                 return False
             return await self._write(self._sp.dead_lettered(first, last)) == ErrorCode.NONE
 

@@ -45,13 +45,14 @@ class SharePartitions:
         replaced_check_ms: int = 5_000,
         leads: Callable[[UUID, int], bool] = lambda topic_id, partition: True,
         refresh_settings: Callable[[], Awaitable[None]] | None = None,
+        members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0,
     ) -> None:
         self.store = store
         # read the group configs again before a load: a change through another node counts
         self.refresh_settings = refresh_settings
         self.leads = leads  # whether this node leads a partition (placement)
-        # members the coordinator gives a share-partition (fair work); set once it exists
-        self.members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0
+        # members the coordinator gives a share-partition (fair work)
+        self.members_assigned = members_assigned
         self.replaced_check_ms = replaced_check_ms
         self.committer = committer
         self.upstream = upstream
@@ -107,8 +108,6 @@ class SharePartitions:
             if not self.leads(topic_id, partition):  # moved while it loaded: not ours
                 loaded.invalidate()
                 self._require_led(topic_id, partition)
-            loaded.still_led = lambda: self.leads(topic_id, partition)
-            loaded.members_assigned = lambda: self.members_assigned(key)
             self._leaders[key] = loaded
             return loaded
 
@@ -152,6 +151,8 @@ class SharePartitions:
             self.committer,
             self.clock_ms,
             self._refused,
+            still_led=lambda: self.leads(key.topic_id, key.partition),
+            members_assigned=lambda: self.members_assigned(key),
         )
         await leader.log_start_moved(await offsets.earliest_offset(), reset_cache=True)
         log.info(

@@ -163,7 +163,7 @@ async def test_a_long_poll_wakes_on_a_release(runtime: Runtime):
     # at the in-flight cap nothing is read upstream (the tail poll stays quiet): only the
     # release itself can wake the waiting fetch
     # m2 alone takes what m1 released (with fair work on, it would take a share with m1)
-    runtime.configure(GROUP, max_record_locks=5, fair_acquisition=False)
+    await runtime.configure(GROUP, max_record_locks=5, fair_acquisition=False)
     t = runtime.topic()
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
@@ -192,7 +192,7 @@ async def test_a_long_poll_wakes_on_new_upstream_records(runtime: Runtime):
 async def test_a_lock_timeout_makes_records_available_and_wakes_a_waiting_fetch(
     runtime: Runtime,
 ):
-    runtime.configure(GROUP, record_lock_duration_ms=400, fair_acquisition=False)
+    await runtime.configure(GROUP, record_lock_duration_ms=400, fair_acquisition=False)
     t = runtime.topic()
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
@@ -329,7 +329,7 @@ async def test_members_sharing_a_partition_each_get_an_even_share_unless_the_gro
     assert await fetch(runtime, "m2", tp) == [(0, 4, 2)]
     await runtime.consumption.release(GROUP, "m1")  # m1 left: it shares nothing more
     assert await fetch(runtime, "m2", tp) == [(5, 9, 2)]
-    runtime.configure(GROUP, fair_acquisition=False)  # share.fair.acquisition.enable=false
+    await runtime.configure(GROUP, fair_acquisition=False)  # share.fair.acquisition.enable=false
     assert await ack(runtime, "m2", tp, 0, 9, RELEASE) == ErrorCode.NONE
     assert await fetch(runtime, "m1", tp) == [(0, 4, 3), (5, 9, 3)]  # m2 asked lately: all
 
@@ -339,23 +339,10 @@ async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_st
 ):
     """Before any other member has fetched, the first one to fetch is alone as a fetcher; the
     coordinator's assignment says who else will come, so it takes its share, not the backlog."""
-    from shareproxy.broker.coordinator import Coordinator
-    from shareproxy.core.share_session import ShareSessionCache
-
     t = runtime.topic()
     runtime.produce(t, 10)
     tp = await runtime.partition(t)
-    coordinator = Coordinator(
-        runtime.store,
-        runtime.upstream,
-        runtime.partitions,
-        ShareSessionCache(),
-        runtime.settings_for,
-        lambda: int(time.time() * 1000),
-    )
-    runtime.partitions.members_assigned = lambda k: coordinator.members_assigned(
-        k.group_id, k.topic_id, k.partition
-    )
+    coordinator = runtime.coordinator  # the registry asks it, as the proxy wires them
     for member in ("m1", "m2"):
         joined = await coordinator.heartbeat(
             GROUP, member, 0, subscribed=[t], rack_id=None, client_id="c", client_host="h"
@@ -377,7 +364,7 @@ async def test_records_waiting_on_their_key_do_not_stop_reading_upstream(runtime
             p.produce(topic, key=k, value=b"v", partition=0)
         assert p.flush(30) == 0
 
-    runtime.configure(GROUP, key_ordering=True)
+    await runtime.configure(GROUP, key_ordering=True)
     t = runtime.topic()
     produce_keyed(t, [b"hot"] * 10)
     tp = await runtime.partition(t)
