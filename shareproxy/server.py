@@ -95,8 +95,8 @@ class Proxy:
         await self._open_store(auto_migrate)
         *kafka_sockets, (admin_socket, admin_what) = self._bind()  # in use: known at once
         served = await self._reach_upstream()
+        self._running.push_async_callback(self.runtime.stop)  # stops what of it started
         await self.runtime.start()
-        self._running.push_async_callback(self.runtime.stop)
         told = self._told(kafka_sockets)
         # joined once its ports are bound, and before any client is served: until then this
         # node would place everything on itself, and a share-partition it loaded would fence
