@@ -2,9 +2,8 @@
 
 A setting comes from a ``serve`` flag, else a ``SHAREPROXY_*`` environment variable, else the
 ``--config`` file (TOML or YAML, read by pydantic-settings' own sources), else its default. The
-defaults of the group configs are checked by ``core.group_config`` itself, so ``serve`` takes
-exactly the values ``groups config`` takes. A bad value is reported as one line naming where it
-came from: the flag, the variable or the file.
+settings that are group configs' defaults and bounds are defined in ``config_groups``. A bad
+value is reported as one line naming where it came from: the flag, the variable or the file.
 """
 
 from __future__ import annotations
@@ -23,6 +22,13 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from shareproxy.config_groups import (
+    GROUP_DEFAULTS,
+    bound,
+    config_text,
+    defaults_problem,
+    group_default,
+)
 from shareproxy.core import group_config as gc
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE
 from shareproxy.exits import UsageError
@@ -43,24 +49,6 @@ AUTO = "auto"  # a --node-id leased from the store
 ENV_PREFIX = "SHAREPROXY_"
 FLAG_NAMES = {"auto_migrate": "--migrate/--no-migrate"}  # the rest: --field-name
 SECRET = frozenset({"upstream_sasl_password"})  # environment or file only, never shown
-# serve settings that are the proxy-wide defaults of group configs
-GROUP_DEFAULTS = {
-    "record_lock_duration_ms": gc.LOCK_DURATION,
-    "delivery_count_limit": gc.DELIVERY_COUNT_LIMIT,
-    "partition_max_record_locks": gc.MAX_RECORD_LOCKS,
-    "auto_offset_reset": gc.AUTO_OFFSET_RESET,
-    "isolation_level": gc.ISOLATION_LEVEL,
-    "session_timeout_ms": gc.SESSION_TIMEOUT,
-    "heartbeat_interval_ms": gc.HEARTBEAT_INTERVAL,
-    "renew_acknowledge": gc.RENEW_ACKNOWLEDGE,
-    "redelivery_backoff_initial_ms": gc.BACKOFF_INITIAL,
-    "redelivery_backoff_multiplier": gc.BACKOFF_MULTIPLIER,
-    "redelivery_backoff_max_ms": gc.BACKOFF_MAX,
-    "fair_acquisition": gc.FAIR_ACQUISITION,
-    "key_ordering": gc.KEY_ORDERING,
-    "dead_letter_topic": gc.DLQ_TOPIC,
-    "dead_letter_copy": gc.DLQ_COPY,
-}
 _FILES = (
     "ssl_certfile",
     "ssl_keyfile",
@@ -69,26 +57,6 @@ _FILES = (
     "upstream_ssl_certfile",
     "upstream_ssl_keyfile",
 )
-
-
-def _group_default(name: str) -> Any:
-    d = gc.DEFINITIONS[name]
-    value: Any = {"int": int, "double": float, "boolean": lambda v: v == "true"}.get(d.kind, str)(
-        d.default
-    )
-    return Field(default=value, description=f"default {name}: {d.doc}")
-
-
-def _bound(field_name: str, low: int, high: int | None) -> Any:
-    name = "group.share." + field_name.replace("_", ".")
-    kind = "least" if field_name.startswith("min_") else "most"
-    stem = field_name[4:].replace("_", ".")
-    return Field(
-        default=getattr(gc.KAFKA_BOUNDS, field_name),
-        ge=low,
-        le=high,
-        description=f"{name}: the {kind} a group's share.{stem} may be",
-    )
 
 
 class SettingError(ValueError):
@@ -241,41 +209,41 @@ class Settings(BaseSettings):
     group_max_size: int = Field(
         default=DEFAULT_MAX_SIZE, ge=1, description="members per share group"
     )
-    record_lock_duration_ms: int = _group_default(gc.LOCK_DURATION)
-    delivery_count_limit: int = _group_default(gc.DELIVERY_COUNT_LIMIT)
-    partition_max_record_locks: int = _group_default(gc.MAX_RECORD_LOCKS)
-    auto_offset_reset: str = _group_default(gc.AUTO_OFFSET_RESET)
-    isolation_level: str = _group_default(gc.ISOLATION_LEVEL)
-    session_timeout_ms: int = _group_default(gc.SESSION_TIMEOUT)
-    heartbeat_interval_ms: int = _group_default(gc.HEARTBEAT_INTERVAL)
-    renew_acknowledge: bool = _group_default(gc.RENEW_ACKNOWLEDGE)
-    redelivery_backoff_initial_ms: int = _group_default(gc.BACKOFF_INITIAL)
-    redelivery_backoff_multiplier: float = _group_default(gc.BACKOFF_MULTIPLIER)
-    redelivery_backoff_max_ms: int = _group_default(gc.BACKOFF_MAX)
-    fair_acquisition: bool = _group_default(gc.FAIR_ACQUISITION)
-    key_ordering: bool = _group_default(gc.KEY_ORDERING)
-    dead_letter_topic: str = _group_default(gc.DLQ_TOPIC)
-    dead_letter_copy: bool = _group_default(gc.DLQ_COPY)
+    record_lock_duration_ms: int = group_default(gc.LOCK_DURATION)
+    delivery_count_limit: int = group_default(gc.DELIVERY_COUNT_LIMIT)
+    partition_max_record_locks: int = group_default(gc.MAX_RECORD_LOCKS)
+    auto_offset_reset: str = group_default(gc.AUTO_OFFSET_RESET)
+    isolation_level: str = group_default(gc.ISOLATION_LEVEL)
+    session_timeout_ms: int = group_default(gc.SESSION_TIMEOUT)
+    heartbeat_interval_ms: int = group_default(gc.HEARTBEAT_INTERVAL)
+    renew_acknowledge: bool = group_default(gc.RENEW_ACKNOWLEDGE)
+    redelivery_backoff_initial_ms: int = group_default(gc.BACKOFF_INITIAL)
+    redelivery_backoff_multiplier: float = group_default(gc.BACKOFF_MULTIPLIER)
+    redelivery_backoff_max_ms: int = group_default(gc.BACKOFF_MAX)
+    fair_acquisition: bool = group_default(gc.FAIR_ACQUISITION)
+    key_ordering: bool = group_default(gc.KEY_ORDERING)
+    dead_letter_topic: str = group_default(gc.DLQ_TOPIC)
+    dead_letter_copy: bool = group_default(gc.DLQ_COPY)
     # the bounds of the group configs: Kafka's broker configs of the same names, defaults and
     # ranges (group.share.min.record.lock.duration.ms, …)
-    group_share_min_record_lock_duration_ms: int = _bound(
+    group_share_min_record_lock_duration_ms: int = bound(
         "min_record_lock_duration_ms", 1000, 30_000
     )
-    group_share_max_record_lock_duration_ms: int = _bound(
+    group_share_max_record_lock_duration_ms: int = bound(
         "max_record_lock_duration_ms", 30_000, 3_600_000
     )
-    group_share_min_delivery_count_limit: int = _bound("min_delivery_count_limit", 2, 5)
-    group_share_max_delivery_count_limit: int = _bound("max_delivery_count_limit", 5, 25)
-    group_share_min_partition_max_record_locks: int = _bound(
+    group_share_min_delivery_count_limit: int = bound("min_delivery_count_limit", 2, 5)
+    group_share_max_delivery_count_limit: int = bound("max_delivery_count_limit", 5, 25)
+    group_share_min_partition_max_record_locks: int = bound(
         "min_partition_max_record_locks", 100, 10_000
     )
-    group_share_max_partition_max_record_locks: int = _bound(
+    group_share_max_partition_max_record_locks: int = bound(
         "max_partition_max_record_locks", 100, 100_000
     )
-    group_share_min_session_timeout_ms: int = _bound("min_session_timeout_ms", 1, None)
-    group_share_max_session_timeout_ms: int = _bound("max_session_timeout_ms", 1, None)
-    group_share_min_heartbeat_interval_ms: int = _bound("min_heartbeat_interval_ms", 1, None)
-    group_share_max_heartbeat_interval_ms: int = _bound("max_heartbeat_interval_ms", 1, None)
+    group_share_min_session_timeout_ms: int = bound("min_session_timeout_ms", 1, None)
+    group_share_max_session_timeout_ms: int = bound("max_session_timeout_ms", 1, None)
+    group_share_min_heartbeat_interval_ms: int = bound("min_heartbeat_interval_ms", 1, None)
+    group_share_max_heartbeat_interval_ms: int = bound("max_heartbeat_interval_ms", 1, None)
 
     @classmethod
     def settings_customise_sources(
@@ -300,11 +268,7 @@ class Settings(BaseSettings):
 
     def group_configs(self) -> dict[str, str]:
         """The group-config defaults under their config names, as strings."""
-        out = {}
-        for setting, name in GROUP_DEFAULTS.items():
-            value = getattr(self, setting)
-            out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        return out
+        return {name: config_text(getattr(self, s)) for s, name in GROUP_DEFAULTS.items()}
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -314,9 +278,8 @@ class Settings(BaseSettings):
     @field_validator(*GROUP_DEFAULTS, mode="after")
     @classmethod
     def _group_config(cls, value: Any, info: Any) -> Any:
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
         try:
-            gc.check(GROUP_DEFAULTS[info.field_name], text)
+            gc.check(GROUP_DEFAULTS[info.field_name], config_text(value))
         except gc.GroupConfigError as exc:
             raise ValueError(str(exc).partition(": ")[2]) from None
         return value
@@ -381,46 +344,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _together(self) -> Settings:
-        bounds = self.group_bounds()
-        for f in fields(gc.GroupBounds):
-            if f.name.startswith("min_"):
-                stem = f.name[4:]
-                low, high = getattr(bounds, f.name), getattr(bounds, "max_" + stem)
-                if low > high:
-                    raise SettingError(
-                        "group_share_min_" + stem,
-                        f"{low} is above group.share.max.{stem.replace('_', '.')} ({high})",
-                    )
-        for setting, name in GROUP_DEFAULTS.items():
-            try:
-                gc.check(name, self.group_configs()[name], bounds)
-            except gc.GroupConfigError as exc:
-                raise SettingError(setting, str(exc).partition(": ")[2]) from None
-        try:
-            gc.check_heartbeat(self.group_configs())
-        except gc.GroupConfigError:
-            if "heartbeat_interval_ms" in self.model_fields_set:  # blame the one given
-                raise SettingError(
-                    "heartbeat_interval_ms",
-                    f"must be below the session timeout ({self.session_timeout_ms} ms)",
-                ) from None
-            raise SettingError(
-                "session_timeout_ms",
-                f"must be above the heartbeat interval ({self.heartbeat_interval_ms} ms)",
-            ) from None
-        try:
-            gc.check_backoff(self.group_configs())
-        except gc.GroupConfigError:
-            if "redelivery_backoff_max_ms" in self.model_fields_set:  # blame the one given
-                raise SettingError(
-                    "redelivery_backoff_max_ms",
-                    f"must not be below the initial back-off "
-                    f"({self.redelivery_backoff_initial_ms} ms)",
-                ) from None
-            raise SettingError(
-                "redelivery_backoff_initial_ms",
-                f"must not be above the longest back-off ({self.redelivery_backoff_max_ms} ms)",
-            ) from None
+        problem = defaults_problem(self.group_configs(), self.group_bounds(), self.model_fields_set)
+        if problem is not None:
+            raise SettingError(*problem)
         try:
             specs = plan(
                 self.listeners, self.listen, self.advertised_listeners, self.advertised_listener

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shareproxy.broker.census import StoredCensus
+from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.consumption import Consumption
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dead_letters import DeadLetterWriter
@@ -26,9 +27,8 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.periodic import Periodic
 from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
-from shareproxy.config import AUTO, Settings
+from shareproxy.config import Settings
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.nodes import NodeRegistry
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.upstream.client import Upstream
@@ -58,6 +58,7 @@ class Runtime:
     feed: UpstreamFeed
     consumption: Consumption
     coordinator: Coordinator
+    consumers: ShareConsumers
     retention: GroupRetention
     group_admin: GroupAdmin
     census: StoredCensus
@@ -102,14 +103,13 @@ def build_runtime(
     settings: Settings,
     store: ShareStateStore,
     upstream: Upstream,
-    node_registry: NodeRegistry,
-    cannot_go_on: Callable[[str], None],
+    nodes: ClusterNodes,
     *,
     defaults: GroupSettings | None = None,
     clock: Callable[[], int] = clock_ms,
 ) -> Runtime:
-    """Construct the runtime over a store and an upstream (neither used yet). ``cannot_go_on``
-    is told why, when the node must stop serving (another process took its id)."""
+    """Construct the runtime over a store, an upstream and this node among the live ones
+    (none of them used yet): ``nodes`` says what this node leads and coordinates."""
     s = settings
     configs = GroupConfigs(
         store, group_defaults(s) if defaults is None else defaults, s.group_bounds()
@@ -117,13 +117,6 @@ def build_runtime(
     settings_for = configs.settings_for
     committer = GroupCommitter(store)
     sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
-    nodes = ClusterNodes(
-        node_registry,
-        None if s.node_id == AUTO else s.node_id,
-        s.node_lease_ms,
-        cannot_go_on,
-        replace=s.replace_node,
-    )
 
     # the registry and the coordinator know each other: a share-partition's fair share counts
     # the members the coordinator assigned it, asked only once both exist
@@ -154,6 +147,7 @@ def build_runtime(
         max_groups=s.group_share_max_groups,
         coordinates=nodes.coordinates,
     )
+    consumption = Consumption(partitions, feed, store, settings_for, clock)
     runtime = Runtime(
         store=store,
         upstream=upstream,
@@ -164,8 +158,9 @@ def build_runtime(
         partitions=partitions,
         dead_letters=dead_letters,
         feed=feed,
-        consumption=Consumption(partitions, feed, store, settings_for, clock),
+        consumption=consumption,
         coordinator=coordinator,
+        consumers=ShareConsumers(consumption, sessions, coordinator, nodes, clock),
         retention=GroupRetention(
             store,
             coordinator,

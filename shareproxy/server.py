@@ -17,7 +17,8 @@ from sqlalchemy import text
 from shareproxy import exits, metrics, node_state
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
-from shareproxy.config import Settings
+from shareproxy.broker.nodes import ClusterNodes
+from shareproxy.config import AUTO, Settings
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener
@@ -58,8 +59,7 @@ class Proxy:
             settings.advertised_listener,
             lambda spec: self.named.append(spec.protocol),
         )
-        first, self.advertised = self.plan[0]
-        self.listen_host, self.listen_port = first.host, first.port
+        _, self.advertised = self.plan[0]
         if settings.authorization == "auto":
             self.authorization = any(spec.protocol != "PLAINTEXT" for spec, _ in self.plan)
         else:
@@ -121,13 +121,15 @@ class Proxy:
             self.store = SqlShareStateStore(self.engine, s.state_fold_every)
             self.upstream = Upstream(self.upstream_settings)
             self._running.push_async_callback(self.upstream.close)
-            self.runtime = build_runtime(
-                s,
-                self.store,
-                self.upstream,
+            nodes = ClusterNodes(
                 NodeRecords(self.engine),
+                None if s.node_id == AUTO else s.node_id,
+                s.node_lease_ms,
                 self._cannot_go_on,
-                defaults=self.defaults,
+                replace=s.replace_node,
+            )
+            self.runtime = build_runtime(
+                s, self.store, self.upstream, nodes, defaults=self.defaults
             )
             await self.runtime.configs.load()
             self.security = Security(
@@ -182,9 +184,8 @@ class Proxy:
             security=self.security,
             sasl_mechanisms=self.mechanisms,
             upstream=self.upstream,
-            consumption=rt.consumption,
+            consumers=rt.consumers,
             coordinator=rt.coordinator,
-            sessions=rt.sessions,
             settings_for=rt.settings_for,
             clock_ms=clock_ms,
             admin=rt.group_admin,
@@ -222,7 +223,7 @@ class Proxy:
             )
         )
         self.admin = AdminServer(
-            create_app(probes, rt.group_admin, self.security, rt.consumption), admin_socket
+            create_app(probes, rt.group_admin, self.security, rt.consumers), admin_socket
         )
         with listen_errors(admin_what):
             await self.admin.start()

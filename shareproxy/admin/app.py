@@ -14,7 +14,7 @@ from shareproxy import __version__, metrics
 from shareproxy.admin import errors, groups_api, records_api, security_api
 from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
-from shareproxy.broker.consumption import Consumption
+from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.security.guard import Security
 
@@ -23,7 +23,7 @@ def create_app(
     probes: ReadinessProbes,
     admin: GroupAdmin | None = None,
     security: Security | None = None,
-    consumption: Consumption | None = None,
+    consumers: ShareConsumers | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="shareproxy admin",
@@ -41,8 +41,8 @@ def create_app(
     if admin is not None and security is not None:
         app.state.auth = AdminAuth(security)
         app.include_router(groups_api.router(admin))
-        if consumption is not None:
-            app.include_router(records_api.router(consumption))
+        if consumers is not None:
+            app.include_router(records_api.router(consumers))
         app.include_router(security_api.router(security))
     return app
 

@@ -48,11 +48,15 @@ class Caller:
             what = "the cluster" if rtype == ResourceType.CLUSTER else f"{rtype.name} {name!r}"
             raise ShareError(_REFUSAL[rtype], f"{self.principal} may not {op.name} {what}")
 
+    def require_topics(self, op: Operation, topics: Iterable[str]) -> None:
+        """``op`` on each topic, each named once."""
+        for name in dict.fromkeys(topics):
+            self.require(op, ResourceType.TOPIC, name)
+
     def require_read(self, group_id: str, topics: Iterable[str]) -> None:
         """Read on the group and on each topic: what consuming or moving its offsets needs."""
         self.require(Operation.READ, ResourceType.GROUP, group_id)
-        for name in dict.fromkeys(topics):
-            self.require(Operation.READ, ResourceType.TOPIC, name)
+        self.require_topics(Operation.READ, topics)
 
 
 class AdminAuth:

@@ -7,18 +7,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import GroupId
+from shareproxy.admin.params import GroupId, Strict
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class GroupSummary(BaseModel):
@@ -171,7 +167,7 @@ def router(admin: GroupAdmin) -> APIRouter:
     @r.get("/{group_id}/dead-letters", response_model=DeadLetters)
     async def dead_letters(group_id: GroupId, caller: CallerDep) -> DeadLetters:
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
-        settings = admin.configs.settings_for(group_id)
+        settings = admin.settings_for(group_id)
         rows = []
         for p in await admin.dead_letters(group_id):
             problem = p.problem
@@ -220,10 +216,7 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.post("/{group_id}/offsets/reset", response_model=ResetResult)
     async def reset(group_id: GroupId, request: ResetRequest, caller: CallerDep) -> ResetResult:
-        topics = request.topics
-        if topics is None:  # every topic the group has state for
-            topics = sorted({p.topic for p in await admin.offsets(group_id, None)})
-        caller.require_read(group_id, topics)
+        caller.require(Operation.READ, ResourceType.GROUP, group_id)
         plan = await admin.reset_offsets(
             group_id,
             request.to,
@@ -232,6 +225,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             offset=request.offset,
             dry_run=request.dry_run,
             now=datetime.now(UTC),
+            authorize=lambda topics: caller.require_topics(Operation.READ, topics),
         )
         return ResetResult(
             group_id=group_id,
@@ -276,7 +270,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         if isinstance(dead_letter_topic, str) and dead_letter_topic:
             # the proxy writes there on the group's behalf: its configurer must be able to
             caller.require(Operation.WRITE, ResourceType.TOPIC, dead_letter_topic)
-        await admin.configs.alter(group_id, {k: _text(v) for k, v in change.configs.items()})
+        await admin.alter_configs(group_id, {k: _text(v) for k, v in change.configs.items()})
         return _config(admin, group_id)
 
     return r
@@ -300,8 +294,8 @@ def _text(value: str | int | bool | None) -> str | None:
 
 
 def _config(admin: GroupAdmin, group_id: str) -> GroupConfig:
-    overrides = admin.configs.overrides(group_id)
-    effective = admin.configs.settings_for(group_id).as_configs()
+    overrides = admin.config_overrides(group_id)
+    effective = admin.settings_for(group_id).as_configs()
     return GroupConfig(
         group_id=group_id,
         configs={

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from aiokafka.record.memory_records import MemoryRecords
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import GroupId
-from shareproxy.broker.consumption import Consumption, NamedPartition
-from shareproxy.broker.leader import Acquisition
+from shareproxy.admin.params import Exact, GroupId
+from shareproxy.broker.consumers import Acquisition, FetchLimits, ShareConsumers, TopicPartition
 from shareproxy.config import MAX_FETCH_WAIT_MS
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -37,14 +38,7 @@ _ACK_TYPES = {
 }
 
 
-class Strict(BaseModel):
-    """What reaches the runtime is exactly what the schema says: no field unknown, and no
-    value coerced ("1" is not a count, 1024.0 not a size)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class FetchRequest(Strict):
+class FetchRequest(Exact):
     topics: list[str] = Field(min_length=1)
     consumer_id: ConsumerId | None = Field(
         default=None, description="who holds the acquired records; made up if absent"
@@ -79,7 +73,7 @@ class FetchResponse(BaseModel):
     records: list[Record]
 
 
-class Acknowledgement(Strict):
+class Acknowledgement(Exact):
     topic: str
     partition: int = Field(ge=0, le=MAX_INT32)
     first_offset: int = Field(ge=0, le=MAX_INT64)
@@ -87,7 +81,7 @@ class Acknowledgement(Strict):
     type: Literal["accept", "release", "reject", "renew"]
 
 
-class AcknowledgeRequest(Strict):
+class AcknowledgeRequest(Exact):
     consumer_id: ConsumerId
     acknowledgements: list[Acknowledgement] = Field(min_length=1)
 
@@ -152,7 +146,7 @@ def records_of(
     return out
 
 
-def router(consumption: Consumption) -> APIRouter:
+def router(consumers: ShareConsumers) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["HTTP consumption"])
 
     @r.post("/{group_id}/records/fetch", response_model=FetchResponse)
@@ -164,19 +158,23 @@ def router(consumption: Consumption) -> APIRouter:
         """Acquire up to ``max_records`` records, waiting up to ``max_wait_ms`` for some."""
         caller.require_read(group_id, request.topics)
         consumer_id = request.consumer_id or f"http-{uuid.uuid4()}"
-        got = await consumption.fetch_named(
+        topics = await consumers.named(request.topics)
+        got = await consumers.fetch(
             group_id,
             consumer_id,
-            request.topics,
-            max_wait_ms=request.max_wait_ms,
-            max_records=request.max_records,
-            max_bytes=request.max_bytes,
-            mode=AcquireMode.RECORD_LIMIT,  # records are decoded here: the limit is exact
+            [(t.topic_id, p) for t in topics for p in t.partitions],
+            FetchLimits(
+                max_wait_ms=request.max_wait_ms,
+                max_records=request.max_records,
+                max_bytes=request.max_bytes,
+                mode=AcquireMode.RECORD_LIMIT,  # records are decoded here: the limit is exact
+            ),
         )
-        expires = consumption.lock_expiry_ms(group_id)
+        expires = consumers.lock_expiry_ms(group_id)
+        names = {t.topic_id: t.name for t in topics}
         records: list[Record] = []
-        for (topic, partition), acquisition in got:
-            records += records_of(topic, partition, acquisition, expires)
+        for (topic_id, partition), acquisition in sorted(got.items(), key=_by_name(names)):
+            records += records_of(names[topic_id], partition, acquisition, expires)
         return FetchResponse(consumer_id=consumer_id, records=records)
 
     @r.post("/{group_id}/records/acknowledge", response_model=AcknowledgeResponse)
@@ -186,9 +184,9 @@ def router(consumption: Consumption) -> APIRouter:
         caller: CallerDep,
     ) -> AcknowledgeResponse:
         """Accept, release, reject or renew acquired offset ranges; each partition's result is
-        durable before this answers."""
+        durable before this answers (all of them in one commit)."""
         caller.require_read(group_id, (a.topic for a in request.acknowledgements))
-        per_partition: dict[NamedPartition, list[AckBatch]] = {}
+        per_partition: dict[tuple[str, int], list[AckBatch]] = {}
         for a in request.acknowledgements:
             if a.last_offset < a.first_offset:
                 raise ShareError(
@@ -201,16 +199,33 @@ def router(consumption: Consumption) -> APIRouter:
             )
         for batches in per_partition.values():
             batches.sort(key=lambda b: b.first_offset)
-        codes = await consumption.acknowledge_named(group_id, request.consumer_id, per_partition)
+        known = {t.name: t for t in consumers.known(name for name, _ in per_partition)}
+        by_id: dict[TopicPartition, tuple[str, int]] = {}
+        results: dict[tuple[str, int], int] = {}
+        for topic, partition in per_partition:
+            found = known.get(topic)
+            if found is None or partition not in found.partitions:
+                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                by_id[(found.topic_id, partition)] = (topic, partition)
+        codes = await consumers.acknowledge(
+            group_id, request.consumer_id, {tp: per_partition[named] for tp, named in by_id.items()}
+        )
+        results.update({by_id[tp]: code for tp, code in codes.items()})
         return AcknowledgeResponse(
             results=[
                 PartitionResult(
                     topic=topic,
                     partition=partition,
-                    error_code=None if code == ErrorCode.NONE else code.name,
+                    error_code=None if code == ErrorCode.NONE else ErrorCode(code).name,
                 )
-                for (topic, partition), code in codes.items()
+                for (topic, partition), code in ((named, results[named]) for named in per_partition)
             ]
         )
 
     return r
+
+
+def _by_name(names: dict[UUID, str]) -> Callable[[tuple[TopicPartition, Acquisition]], Any]:
+    """Records in topic-name then partition order, as the request named them."""
+    return lambda item: (names[item[0][0]], item[0][1])

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from shareproxy.admin.auth import ANONYMOUS, CallerDep, token_hash
-from shareproxy.admin.params import UserName
+from shareproxy.admin.params import Strict, UserName
 from shareproxy.core.acl import (
     AclBinding,
     AclError,
@@ -33,10 +33,6 @@ from shareproxy.security.scram import (
 )
 
 Q = Annotated[str | None, Query()]  # an optional filter field
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class NewUser(Strict):

@@ -1,32 +1,24 @@
-"""Fetch and acknowledge for a member of a share group: the one runtime behind ShareFetch,
-ShareAcknowledge and the HTTP records API, so a record a Kafka consumer holds is never handed
-out over HTTP, and the reverse.
-
-The front ends name share-partitions their own way: the Kafka ones by topic id, with an error
-code per partition in the answer; the HTTP one by topic name, with a refusal raised (the REST
-layer gives it its HTTP status). Acquiring (with the long poll) and acknowledging are the same
-for both.
-"""
+"""Acquiring (with the long poll) and acknowledging across a member's share-partitions: the
+mechanics under the consumers' use cases (``consumers``), one for ShareFetch, ShareAcknowledge and
+the HTTP records API alike, so a record a Kafka consumer holds is never handed out over HTTP, and
+the reverse."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from uuid import UUID
 
 from shareproxy.broker.leader import Acquisition, SharePartitionLeader
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream_feed import TAIL_POLL_MS, UpstreamFeed, topic_named
+from shareproxy.broker.upstream_feed import TAIL_POLL_MS, UpstreamFeed
 from shareproxy.core.acknowledgement import AckBatch
-from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.errors import ShareError
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.core.share_session import TopicPartition
 from shareproxy.core.states import AcquireMode
 from shareproxy.core.store import ShareStateStore
 from shareproxy.upstream.client import UpstreamError
-
-TopicPartition = tuple[UUID, int]
-NamedPartition = tuple[str, int]
 
 
 class Consumption:
@@ -47,7 +39,6 @@ class Consumption:
         self.settings_for = settings_for
         self.clock_ms = clock_ms
 
-    # ------------------------------------------------------------------ Kafka: by topic id
     async def leaders(
         self, group_id: str, partitions: Iterable[TopicPartition]
     ) -> tuple[list[SharePartitionLeader], dict[TopicPartition, int]]:
@@ -91,61 +82,6 @@ class Consumption:
     async def release(self, group_id: str, member_id: str) -> None:
         """The member's share session closed (epoch -1): its remaining locks end now."""
         await self.partitions.release_member(member_id, group_id)
-
-    # ------------------------------------------------------------------ HTTP: by topic name
-    async def fetch_named(
-        self,
-        group_id: str,
-        member_id: str,
-        topics: Sequence[str],
-        *,
-        max_wait_ms: int,
-        max_records: int,
-        max_bytes: int,
-        mode: AcquireMode,
-    ) -> list[tuple[NamedPartition, Acquisition]]:
-        """Acquire from every partition of the named topics, in topic and partition order;
-        the group is created if it is new (HTTP consumers send no heartbeat)."""
-        leaders = []
-        for name in dict.fromkeys(topics):
-            info = await topic_named(self.upstream, name)
-            for p in sorted(info.leaders):
-                if self.partitions.leads(info.topic_id, p):  # others: from the node leading them
-                    leaders.append(await self.partitions.leader(group_id, info.topic_id, p))
-        await self.store.ensure_group(group_id)
-        got = await self.acquire(
-            leaders,
-            member_id,
-            max_wait_ms=max_wait_ms,
-            max_records=max_records,
-            max_bytes=max_bytes,
-            mode=mode,
-        )
-        names = {info.topic_id: name for name, info in self.upstream.topics.items()}
-        return [((names[tid], p), a) for (tid, p), a in sorted(got.items())]
-
-    async def acknowledge_named(
-        self,
-        group_id: str,
-        member_id: str,
-        acks: Mapping[NamedPartition, Sequence[AckBatch]],
-    ) -> dict[NamedPartition, ErrorCode]:
-        """Acknowledgements by topic name, one share-partition after another, each durable
-        before the next; UNKNOWN_TOPIC_OR_PARTITION for one upstream does not have,
-        NOT_LEADER_OR_FOLLOWER for one another node leads."""
-        results: dict[NamedPartition, ErrorCode] = {}
-        for (topic, partition), batches in acks.items():
-            info = self.upstream.topics.get(topic)
-            if info is None or partition not in info.leaders:
-                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            try:
-                leader = await self.partitions.leader(group_id, info.topic_id, partition)
-            except ShareError as e:  # led by another node, say: that partition's answer
-                results[(topic, partition)] = ErrorCode(e.code)
-                continue
-            results[(topic, partition)] = await leader.acknowledge(member_id, batches)
-        return results
 
     def lock_expiry_ms(self, group_id: str) -> int:
         """When an acquisition lock taken now ends (the group's share.record.lock.duration.ms)."""

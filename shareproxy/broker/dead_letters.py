@@ -76,9 +76,6 @@ class DeadLetterWriter:
             await self._producer.stop()
             self._producer = None
 
-    def problems_of(self, group_id: str) -> dict[SharePartitionKey, Problem]:
-        return {k: p for k, p in self.problems.items() if k.group_id == group_id}
-
     # ------------------------------------------------------------------ the loop
     async def _forever(self) -> None:
         while True:

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 from uuid import UUID
 
 from shareproxy import metrics
 from shareproxy.broker.coordinator import Coordinator
-from shareproxy.broker.dead_letters import DeadLetterWriter, Problem
+from shareproxy.broker.dead_letters import DeadLetterWriter
 from shareproxy.broker.group_configs import GroupConfigs
+from shareproxy.broker.group_views import (
+    AssignedTopic,
+    GroupView,
+    MemberView,
+    PartitionOffsets,
+    PendingDeadLetters,
+    ResetPlan,
+    ResetTo,
+)
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.lag import PartitionLag, partition_lag
 from shareproxy.core.names import require_group_id
 from shareproxy.core.share_group import GroupState
@@ -31,63 +39,9 @@ from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 
-ResetTo = Literal["earliest", "latest", "datetime", "offset"]
-
-
-@dataclass(frozen=True, slots=True)
-class AssignedTopic:
-    topic_id: UUID
-    name: str  # "" for a topic the cluster no longer has
-    partitions: list[int]
-
-
-@dataclass(frozen=True, slots=True)
-class MemberView:
-    member_id: str
-    member_epoch: int
-    client_id: str
-    client_host: str
-    rack_id: str | None
-    subscribed_topics: list[str]
-    assignment: list[AssignedTopic]
-
-
-@dataclass(frozen=True, slots=True)
-class GroupView:
-    group_id: str
-    state: str
-    group_epoch: int
-    assignment_epoch: int
-    members: list[MemberView] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionOffsets:
-    topic: str
-    topic_id: UUID
-    partition: int
-    offsets: PartitionLag | None  # None: the share-partition has no state yet
-    error: ErrorCode = ErrorCode.NONE
-
-
-@dataclass(frozen=True, slots=True)
-class ResetPlan:
-    topic: str
-    partition: int
-    current_spso: int | None
-    new_spso: int
-
 
 def _not_found(group_id: str) -> ShareError:
     return ShareError(ErrorCode.GROUP_ID_NOT_FOUND, f"share group {group_id!r} does not exist")
-
-
-@dataclass(frozen=True, slots=True)
-class PendingDeadLetters:
-    topic: str
-    partition: int
-    records: int  # Archiving: not yet in the dead-letter topic
-    problem: Problem | None
 
 
 class GroupAdmin:
@@ -260,9 +214,16 @@ class GroupAdmin:
         offset: int | None = None,
         dry_run: bool = True,
         now: datetime,
+        authorize: Callable[[list[str]], None] = lambda topics: None,
     ) -> list[ResetPlan]:
         """Move SPSO of each share-partition of ``topics`` (default: every topic the group has
-        state for) and drop its in-flight state, as kafka-share-groups.sh --reset-offsets."""
+        state for) and drop its in-flight state, as kafka-share-groups.sh --reset-offsets.
+
+        ``authorize`` gets the names of the topics to reset before anything is asked upstream
+        or changed, and raises to refuse. State kept for a topic upstream no longer has is not
+        reset (the topic has no offsets to move to), so it is not among them: its id is no
+        topic name an ACL could grant or deny.
+        """
         await self.require(group_id)
         self._require_empty(group_id)
         if to == "datetime":
@@ -272,8 +233,15 @@ class GroupAdmin:
                 raise ShareError(ErrorCode.INVALID_REQUEST, f"{at.isoformat()} is in the future")
         if to == "offset" and (offset is None or offset < 0):
             raise ShareError(ErrorCode.INVALID_REQUEST, "to=offset needs an offset >= 0")
-        keys = await self._keys_for(group_id, topics)
-        names = self._topic_names()
+        if topics is None:
+            names = self._topic_names()
+            keys = [k for k in await self._keys_for(group_id, None) if k.topic_id in names]
+            authorize(sorted({names[k.topic_id] for k in keys}))
+        else:
+            topics = list(topics)
+            authorize(topics)
+            keys = await self._keys_for(group_id, topics)
+            names = self._topic_names()
         plan = []
         for key in keys:
             offsets = UpstreamOffsets(self.upstream, names[key.topic_id], key.partition)
@@ -305,6 +273,20 @@ class GroupAdmin:
                 extra={"group": group_id, "to": to, "partitions": len(keys)},
             )
         return plan
+
+    # ------------------------------------------------------------------ configs
+    def settings_for(self, group_id: str) -> GroupSettings:
+        """The group's configs in force: its own values over the proxy's defaults."""
+        return self.configs.settings_for(group_id)
+
+    def config_overrides(self, group_id: str) -> dict[str, str]:
+        """The configs set on the group itself (the rest are the defaults)."""
+        return self.configs.overrides(group_id)
+
+    async def alter_configs(self, group_id: str, changes: Mapping[str, str | None]) -> None:
+        """Set (None: remove) group configs, all validated first: one bad value changes
+        nothing (GroupConfigError)."""
+        await self.configs.alter(group_id, changes)
 
     async def alter_offsets(
         self, group_id: str, offsets: Mapping[tuple[str, int], int]

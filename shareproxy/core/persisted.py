@@ -37,10 +37,6 @@ class PersistedBatch(NamedTuple):
             row.append(self.available_at_ms)
         return row
 
-    @classmethod
-    def from_row(cls, row: Sequence[int]) -> PersistedBatch:
-        return batches_from_rows((row,))[0]
-
 
 _STATE_OF = {int(s): s for s in RecordState}
 

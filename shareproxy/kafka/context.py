@@ -12,14 +12,13 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
-from shareproxy.broker.consumption import Consumption
+from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange
 from shareproxy.upstream.client import Upstream
@@ -35,9 +34,8 @@ class BrokerContext:
     advertised: dict[str, tuple[str, int]]  # listener (security protocol) → host, port
     cluster: ClusterNodes  # the live proxy nodes and who owns what
     upstream: Upstream
-    consumption: Consumption  # fetch and acknowledge: the runtime the REST API uses too
+    consumers: ShareConsumers  # fetch and acknowledge: the use cases the REST API calls too
     coordinator: Coordinator
-    sessions: ShareSessionCache
     settings_for: Callable[[str], GroupSettings]
     clock_ms: Callable[[], int]
     security: Security

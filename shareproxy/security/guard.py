@@ -65,9 +65,6 @@ class Security:
     def credential(self, username: str, mechanism: str) -> ScramCredential | None:
         return self._creds.get((username, mechanism))
 
-    def usernames(self) -> list[str]:
-        return sorted({u for u, _ in self._creds})
-
     # ------------------------------------------------------------------ decisions
     def allowed(
         self,

@@ -4,6 +4,7 @@ authenticating to a secured upstream. The ACL table row by row is in test_acl_ta
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,6 +15,10 @@ import uuid
 import httpx
 from confluent_kafka import KafkaException, ShareConsumer
 
+from shareproxy.core.store import SharePartitionKey
+from shareproxy.persistence.engine import create_engine
+from shareproxy.persistence.repository import SqlShareStateStore
+from tests.support.consumers import wait_for
 from tests.support.kafka_client import KafkaConnection
 from tests.support.proxy import ProxyProcess
 from tests.support.secure import PASSWORDS, Secure
@@ -214,6 +219,49 @@ def test_the_admin_api_answers_401_and_403_and_changes_nothing(secure):
     with secure.http() as admin:
         assert admin.get("/v1/acls").json() == acls_before
         assert admin.get("/v1/users").json() == users_before
+
+
+async def _leave_state_of_a_deleted_topic(state_url: str, group: str) -> None:
+    """A share-partition stored under a topic id the cluster does not have, as a topic deleted
+    upstream leaves it."""
+    engine = create_engine(state_url)
+    try:
+        key = SharePartitionKey(group, uuid.uuid4(), 0)
+        await SqlShareStateStore(engine).reset(key, 3, "deleted-topic")
+    finally:
+        await engine.dispose()
+
+
+def test_a_rest_reset_asks_for_the_topics_it_moves_not_a_deleted_ones_id(secure, topic, produce):
+    """State kept for a topic deleted upstream is not reset, so the reset needs no ACL for it
+    (its id is no topic name); a caller who may read the group and its live topics resets
+    them, one who may not read a live topic is refused."""
+    kept = topic(1)
+    produce(kept, 5, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    secure.acl("User:bob", "GROUP", group, "READ")
+    secure.acl("User:bob", "TOPIC", kept, "READ")
+    c = secure.consumer("bob", group)
+    c.subscribe([kept])
+    try:
+        assert len(consume(c, 5)) == 5
+    finally:
+        c.close()
+    asyncio.run(_leave_state_of_a_deleted_topic(secure.proxy.state_url, group))
+    reset = f"/v1/share-groups/{group}/offsets/reset"
+    with secure.http("bob") as bob:
+        wait_for(lambda: bob.get(f"/v1/share-groups/{group}").json()["state"] == "Empty")
+        r = bob.post(reset, json={"to": "earliest"})
+        assert r.status_code == 200, r.text
+        steps = r.json()["partitions"]
+        assert [(s["topic"], s["partition"], s["new_start_offset"]) for s in steps] == [
+            (kept, 0, 0)
+        ]
+    secure.acl("User:alice", "GROUP", group, "READ")
+    with secure.http("alice") as alice:
+        refused = alice.post(reset, json={"to": "earliest"})
+        assert refused.status_code == 403
+        assert refused.json()["error_code"] == "TOPIC_AUTHORIZATION_FAILED"
 
 
 def test_users_and_acls_from_the_cli(secure):

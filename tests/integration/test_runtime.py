@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from shareproxy.broker.consumers import OPEN_EPOCH, FetchLimits, SessionRequest, TopicPartition
 from shareproxy.broker.leader import Acquisition
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -19,7 +20,6 @@ from tests.support.runtime import Runtime, SlowWrites
 
 GROUP = "g-runtime"
 ACCEPT, RELEASE = (AcknowledgeType.ACCEPT,), (AcknowledgeType.RELEASE,)
-TopicPartition = tuple[uuid.UUID, int]
 
 
 async def acquire(
@@ -31,18 +31,19 @@ async def acquire(
     max_records: int = 500,
     mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
 ) -> Acquisition | None:
-    """A ShareFetch's acquisition from one share-partition."""
-    leaders, errors = await rt.consumption.leaders(GROUP, [tp])
-    assert errors == {}
-    got = await rt.consumption.acquire(
-        leaders,
+    """A ShareFetch's acquisition from one share-partition, in a share session it opens."""
+    fetched = await rt.consumers.share_fetch(
+        GROUP,
         member_id,
-        max_wait_ms=wait_ms,
-        max_records=max_records,
-        max_bytes=1 << 20,
-        mode=mode,
+        SessionRequest(OPEN_EPOCH, ("User:ANONYMOUS", "127.0.0.1")),
+        {},
+        fetch=[tp],
+        forget=[],
+        limits=FetchLimits(wait_ms, max_records=max_records, max_bytes=1 << 20, mode=mode),
+        access=AllowAll(),
     )
-    return got.get(tp)
+    assert (fetched.refusal, fetched.errors) == (None, {})
+    return fetched.acquired.get(tp)
 
 
 async def fetch(
@@ -64,6 +65,16 @@ def ranges(acquisition: Acquisition | None) -> list[tuple[int, int, int]]:
     if acquisition is None:
         return []
     return [(r.first_offset, r.last_offset, r.delivery_count) for r in acquisition.acquired]
+
+
+class AllowAll:
+    """A client that may Read every group and topic (no ACLs)."""
+
+    def may_read_group(self, group_id: str) -> bool:
+        return True
+
+    def may_read_topic(self, topic_id: uuid.UUID) -> bool:
+        return True
 
 
 async def ack(
@@ -253,40 +264,26 @@ async def test_http_and_kafka_consumers_share_a_group_without_sharing_a_record(
     assert await fetch(runtime, "kafka", tp, max_records=4, mode=AcquireMode.RECORD_LIMIT) == [
         (0, 3, 1)
     ]
-    got = await runtime.consumption.fetch_named(
-        GROUP,
-        "http-1",
-        [t, t],
-        max_wait_ms=3_000,
-        max_records=100,
-        max_bytes=1 << 20,
-        mode=AcquireMode.RECORD_LIMIT,
-    )
-    assert [(where, ranges(a)) for where, a in got] == [((t, 0), [(4, 9, 1)])]
+    (named,) = await runtime.consumers.named([t, t])
+    assert (named.name, named.topic_id, named.partitions) == (t, tp[0], (0,))
+    limits = FetchLimits(3_000, max_records=100, max_bytes=1 << 20, mode=AcquireMode.RECORD_LIMIT)
+    got = await runtime.consumers.fetch(GROUP, "http-1", [tp], limits)
+    assert [(where, ranges(a)) for where, a in got.items()] == [(tp, [(4, 9, 1)])]
     assert await runtime.store.get_group(GROUP) is not None  # HTTP fetch creates the group
-    codes = await runtime.consumption.acknowledge_named(
+    codes = await runtime.consumers.acknowledge(
         GROUP,
         "http-1",
-        {(t, 0): [AckBatch(0, 3, ACCEPT)], (t, 5): [AckBatch(0, 0, ACCEPT)]},
+        {tp: [AckBatch(0, 3, ACCEPT)], (tp[0], 5): [AckBatch(0, 0, ACCEPT)]},
     )
     assert codes == {
-        (t, 0): ErrorCode.INVALID_RECORD_STATE,  # the Kafka consumer holds 0-3
-        (t, 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        tp: ErrorCode.INVALID_RECORD_STATE,  # the Kafka consumer holds 0-3
+        (tp[0], 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
-    codes = await runtime.consumption.acknowledge_named(
-        GROUP, "http-1", {(t, 0): [AckBatch(4, 9, ACCEPT)]}
-    )
-    assert codes == {(t, 0): ErrorCode.NONE}
+    codes = await runtime.consumers.acknowledge(GROUP, "http-1", {tp: [AckBatch(4, 9, ACCEPT)]})
+    assert codes == {tp: ErrorCode.NONE}
+    assert runtime.consumers.known(["no-such-topic"]) == []
     with pytest.raises(ShareError) as refused:
-        await runtime.consumption.fetch_named(
-            GROUP,
-            "http-1",
-            ["no-such-topic"],
-            max_wait_ms=0,
-            max_records=1,
-            max_bytes=1 << 20,
-            mode=AcquireMode.RECORD_LIMIT,
-        )
+        await runtime.consumers.named(["no-such-topic"])
     assert refused.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
@@ -339,10 +336,23 @@ async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_st
 ):
     """Before any other member has fetched, the first one to fetch is alone as a fetcher; the
     coordinator's assignment says who else will come, so it takes its share, not the backlog."""
+    from shareproxy.broker.coordinator import Coordinator
+    from shareproxy.core.share_session import ShareSessionCache
+
     t = runtime.topic()
     runtime.produce(t, 10)
     tp = await runtime.partition(t)
-    coordinator = runtime.coordinator  # the registry asks it, as the proxy wires them
+    coordinator = Coordinator(
+        runtime.store,
+        runtime.upstream,
+        runtime.partitions,
+        ShareSessionCache(),
+        runtime.settings_for,
+        lambda: int(time.time() * 1000),
+    )
+    runtime.partitions.members_assigned = lambda k: coordinator.members_assigned(
+        k.group_id, k.topic_id, k.partition
+    )
     for member in ("m1", "m2"):
         joined = await coordinator.heartbeat(
             GROUP, member, 0, subscribed=[t], rack_id=None, client_id="c", client_host="h"

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
+from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.config import Settings
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_settings import GroupSettings
@@ -25,19 +26,30 @@ from tests.support.topics import create_topic, produce
 DEFAULTS = GroupSettings(auto_offset_reset=AutoOffsetReset(ResetStrategy.EARLIEST))
 
 
+class LeaderOnly(ClusterNodes):
+    """This node leads every partition and coordinates no group: share sessions are trusted,
+    as on a partition leader that is not the group's coordinator."""
+
+    def leads(self, topic_id: UUID, partition: int) -> bool:
+        return True
+
+    def coordinates(self, group_id: str) -> bool:
+        return False
+
+
 class Runtime:
-    """What ``Proxy.start`` composes, on a real broker and store: one node, joined."""
+    """What ``Proxy.start`` composes, on a real broker and store, for a node that leads every
+    partition and coordinates no group (it does not join the live nodes)."""
 
     def __init__(self, broker: TansuBroker, store: SqlShareStateStore) -> None:
         self.broker = broker
         self.store = store
         self.upstream = Upstream(UpstreamSettings(broker.bootstrap))
         self.runtime = build_runtime(
-            Settings(bootstrap_servers=broker.bootstrap, node_id=0),
+            Settings(bootstrap_servers=broker.bootstrap),
             store,
             self.upstream,
-            NodeRecords(store.engine),
-            self._cannot_go_on,
+            LeaderOnly(NodeRecords(store.engine), 0, 10_000, self._cannot_go_on),
             defaults=DEFAULTS,
         )
         self.committer = self.runtime.committer
@@ -45,6 +57,8 @@ class Runtime:
         self.feed = self.runtime.feed
         self.consumption = self.runtime.consumption
         self.coordinator = self.runtime.coordinator
+        self.sessions = self.runtime.sessions
+        self.consumers = self.runtime.consumers
         self.settings_for = self.runtime.settings_for
 
     @staticmethod
@@ -56,12 +70,10 @@ class Runtime:
         await self.runtime.configs.load()
         await self.upstream.start()
         await self.runtime.start()
-        await self.runtime.nodes.join({})
         return self
 
     async def stop(self) -> None:
         """In the order ``Proxy.stop`` keeps."""
-        await self.runtime.nodes.leave()
         await self.runtime.stop()
         await self.upstream.close()
 

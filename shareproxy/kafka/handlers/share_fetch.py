@@ -1,93 +1,27 @@
-"""ShareFetch v1-v2: acknowledgements first (durable before the answer), then acquisition from
-every partition of the share session, held up to MaxWaitMs while there is nothing to give."""
+"""ShareFetch v1-v2: the request translated into one ``share_fetch`` call of the runtime, and its
+outcome into the response (acquired records as the batches that hold them)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
-from shareproxy.broker.consumption import TopicPartition
-from shareproxy.broker.leader import Acquisition
-from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.broker.consumers import Fetched, FetchLimits, TopicPartition
 from shareproxy.core.errors import ErrorCode, ShareError, partition_error_message
-from shareproxy.core.share_session import CLOSE_EPOCH, OPEN_EPOCH
 from shareproxy.core.states import AcquireMode
-from shareproxy.kafka.acknowledging import apply_acks, denied_topics, not_a_member
 from shareproxy.kafka.client_software import fetch_wait_ms
-from shareproxy.kafka.context import (
-    BrokerContext,
-    Connection,
-    build,
-    by_topic,
-    error,
-    schema_module,
-    share_response,
-)
+from shareproxy.kafka.context import BrokerContext, Connection, build, error, schema_module
+from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
 from shareproxy.protocol.codec import Request, response_type
 
 
 async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
-    cls = response_type(request.api_key, request.api_version)
-    m = schema_module(cls)
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""
-    settings = ctx.settings_for(group_id)
-    lock_timeout = timedelta(milliseconds=settings.record_lock_duration_ms)
-
-    def top_level(code: int, message: str) -> Any:
-        return share_response(cls, m.ShareFetchableTopicResponse, {}, lock_timeout, code, message)
-
-    if not group_id or not member_id:
-        return top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set")
-    has_acks = any(p.acknowledgement_batches for t in body.topics for p in t.partitions)
-    epoch = body.share_session_epoch
-    if epoch == OPEN_EPOCH and has_acks:
-        return top_level(ErrorCode.INVALID_REQUEST, "acknowledgements cannot open a session")
     mode = _acquire_mode(body)
     if mode is None:
-        return top_level(ErrorCode.INVALID_REQUEST, "ShareAcquireMode must be 0 or 1")
-    if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, group_id):
-        return top_level(
-            ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}"
-        )
-    key = (group_id, member_id, ctx.node_id)
-    # membership is known only where the group is coordinated; a partition leader elsewhere
-    # trusts the share session, as a Kafka broker that is not the coordinator does
-    member = not ctx.cluster.coordinates(group_id) or ctx.coordinator.is_member(group_id, member_id)
-    if not member and (epoch == OPEN_EPOCH or ctx.sessions.get(key) is None):
-        # a member id the group does not know opens nothing and acquires nothing; one that
-        # has just left may still finish its open session (its last acknowledgements)
-        return top_level(ErrorCode.UNKNOWN_MEMBER_ID, not_a_member(group_id, member_id))
-    try:
-        session = ctx.sessions.begin(key, epoch, ctx.clock_ms(), (conn.principal, conn.client_host))
-    except ShareError as e:
-        return top_level(e.code, e.message)
-
-    denied = denied_topics(
-        ctx, conn, [*(t.topic_id for t in body.topics), *(tid for tid, _ in session.partitions)]
-    )
-    ack_codes = await apply_acks(ctx, group_id, member_id, body.topics, denied)
-    if epoch == CLOSE_EPOCH:
-        ctx.sessions.close(key)
-        await ctx.consumption.release(group_id, member_id)
-        return _response(ctx, conn, m, cls, lock_timeout, {}, ack_codes, {})
-
-    session.add((t.topic_id, p.partition_index) for t in body.topics for p in t.partitions)
-    session.forget((t.topic_id, p) for t in body.forgotten_topics_data for p in t.partitions)
-    errors: dict[TopicPartition, int] = {
-        tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in session.partitions if tp[0] in denied
-    }
-    leaders, unled = await ctx.consumption.leaders(
-        group_id, [tp for tp in session.partitions if tp[0] not in denied]
-    )
-    errors.update(unled)
-    # Like a Kafka broker, the partition leader does not check assignments: a member fetching
-    # a partition that a rebalance moved away is served until its next heartbeat tells it.
-    # (Serving only the member's target stalled clients that fetch from one node at a time,
-    # librdkafka, for MaxWaitMs whenever their target and their fetches disagreed.)
-    got = await ctx.consumption.acquire(
-        leaders,
-        member_id,
+        refused = ShareError(ErrorCode.INVALID_REQUEST, "ShareAcquireMode must be 0 or 1")
+        return _response(ctx, conn, request, group_id, Fetched(refused))
+    limits = FetchLimits(
         max_wait_ms=fetch_wait_ms(
             int(body.max_wait.total_seconds() * 1000),
             conn.one_leader_at_a_time,
@@ -95,12 +29,22 @@ async def handle(ctx: BrokerContext, conn: Connection, request: Request) -> Any:
             ctx.node_id,
             ctx.librdkafka_fetch_wait_ms,
         ),
-        max_records=body.max_records,  # zero or less acquires nothing, as Kafka
+        max_records=body.max_records,
         max_bytes=body.max_bytes,
         min_bytes=body.min_bytes,
         mode=mode,
     )
-    return _response(ctx, conn, m, cls, lock_timeout, got, ack_codes, errors)
+    fetched = await ctx.consumers.share_fetch(
+        group_id,
+        member_id,
+        session_of(conn, body.share_session_epoch),
+        acks_of(body.topics),
+        fetch=[(t.topic_id, p.partition_index) for t in body.topics for p in t.partitions],
+        forget=[(t.topic_id, p) for t in body.forgotten_topics_data for p in t.partitions],
+        limits=limits,
+        access=ConnectionAccess(ctx, conn),
+    )
+    return _response(ctx, conn, request, group_id, fetched)
 
 
 def _acquire_mode(body: Any) -> AcquireMode | None:
@@ -112,27 +56,22 @@ def _acquire_mode(body: Any) -> AcquireMode | None:
 
 
 def _response(
-    ctx: BrokerContext,
-    conn: Connection,
-    m: Any,
-    cls: type,
-    lock_timeout: timedelta,
-    got: dict[TopicPartition, Acquisition],
-    ack_codes: dict[TopicPartition, int],
-    errors: dict[TopicPartition, int],
+    ctx: BrokerContext, conn: Connection, request: Request, group_id: str, fetched: Fetched
 ) -> Any:
-    def entry(tp: TopicPartition) -> Any:
+    cls = response_type(request.api_key, request.api_version)
+    m = schema_module(cls)
+    acks, errors, got = fetched.acknowledged, fetched.errors, fetched.acquired
+
+    def entry(tp: TopicPartition, leader: Any) -> Any:
         a = got.get(tp)
         return build(
             m.PartitionData,
             partition_index=tp[1],
             error_code=error(errors.get(tp, ErrorCode.NONE)),
             error_message=partition_error_message(errors.get(tp, ErrorCode.NONE)),
-            acknowledge_error_code=ack_codes.get(tp, ErrorCode.NONE),
-            acknowledge_error_message=partition_error_message(ack_codes.get(tp, ErrorCode.NONE)),
-            current_leader=m.LeaderIdAndEpoch(
-                leader_id=ctx.leader_of(*tp), leader_epoch=ctx.leader_epoch
-            ),
+            acknowledge_error_code=acks.get(tp, ErrorCode.NONE),
+            acknowledge_error_message=partition_error_message(acks.get(tp, ErrorCode.NONE)),
+            current_leader=leader,
             records=a.records if a else b"",
             acquired_records=tuple(
                 m.AcquiredRecords(
@@ -144,16 +83,15 @@ def _response(
             ),
         )
 
-    topics = by_topic([*got, *ack_codes, *errors], entry)
-    moved = [
-        ctx.leader_of(*tp)
-        for tp, code in (*errors.items(), *ack_codes.items())
-        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    ]
-    return share_response(
+    return share_answer(
+        ctx,
+        conn,
         cls,
+        m,
         m.ShareFetchableTopicResponse,
-        topics,
-        lock_timeout,
-        node_endpoints=ctx.node_endpoints(m.NodeEndpoint, conn, moved),
+        group_id,
+        [*got, *acks, *errors],
+        entry,
+        codes=[*errors.items(), *acks.items()],
+        refusal=fetched.refusal,
     )
