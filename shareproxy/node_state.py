@@ -25,8 +25,7 @@ def owned(
         "live_nodes": list(nodes.placement.nodes),
         "generation": nodes.placement.generation,
         "share_partitions_led": sorted(
-            f"{k.group_id}/{leader.topic}/{k.partition}"
-            for k, leader in list(partitions.leaders.items())
+            f"{ld.key.group_id}/{ld.topic}/{ld.key.partition}" for ld in partitions.loaded()
         ),
         "groups_coordinated": sorted(coordinator.groups),
     }
@@ -48,26 +47,27 @@ def live_state(
     by_state[GroupState.EMPTY.value] += len(census.group_ids - coordinator.groups.keys())
     in_flight: dict[tuple[str, str], int] = {}
     detail: dict[tuple[str, str, int], dict[str, int]] = {}
-    for key, leader in list(partitions.leaders.items()):
-        sp = leader.sp
-        for r in sp.ranges:
+    loaded = partitions.loaded()
+    for leader in loaded:
+        key = leader.key
+        for r in leader.ranges:
             slot = (key.group_id, r.state.name.lower())
             in_flight[slot] = in_flight.get(slot, 0) + r.last - r.first + 1
         lag = partition_lag(
-            sp.spso,
-            sp.speo,
-            ((r.first, r.last, r.state) for r in sp.ranges),
-            max(leader.cache.high_watermark, sp.speo),
+            leader.spso,
+            leader.speo,
+            ((r.first, r.last, r.state) for r in leader.ranges),
+            max(leader.cache.high_watermark, leader.speo),
         )
         detail[(key.group_id, leader.topic, key.partition)] = {
             "lag": lag.lag or 0,  # known: the cache's high watermark is given
             "records": sum(lag.in_flight.values()),
-            "batches": len(sp.ranges),
+            "batches": len(leader.ranges),
         }
     return {
         "groups_by_state": by_state,
-        "partitions": max(census.partitions, len(partitions.leaders)),
-        "partitions_led": len(partitions.leaders),
+        "partitions": max(census.partitions, len(loaded)),
+        "partitions_led": len(loaded),
         "sessions": len(sessions),
         "live_nodes": len(nodes.live),
         "groups_coordinated": len(coordinator.groups),

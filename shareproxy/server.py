@@ -17,23 +17,8 @@ from sqlalchemy import text
 from shareproxy import exits, metrics, node_state
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
-from shareproxy.broker.census import StoredCensus
-from shareproxy.broker.consumers import ShareConsumers
-from shareproxy.broker.consumption import Consumption
-from shareproxy.broker.coordinator import Coordinator
-from shareproxy.broker.dead_letters import DeadLetterWriter
-from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.broker.group_commit import GroupCommitter
-from shareproxy.broker.group_configs import READ_EVERY_S as CONFIGS_READ_EVERY_S
-from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.nodes import ClusterNodes
-from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.retention import GroupRetention
-from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import AUTO, Settings
-from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.share_session import ShareSessionCache
-from shareproxy.jobs import Periodic
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener
@@ -42,6 +27,7 @@ from shareproxy.persistence.engine import create_engine, shown_url, store_errors
 from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
 from shareproxy.protocol.codec import warm
+from shareproxy.runtime import build_runtime, clock_ms, group_defaults
 from shareproxy.security import listeners
 from shareproxy.security.guard import Security
 from shareproxy.security.listeners import split_host_port
@@ -57,10 +43,6 @@ from shareproxy.upstream.client import Upstream, UpstreamError
 from shareproxy.upstream.coordinators import Coordinators, cluster_versions
 
 log = logging.getLogger("shareproxy")
-
-
-def clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class Proxy:
@@ -85,9 +67,7 @@ class Proxy:
         self.mechanisms = tuple(
             m.strip().upper() for m in settings.sasl_enabled_mechanisms.split(",") if m.strip()
         )
-        self.defaults = GroupSettings(max_size=settings.group_max_size).with_configs(
-            settings.group_configs()
-        )
+        self.defaults = group_defaults(settings)
         self.tls = listener_tls(settings)
         self.upstream_settings = upstream_settings(settings)
         self.listener: KafkaListener | None = None  # the first; all of them in self.listeners
@@ -108,11 +88,27 @@ class Proxy:
         host, port = self.ctx.advertised[protocol]
         return f"{host}:{port}"
 
-    def settings_for(self, group_id: str) -> GroupSettings:
-        return self.configs.settings_for(group_id)
-
     async def start(self, auto_migrate: bool = True) -> None:
-        """Start everything in order; ``stop`` undoes whatever part of it ran."""
+        """Start everything in phases: the store, what is bound and reached before anything
+        runs, the runtime's background jobs, this node among the live ones, then the
+        listeners. ``stop`` undoes whatever part of it ran, in reverse."""
+        await self._open_store(auto_migrate)
+        *kafka_sockets, (admin_socket, admin_what) = self._bind()  # in use: known at once
+        served = await self._reach_upstream()
+        self._running.push_async_callback(self.runtime.stop)  # stops what of it started
+        await self.runtime.start()
+        told = self._told(kafka_sockets)
+        # joined once its ports are bound, and before any client is served: until then this
+        # node would place everything on itself, and a share-partition it loaded would fence
+        # the node that leads it
+        await self.runtime.nodes.join(told)
+        self._running.push_async_callback(self.runtime.nodes.leave)
+        await self._serve_kafka(told, served, kafka_sockets)
+        await self._serve_admin(admin_socket, admin_what)
+
+    async def _open_store(self, auto_migrate: bool) -> None:
+        """Migrate (or check) the store's schema, construct the runtime over it, and load what
+        the store holds for it: group configs, users and ACLs."""
         s = self.settings
         with store_errors(shown_url(s.state_url)):
             if auto_migrate:
@@ -123,8 +119,19 @@ class Proxy:
             self.engine = create_engine(s.state_url)
             self._running.push_async_callback(self.engine.dispose)
             self.store = SqlShareStateStore(self.engine, s.state_fold_every)
-            self.configs = GroupConfigs(self.store, self.defaults, s.group_bounds())
-            await self.configs.load()
+            self.upstream = Upstream(self.upstream_settings)
+            self._running.push_async_callback(self.upstream.close)
+            nodes = ClusterNodes(
+                NodeRecords(self.engine),
+                None if s.node_id == AUTO else s.node_id,
+                s.node_lease_ms,
+                self._cannot_go_on,
+                replace=s.replace_node,
+            )
+            self.runtime = build_runtime(
+                s, self.store, self.upstream, nodes, defaults=self.defaults
+            )
+            await self.runtime.configs.load()
             self.security = Security(
                 SecurityStore(self.engine),
                 enabled=self.authorization,
@@ -133,92 +140,21 @@ class Proxy:
             await self.security.load()
         self.security.start()
         self._running.push_async_callback(self.security.stop)
-        *kafka_sockets, (admin_socket, admin_what) = self._bind()  # in use: known at once
-        self.upstream = Upstream(self.upstream_settings)
-        self._running.push_async_callback(self.upstream.close)
-        await connect_upstream(self.upstream, s)
+
+    async def _reach_upstream(self) -> dict[int, tuple[int, int]]:
+        """Connect to the upstream cluster; the API versions to advertise."""
+        await connect_upstream(self.upstream, self.settings)
         await self.upstream.refresh_metadata()
         try:
-            upstream_versions = await cluster_versions(self.upstream)
+            self.upstream_versions = await cluster_versions(self.upstream)
         except UpstreamError as exc:  # brokers that do not say: assume what the proxy speaks
             log.warning("upstream API versions unknown (%s): advertising the proxy's own", exc)
-            upstream_versions = dict(SERVED)
-        served = advertised(upstream_versions)
-        self.committer = GroupCommitter(self.store)
-        self.committer.start()
-        self._running.push_async_callback(self.committer.stop)
-        self.sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
-        self.nodes = ClusterNodes(
-            NodeRecords(self.engine),
-            None if s.node_id == AUTO else s.node_id,
-            s.node_lease_ms,
-            self._cannot_go_on,
-            replace=s.replace_node,
-        )
-        self.partitions = SharePartitions(
-            self.store,
-            self.committer,
-            self.upstream,
-            self.settings_for,
-            clock_ms,
-            leads=self.nodes.leads,
-            refresh_settings=self.configs.refresh,
-        )
-        self.partitions.start()
-        self._running.push_async_callback(self.partitions.stop)
-        self.configs.on_change(self.partitions.apply_settings)
-        self.dead_letters = DeadLetterWriter(
-            self.partitions, self.upstream, self.settings_for, clock_ms
-        )
-        self.dead_letters.start()
-        self._running.push_async_callback(self.dead_letters.stop)  # before the partitions stop
-        self.feed = UpstreamFeed(self.upstream, clock_ms)
-        self.feed.start()
-        self._running.push_async_callback(self.feed.stop)  # before the partitions stop
-        self.consumption = Consumption(
-            self.partitions, self.feed, self.store, self.settings_for, clock_ms
-        )
-        self.coordinator = Coordinator(
-            self.store,
-            self.upstream,
-            self.partitions,
-            self.sessions,
-            self.settings_for,
-            clock_ms,
-            forget_group=self.configs.forget,
-            max_groups=s.group_share_max_groups,
-            coordinates=self.nodes.coordinates,
-        )
-        self.partitions.members_assigned = lambda key: self.coordinator.members_assigned(
-            key.group_id, key.topic_id, key.partition
-        )
-        self.consumers = ShareConsumers(
-            self.consumption, self.sessions, self.coordinator, self.nodes, clock_ms
-        )
-        self.nodes.on_change(lambda placement: self._placement_changed())
-        self.nodes.on_lease_lost(self._lease_lost)
-        self.coordinator.start()
-        self._running.push_async_callback(self.coordinator.stop)
-        self.retention = GroupRetention(
-            self.store,
-            self.coordinator,
-            self.partitions,
-            self.upstream,
-            s.share_group_retention_ms,
-            clock_ms,
-            s.share_group_retention_check_interval_ms,
-        )
-        self.retention.start()
-        self._running.push_async_callback(self.retention.stop)
-        self.group_admin = GroupAdmin(
-            self.store,
-            self.coordinator,
-            self.partitions,
-            self.upstream,
-            self.configs,
-            self.dead_letters,
-            coordinator_of=lambda g: self.nodes.describe(self.nodes.serving().group_coordinator(g)),
-        )
+            self.upstream_versions = dict(SERVED)
+        return advertised(self.upstream_versions)
+
+    def _told(self, kafka_sockets: list[tuple[socket.socket, str]]) -> dict[str, tuple[str, int]]:
+        """The address clients are told for each listener: the port bound for an ephemeral
+        one, and a line saying so where the host's name stands in for an advertised one."""
         told = {spec.protocol: address for spec, address in self.plan}
         for (spec, address), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             if address[1] == 0:  # an ephemeral port: tell clients the one bound
@@ -232,32 +168,35 @@ class Proxy:
                     port,
                     what,
                 )
-        # joined once its ports are bound, and before any client is served: until then this
-        # node would place everything on itself, and a share-partition it loaded would fence
-        # the node that leads it
-        await self.nodes.join(told)
-        self._running.push_async_callback(self.nodes.leave)
-        ctx = BrokerContext(
-            node_id=self.nodes.node_id,
+        return told
+
+    async def _serve_kafka(
+        self,
+        told: dict[str, tuple[str, int]],
+        served: dict[int, tuple[int, int]],
+        kafka_sockets: list[tuple[socket.socket, str]],
+    ) -> None:
+        s, rt = self.settings, self.runtime
+        self.ctx = BrokerContext(
+            node_id=rt.nodes.node_id,
             advertised=told,
-            cluster=self.nodes,
+            cluster=rt.nodes,
             security=self.security,
             sasl_mechanisms=self.mechanisms,
             upstream=self.upstream,
-            consumers=self.consumers,
-            coordinator=self.coordinator,
-            settings_for=self.settings_for,
+            consumers=rt.consumers,
+            coordinator=rt.coordinator,
+            settings_for=rt.settings_for,
             clock_ms=clock_ms,
-            admin=self.group_admin,
+            admin=rt.group_admin,
             served=served,
-            coordinators=Coordinators(self.upstream, upstream_versions),
+            coordinators=Coordinators(self.upstream, self.upstream_versions),
             librdkafka_fetch_wait_ms=s.librdkafka_fetch_wait_ms,
         )
-        self.ctx = ctx
         warm(served)
         for (spec, _), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             listener = KafkaListener(
-                ctx,
+                self.ctx,
                 spec.host,
                 spec.port,
                 s.max_frame_bytes,
@@ -269,48 +208,26 @@ class Proxy:
             self.listeners.append(listener)
             self._running.push_async_callback(listener.stop)
         self.listener = self.listeners[0]
+
+    async def _serve_admin(self, admin_socket: socket.socket, admin_what: str) -> None:
+        rt = self.runtime
         probes = ReadinessProbes(
             store=self._probe_store,
             upstream=self._probe_upstream,
             listener=lambda: bool(self.listeners) and all(x.accepting for x in self.listeners),
-            owned=lambda: node_state.owned(self.nodes, self.partitions, self.coordinator),
+            owned=lambda: node_state.owned(rt.nodes, rt.partitions, rt.coordinator),
         )
-        self.census = StoredCensus(self.store)
-        self.census.start()
-        self._running.push_async_callback(self.census.stop)
-        # a group config changed through another node applies here within a second
-        self.config_reader = Periodic(
-            "group-configs", CONFIGS_READ_EVERY_S, self.configs.refresh, "reading group configs"
-        )
-        self.config_reader.start()
-        self._running.push_async_callback(self.config_reader.stop)
         metrics.install_live_state(
             lambda: node_state.live_state(
-                self.nodes,
-                self.partitions,
-                self.coordinator,
-                self.census,
-                self.sessions,
-                self.listeners,
+                rt.nodes, rt.partitions, rt.coordinator, rt.census, rt.sessions, self.listeners
             )
         )
         self.admin = AdminServer(
-            create_app(probes, self.group_admin, self.security, self.consumers),
-            admin_socket,
+            create_app(probes, rt.group_admin, self.security, rt.consumers), admin_socket
         )
         with listen_errors(admin_what):
             await self.admin.start()
         self._running.push_async_callback(self.admin.stop)
-
-    def _placement_changed(self) -> None:
-        """The live nodes changed: let go of what other nodes own now."""
-        self.partitions.let_go()
-        self.coordinator.let_go()
-
-    def _lease_lost(self) -> None:
-        """Other nodes may have claimed anything this one held while its lease had lapsed."""
-        self.partitions.let_go(everything=True)
-        self.coordinator.let_go(everything=True)
 
     def _cannot_go_on(self, reason: str) -> None:
         log.error(reason)

@@ -158,9 +158,7 @@ def _min_bytes_ready(leaders: Sequence[SharePartitionLeader], min_bytes: int) ->
     from each share-partition's next fetch offset)."""
     total = 0
     for leader in leaders:
-        if not leader.sp.has_acquirable():
-            continue
-        total += leader.cache.bytes_from(leader.sp.next_fetch_offset())
+        total += leader.bytes_ready_from_next_fetch()
         if total >= min_bytes:
             return True
     return False

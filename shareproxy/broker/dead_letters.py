@@ -85,8 +85,9 @@ class DeadLetterWriter:
     async def write_due(self) -> None:
         """Write out every share-partition with Archiving records that is not backing off."""
         now = self.clock_ms()
-        for key, leader in list(self.partitions.leaders.items()):
-            if not leader.sp.dead_letter_pending or not leader.valid:
+        for leader in self.partitions.loaded():
+            key = leader.key
+            if not leader.dead_letter_pending or not leader.valid:
                 continue
             problem = self.problems.get(key)
             if problem is not None and problem.retry_ms > now:
@@ -115,7 +116,7 @@ class DeadLetterWriter:
     async def write_out(self, leader: SharePartitionLeader) -> None:
         group = leader.key.group_id
         settings = self.settings_for(group)
-        runs = leader.sp.dead_letters()
+        runs = leader.dead_letters()
         if not runs:
             return
         topic = settings.dead_letter_topic

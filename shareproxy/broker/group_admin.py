@@ -81,11 +81,12 @@ class GroupAdmin:
         await self.require(group_id)
         writer = self.dead_letter_writer
         out = []
-        for key, leader in list(self.partitions.leaders.items()):
+        for leader in self.partitions.loaded():
+            key = leader.key
             if key.group_id != group_id:
                 continue
             waiting = sum(
-                r.last - r.first + 1 for r in leader.sp.ranges if r.state == RecordState.ARCHIVING
+                r.last - r.first + 1 for r in leader.ranges if r.state == RecordState.ARCHIVING
             )
             problem = writer.problems.get(key) if writer is not None else None
             if waiting or problem is not None:
@@ -161,12 +162,11 @@ class GroupAdmin:
         return out
 
     async def _lag(self, key: SharePartitionKey, topic: str) -> PartitionLag | None:
-        leader = self.partitions.leaders.get(key)
+        leader = self.partitions.loaded_leader(key)
         if leader is not None and leader.valid:
             async with leader.mutex:  # a snapshot of the live engine
-                sp = leader.sp
-                spso, speo = sp.spso, sp.speo
-                ranges = [(r.first, r.last, r.state) for r in sp.ranges]
+                spso, speo = leader.spso, leader.speo
+                ranges = [(r.first, r.last, r.state) for r in leader.ranges]
         else:
             loaded = await self.store.read(key)
             if loaded is None:

@@ -18,9 +18,10 @@ from shareproxy import metrics
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.log_cache import LogCache
 from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.dead_letter import DeadLetterRun
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.inflight import AcquiredRange, InFlightRange
 from shareproxy.core.key_order import WHOLE_SPACE, owned_range
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.share_partition import SharePartition
@@ -57,10 +58,12 @@ class SharePartitionLeader:
         committer: GroupCommitter,
         clock_ms: Callable[[], int],
         on_refused: Callable[[SharePartitionLeader], None],
+        still_led: Callable[[], bool] = lambda: True,
+        members_assigned: Callable[[], int] = lambda: 0,
     ) -> None:
         self.key = key
         self.topic = topic
-        self.sp = sp
+        self._sp = sp
         self.state_epoch = state_epoch
         self.settings = settings
         self.committer = committer
@@ -71,9 +74,9 @@ class SharePartitionLeader:
         self.valid = True  # False once a write was refused or the state replaced: reload
         # whether this node still leads the partition (placement and its lease):
         # asked under the mutex, since waiting for it may outlast either
-        self.still_led: Callable[[], bool] = lambda: True
+        self.still_led = still_led
         # members the group's coordinator assigned this partition, fetching here or not yet
-        self.members_assigned: Callable[[], int] = lambda: 0
+        self.members_assigned = members_assigned
         self.reading_ahead = False  # an upstream read-ahead for this cache is under way
         self._reported = (sp.lock_timeouts, sp.archived_at_limit)
         # member id -> when it last asked for records here (within ASKING_WINDOW_MS)
@@ -83,6 +86,55 @@ class SharePartitionLeader:
     def log_fields(self) -> dict[str, object]:
         """The share-partition as a log line names it: group, topic name, partition."""
         return {"group": self.key.group_id, "topic": self.topic, "partition": self.key.partition}
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def spso(self) -> int:
+        return self._sp.spso
+
+    @property
+    def speo(self) -> int:
+        return self._sp.speo
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._sp.log_start_offset
+
+    @property
+    def ranges(self) -> Sequence[InFlightRange]:
+        """The in-flight ranges, to read (take ``mutex`` for a consistent snapshot)."""
+        return self._sp.ranges
+
+    @property
+    def dead_letter_pending(self) -> bool:
+        """Whether some records may be Archiving, waiting for the dead-letter topic."""
+        return self._sp.dead_letter_pending
+
+    def dead_letters(self) -> list[DeadLetterRun]:
+        return self._sp.dead_letters()
+
+    def has_acquirable(self) -> bool:
+        return self._sp.has_acquirable()
+
+    def next_fetch_offset(self) -> int:
+        return self._sp.next_fetch_offset()
+
+    def bytes_ready_from_next_fetch(self) -> int:
+        """Cached log bytes an acquisition could deliver now (0 with nothing acquirable):
+        what a fetch's MinBytes counts, as Kafka counts from the next fetch offset."""
+        if not self._sp.has_acquirable():
+            return 0
+        return self.cache.bytes_from(self._sp.next_fetch_offset())
+
+    def locks_due(self, now_ms: int) -> bool:
+        """Whether an acquisition lock is past its deadline."""
+        deadline = self._sp.next_lock_deadline()
+        return deadline is not None and deadline <= now_ms
+
+    def backoff_ended(self, since_ms: int, now_ms: int) -> bool:
+        """Whether a redelivery back-off ended in (since_ms, now_ms]."""
+        sp = self._sp
+        return sp.limits.redelivery_backoff.enabled and sp.backoff_ended(since_ms, now_ms)
 
     # ------------------------------------------------------------------ waking long polls
 
@@ -108,10 +160,8 @@ class SharePartitionLeader:
             self.settings.key_ordering,
         ):
             self.cache = LogCache(settings.isolation_level, settings.key_ordering)  # refilled
-        if settings.key_ordering and not self.settings.key_ordering:
-            self.sp.unordered_until = self.sp.speo - 1  # acquired without key order
         self.settings = settings
-        self.sp.limits = settings.limits
+        self._sp.change_limits(settings.limits)
         self.notify()  # a higher lock limit may let waiting fetches acquire
 
     # ------------------------------------------------------------------ changes
@@ -146,7 +196,7 @@ class SharePartitionLeader:
             horizon = now_ms - ASKING_WINDOW_MS
             for gone in [m for m, at in fetchers.items() if at < horizon]:
                 del fetchers[gone]
-        return fetchers.keys() | self.sp.holders()
+        return fetchers.keys() | self._sp.holders()
 
     def _acquire_cached(
         self,
@@ -158,7 +208,7 @@ class SharePartitionLeader:
         sharers: int = 1,
         owned: tuple[int, int] = WHOLE_SPACE,
     ) -> Acquisition:
-        sp = self.sp
+        sp = self._sp
         batches = self.cache.from_offset(sp.next_fetch_offset(), max_bytes)
         if not batches:
             return Acquisition([], b"")
@@ -188,7 +238,7 @@ class SharePartitionLeader:
             ):
                 return ErrorCode.INVALID_REQUEST  # share.renew.acknowledge.enable is false
             try:
-                delta = self.sp.acknowledge(member_id, batches, self.clock_ms())
+                delta = self._sp.acknowledge(member_id, batches, self.clock_ms())
             except ShareError as e:
                 return e.code
             code = await self._write(delta)
@@ -201,7 +251,7 @@ class SharePartitionLeader:
         async with self.mutex:
             self._fetchers.pop(member_id, None)
             if self.valid:
-                await self._write(self.sp.release_member(member_id, self.clock_ms()))
+                await self._write(self._sp.release_member(member_id, self.clock_ms()))
 
     async def dead_lettered(self, first: int, last: int) -> bool:
         """The dead-letter topic has offsets first..last: archive them. False if this leader
@@ -209,13 +259,13 @@ class SharePartitionLeader:
         async with self.mutex:
             if not self.valid or not self.still_led():
                 return False
-            return await self._write(self.sp.dead_lettered(first, last)) == ErrorCode.NONE
+            return await self._write(self._sp.dead_lettered(first, last)) == ErrorCode.NONE
 
     async def expire_locks(self) -> None:
         """Acquisition locks past their deadline end as if released."""
         async with self.mutex:
             if self.valid:
-                await self._write(self.sp.expire_locks(self.clock_ms()))
+                await self._write(self._sp.expire_locks(self.clock_ms()))
 
     async def log_start_moved(self, log_start_offset: int, *, reset_cache: bool = False) -> None:
         """Retention moved the upstream log start: Available records below it are archived
@@ -226,7 +276,7 @@ class SharePartitionLeader:
                 return
             if reset_cache:
                 self.cache.log_start_offset = log_start_offset
-            await self._write(self.sp.update_log_start_offset(log_start_offset))
+            await self._write(self._sp.update_log_start_offset(log_start_offset))
 
     # ------------------------------------------------------------------ durability
     async def _write(self, delta: StateDelta) -> ErrorCode:
@@ -234,10 +284,7 @@ class SharePartitionLeader:
         if delta.is_empty:
             return ErrorCode.NONE
         self._report_counters()
-        archived: tuple[tuple[int, int, int], ...] = ()
-        if self.sp.archived_log:  # rare: a rejection or the delivery limit
-            archived = tuple(self.sp.archived_log)
-            self.sp.archived_log.clear()
+        archived = self._sp.take_archived_log()  # rare: a rejection or the delivery limit
         code = await self.committer.commit(
             PartitionWrite(self.key, self.state_epoch, delta, archived)
         )
@@ -249,13 +296,13 @@ class SharePartitionLeader:
             self.valid = False
             self.on_refused(self)
         else:
-            self.cache.trim(self.sp.spso)
+            self.cache.trim(self._sp.spso)
         self.notify()
         return code
 
     def _report_counters(self) -> None:
         """Move the metrics by what the pure share-partition counted since the last report."""
-        timeouts, archived = self.sp.lock_timeouts, self.sp.archived_at_limit
+        timeouts, archived = self._sp.lock_timeouts, self._sp.archived_at_limit
         group = self.key.group_id
         if timeouts != self._reported[0]:
             metrics.LOCK_TIMEOUTS.labels(group).inc(timeouts - self._reported[0])

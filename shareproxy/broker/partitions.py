@@ -50,19 +50,20 @@ class SharePartitions:
         replaced_check_ms: int = 5_000,
         leads: Callable[[UUID, int], bool] = lambda topic_id, partition: True,
         refresh_settings: Callable[[], Awaitable[None]] | None = None,
+        members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0,
     ) -> None:
         self.store = store
         # read the group configs again before a load: a change through another node counts
         self.refresh_settings = refresh_settings
         self.leads = leads  # whether this node leads a partition (placement)
-        # members the coordinator gives a share-partition (fair work); set once it exists
-        self.members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0
+        # members the coordinator gives a share-partition (fair work)
+        self.members_assigned = members_assigned
         self.replaced_check_ms = replaced_check_ms
         self.committer = committer
         self.upstream = upstream
         self.settings_for = settings_for
         self.clock_ms = clock_ms
-        self.leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
+        self._leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
         self._swept_ms = clock_ms()  # when expire_due last looked
         self._jobs = (
@@ -100,7 +101,7 @@ class SharePartitions:
         node leads: loading it here would claim its state and fence that node."""
         self._require_led(topic_id, partition)
         key = SharePartitionKey(group_id, topic_id, partition)
-        current = self.leaders.get(key)
+        current = self._leaders.get(key)
         if current is not None and current.valid:
             if topic_id not in self.upstream.topics_by_id:
                 await self._confirm_gone(current)
@@ -108,7 +109,7 @@ class SharePartitions:
         loading = self._loading.setdefault(key, asyncio.Lock())
         async with loading:
             self._require_led(topic_id, partition)  # the live nodes may have changed meanwhile
-            current = self.leaders.get(key)
+            current = self._leaders.get(key)
             if current is not None and current.valid:
                 return current
             try:
@@ -122,9 +123,7 @@ class SharePartitions:
             if not self.leads(topic_id, partition):  # moved while it loaded: not ours
                 loaded.invalidate()
                 self._require_led(topic_id, partition)
-            loaded.still_led = lambda: self.leads(topic_id, partition)
-            loaded.members_assigned = lambda: self.members_assigned(key)
-            self.leaders[key] = loaded
+            self._leaders[key] = loaded
             return loaded
 
     def _require_led(self, topic_id: UUID, partition: int) -> None:
@@ -167,6 +166,8 @@ class SharePartitions:
             self.committer,
             self.clock_ms,
             self._refused,
+            still_led=lambda: self.leads(key.topic_id, key.partition),
+            members_assigned=lambda: self.members_assigned(key),
         )
         await leader.log_start_moved(await offsets.earliest_offset(), reset_cache=True)
         log.info(
@@ -200,18 +201,27 @@ class SharePartitions:
     def _refused(self, leader: SharePartitionLeader) -> None:
         """A write of ``leader`` was refused: the next use of its key loads it afresh (unless
         that has happened already: a successor loaded meanwhile stays)."""
-        if self.leaders.get(leader.key) is leader:
-            del self.leaders[leader.key]
+        if self._leaders.get(leader.key) is leader:
+            del self._leaders[leader.key]
+
+    # ------------------------------------------------------------------ queries
+    def loaded(self) -> list[SharePartitionLeader]:
+        """Every leader this node holds now (a copy: loads and evictions go on meanwhile)."""
+        return list(self._leaders.values())
+
+    def loaded_leader(self, key: SharePartitionKey) -> SharePartitionLeader | None:
+        """The leader of ``key`` if this node holds it now; loads nothing."""
+        return self._leaders.get(key)
 
     # ------------------------------------------------------------------ forgetting
     def leaders_of(self, group_id: str) -> list[SharePartitionLeader]:
-        return [ld for key, ld in self.leaders.items() if key.group_id == group_id and ld.valid]
+        return [ld for key, ld in self._leaders.items() if key.group_id == group_id and ld.valid]
 
     def evict(self, keys: Sequence[SharePartitionKey]) -> None:
         """Forget loaded leaders whose stored state was replaced (reset, delete): the next
         use loads afresh, and any holder of the old object sees it is no longer valid."""
         for key in keys:
-            leader = self.leaders.pop(key, None)
+            leader = self._leaders.pop(key, None)
             if leader is not None:
                 leader.invalidate()
 
@@ -220,14 +230,14 @@ class SharePartitions:
         advance, delete). Fencing alone would tell only at the leader's next write, and a
         leader with nothing to write, such as one waiting past a truncated log end, would wait
         for ever."""
-        held = {key: leader for key, leader in self.leaders.items() if leader.valid}
+        held = {key: leader for key, leader in self._leaders.items() if leader.valid}
         if not held:
             return []
         stored = await self.store.state_epochs(list(held))
         replaced = [
             key
             for key, leader in held.items()
-            if stored.get(key) != leader.state_epoch and self.leaders.get(key) is leader
+            if stored.get(key) != leader.state_epoch and self._leaders.get(key) is leader
         ]
         for key in replaced:
             log.info(
@@ -247,7 +257,9 @@ class SharePartitions:
         the new leader claims the state (epoch +1) and gives what was acquired here again,
         with the delivery counts stored."""
         gone = [
-            key for key in self.leaders if everything or not self.leads(key.topic_id, key.partition)
+            key
+            for key in self._leaders
+            if everything or not self.leads(key.topic_id, key.partition)
         ]
         if gone:
             log.info("%d share-partitions now led by other nodes: let go", len(gone))
@@ -263,7 +275,7 @@ class SharePartitions:
     async def release_member(self, member_id: str, group_id: str) -> None:
         """Every acquisition lock the member holds in the group ends (it left, or its share
         session closed)."""
-        for leader in list(self.leaders.values()):
+        for leader in list(self._leaders.values()):
             if leader.key.group_id != group_id or not leader.valid:
                 continue
             await leader.release_member(member_id)
@@ -273,10 +285,8 @@ class SharePartitions:
         whose redelivery back-off ended since the last sweep."""
         now = self.clock_ms()
         since, self._swept_ms = self._swept_ms, now
-        for leader in list(self.leaders.values()):
-            sp = leader.sp
-            deadline = sp.next_lock_deadline()
-            if deadline is not None and deadline <= now and leader.valid:
+        for leader in list(self._leaders.values()):
+            if leader.locks_due(now) and leader.valid:
                 await leader.expire_locks()
-            if sp.limits.redelivery_backoff.enabled and sp.backoff_ended(since, now):
+            if leader.backoff_ended(since, now):
                 leader.notify()

@@ -86,14 +86,14 @@ class UpstreamOffsets:
 def wanted_offset(leader: SharePartitionLeader, beyond_cache: bool = False) -> int | None:
     """Where upstream must be read for this share-partition to make progress, if anywhere
     (``beyond_cache``: past what is cached too, for a fetch waiting on MinBytes)."""
-    if not leader.valid or not leader.sp.has_acquirable():
+    if not leader.valid or not leader.has_acquirable():
         return None
-    offset = leader.sp.next_fetch_offset()
+    offset = leader.next_fetch_offset()
     cache = leader.cache
     if cache.covers(offset):
         if beyond_cache or cache.waiting_on_transaction(offset):
             return cache.end_offset  # read on (to a transaction's marker, or MinBytes)
-        if cache.keyed and leader.sp.speo >= cache.end_offset:
+        if cache.keyed and leader.speo >= cache.end_offset:
             # key order: the first Available record may wait on its key while records of
             # other keys are still upstream
             return cache.end_offset
@@ -109,7 +109,7 @@ def _read_ahead_offset(leader: SharePartitionLeader) -> int | None:
         or leader.reading_ahead
         or not cache.batches
         or cache.end_offset >= cache.high_watermark
-        or cache.bytes_from(leader.sp.speo) >= READ_AHEAD_LOW_BYTES
+        or cache.bytes_from(leader.speo) >= READ_AHEAD_LOW_BYTES
     ):
         return None
     return cache.end_offset
@@ -175,7 +175,7 @@ class UpstreamFeed:
                     continue
                 if leader.cache.add(d, wanted[tp]):
                     leader.notify()  # requests waiting on this partition can acquire now
-                if d.log_start_offset > leader.sp.log_start_offset:
+                if d.log_start_offset > leader.log_start_offset:
                     await leader.log_start_moved(d.log_start_offset)
 
     async def _log_start_lost(self, leader: SharePartitionLeader) -> None:

@@ -135,6 +135,20 @@ class SharePartition(Acquiring):
         ]
         return min(deadlines) if deadlines else None  # type: ignore[type-var]
 
+    def take_archived_log(self) -> tuple[tuple[int, int, int], ...]:
+        """The delivered records archived since the last call, for the poison report: the
+        caller writes them with the next delta, and they are not handed out again."""
+        archived = tuple(self.archived_log)
+        self.archived_log.clear()
+        return archived
+
+    def change_limits(self, limits: PartitionLimits) -> None:
+        """A group config changed. Turning key order on, the records already acquired were
+        handed out without it: their keys are unknown, so keyed records wait until they end."""
+        if limits.key_ordered and not self.limits.key_ordered:
+            self.unordered_until = self.speo - 1
+        self.limits = limits
+
     def persisted_view(self) -> PersistedState:
         """The state as the store would hold it if every change so far had been written."""
         return PersistedState(self.spso, coalesce(r.persisted() for r in self._inflight.ranges))

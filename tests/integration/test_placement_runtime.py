@@ -33,7 +33,7 @@ async def test_a_partition_that_moves_away_while_it_loads_is_not_kept(runtime, p
     with pytest.raises(ShareError) as refused:
         await loading
     assert refused.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert runtime.partitions.leaders == {}
+    assert runtime.partitions.loaded() == []
     placement["leads"] = True  # back here later: loaded afresh, not a stale object
     again = await runtime.partitions.leader("g", tid, p)
     assert again.valid and again.still_led()

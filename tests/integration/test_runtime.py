@@ -127,16 +127,16 @@ async def test_a_refused_write_drops_the_leader_and_the_next_use_reloads_the_sto
     ]
     assert await ack(runtime, "m1", tp, 0, 3, ACCEPT) == ErrorCode.NONE
     assert await fetch(runtime, "m1", tp) == [(4, 9, 1)]
-    leader = runtime.partitions.leaders[key(tp)]
+    leader = runtime.partitions.loaded_leader(key(tp))
     taken = await runtime.store.claim(key(tp))  # another writer takes the share-partition over
     assert taken is not None and taken.state_epoch > leader.state_epoch
     assert await ack(runtime, "m1", tp, 4, 9, ACCEPT) == ErrorCode.FENCED_STATE_EPOCH
     assert not leader.valid
-    assert key(tp) not in runtime.partitions.leaders
+    assert runtime.partitions.loaded_leader(key(tp)) is None
     # reloaded from the store: the first acceptance held, the refused one never happened, and
     # acquired state was not durable, so 4-9 are on their first delivery again
     assert await fetch(runtime, "m2", tp) == [(4, 9, 1)]
-    reloaded = runtime.partitions.leaders[key(tp)]
+    reloaded = runtime.partitions.loaded_leader(key(tp))
     assert reloaded is not leader
     assert reloaded.state_epoch == taken.state_epoch + 1
 
@@ -146,14 +146,14 @@ async def test_a_retired_leader_never_writes_nor_evicts_its_successor(runtime: R
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
     assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
-    old = runtime.partitions.leaders[key(tp)]
+    old = runtime.partitions.loaded_leader(key(tp))
     runtime.committer.store = SlowWrites(runtime.store)  # type: ignore[assignment]
     accepting = asyncio.create_task(ack(runtime, "m1", tp, 0, 4, ACCEPT))
     await asyncio.sleep(0.05)  # the acceptance is being written...
     runtime.partitions.evict([key(tp)])  # ...when an admin reset replaces the state
     new = await runtime.partitions.leader(GROUP, *tp)  # and a fetch loads it again
     assert await accepting == ErrorCode.FENCED_STATE_EPOCH
-    assert runtime.partitions.leaders[key(tp)] is new
+    assert runtime.partitions.loaded_leader(key(tp)) is new
     writes = runtime.committer.writes
     await old.release_member("m1")  # a holder of the retired leader changes nothing
     await old.log_start_moved(3)
@@ -174,7 +174,7 @@ async def test_a_long_poll_wakes_on_a_release(runtime: Runtime):
     # at the in-flight cap nothing is read upstream (the tail poll stays quiet): only the
     # release itself can wake the waiting fetch
     # m2 alone takes what m1 released (with fair work on, it would take a share with m1)
-    runtime.configure(GROUP, max_record_locks=5, fair_acquisition=False)
+    await runtime.configure(GROUP, max_record_locks=5, fair_acquisition=False)
     t = runtime.topic()
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
@@ -203,7 +203,7 @@ async def test_a_long_poll_wakes_on_new_upstream_records(runtime: Runtime):
 async def test_a_lock_timeout_makes_records_available_and_wakes_a_waiting_fetch(
     runtime: Runtime,
 ):
-    runtime.configure(GROUP, record_lock_duration_ms=400, fair_acquisition=False)
+    await runtime.configure(GROUP, record_lock_duration_ms=400, fair_acquisition=False)
     t = runtime.topic()
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
@@ -232,7 +232,7 @@ async def test_state_replaced_by_a_batch_repair_is_reloaded(runtime: Runtime):
     runtime.produce(t, 10)
     tp = await runtime.partition(t)
     assert await fetch(runtime, "m1", tp) == [(0, 9, 1)]
-    leader = runtime.partitions.leaders[key(tp)]
+    leader = runtime.partitions.loaded_leader(key(tp))
     await runtime.store.reset(key(tp), 8, t)  # what reconcile --apply does
     assert await runtime.partitions.evict_replaced() == [key(tp)]
     assert not leader.valid
@@ -326,7 +326,7 @@ async def test_members_sharing_a_partition_each_get_an_even_share_unless_the_gro
     assert await fetch(runtime, "m2", tp) == [(0, 4, 2)]
     await runtime.consumption.release(GROUP, "m1")  # m1 left: it shares nothing more
     assert await fetch(runtime, "m2", tp) == [(5, 9, 2)]
-    runtime.configure(GROUP, fair_acquisition=False)  # share.fair.acquisition.enable=false
+    await runtime.configure(GROUP, fair_acquisition=False)  # share.fair.acquisition.enable=false
     assert await ack(runtime, "m2", tp, 0, 9, RELEASE) == ErrorCode.NONE
     assert await fetch(runtime, "m1", tp) == [(0, 4, 3), (5, 9, 3)]  # m2 asked lately: all
 
@@ -374,7 +374,7 @@ async def test_records_waiting_on_their_key_do_not_stop_reading_upstream(runtime
             p.produce(topic, key=k, value=b"v", partition=0)
         assert p.flush(30) == 0
 
-    runtime.configure(GROUP, key_ordering=True)
+    await runtime.configure(GROUP, key_ordering=True)
     t = runtime.topic()
     produce_keyed(t, [b"hot"] * 10)
     tp = await runtime.partition(t)

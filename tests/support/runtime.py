@@ -1,29 +1,24 @@
-"""The runtime as ``Proxy.start`` composes it for share consumption, for in-process tests."""
+"""The runtime as ``Proxy.start`` builds it (``shareproxy.runtime.build_runtime``), on a real
+broker and store, for in-process tests."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-from shareproxy.broker.consumers import ShareConsumers
-from shareproxy.broker.consumption import Consumption
-from shareproxy.broker.coordinator import Coordinator
-from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.nodes import ClusterNodes
-from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream_feed import UpstreamFeed
+from shareproxy.config import Settings
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.offset_reset import AutoOffsetReset, ResetStrategy
-from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.embedded import TansuBroker
 from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
+from shareproxy.runtime import build_runtime
 from shareproxy.upstream.client import Upstream, UpstreamSettings
 from tests.support.topics import create_topic, produce
 
@@ -31,59 +26,63 @@ from tests.support.topics import create_topic, produce
 DEFAULTS = GroupSettings(auto_offset_reset=AutoOffsetReset(ResetStrategy.EARLIEST))
 
 
-def clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+class LeaderOnly(ClusterNodes):
+    """This node leads every partition and coordinates no group: share sessions are trusted,
+    as on a partition leader that is not the group's coordinator."""
+
+    def leads(self, topic_id: UUID, partition: int) -> bool:
+        return True
+
+    def coordinates(self, group_id: str) -> bool:
+        return False
 
 
 class Runtime:
-    """What ``Proxy.start`` composes for share consumption, on a real broker and store."""
+    """What ``Proxy.start`` composes, on a real broker and store, for a node that leads every
+    partition and coordinates no group (it does not join the live nodes)."""
 
     def __init__(self, broker: TansuBroker, store: SqlShareStateStore) -> None:
         self.broker = broker
         self.store = store
-        self.settings: dict[str, GroupSettings] = {}
         self.upstream = Upstream(UpstreamSettings(broker.bootstrap))
-        self.committer = GroupCommitter(store)
-        self.partitions = SharePartitions(
-            store, self.committer, self.upstream, self.settings_for, clock_ms
+        self.runtime = build_runtime(
+            Settings(bootstrap_servers=broker.bootstrap),
+            store,
+            self.upstream,
+            LeaderOnly(NodeRecords(store.engine), 0, 10_000, self._cannot_go_on),
+            defaults=DEFAULTS,
         )
-        self.feed = UpstreamFeed(self.upstream, clock_ms)
-        self.consumption = Consumption(
-            self.partitions, self.feed, store, self.settings_for, clock_ms
-        )
-        self.sessions = ShareSessionCache()
-        self.coordinator = Coordinator(
-            store, self.upstream, self.partitions, self.sessions, self.settings_for, clock_ms
-        )
-        # a node that has not joined coordinates no group: share sessions are trusted, as on
-        # a partition leader that is not the group's coordinator
-        nodes = ClusterNodes(NodeRecords(store.engine), 0, 10_000, lambda why: None)
-        self.consumers = ShareConsumers(
-            self.consumption, self.sessions, self.coordinator, nodes, clock_ms
-        )
+        self.committer = self.runtime.committer
+        self.partitions = self.runtime.partitions
+        self.feed = self.runtime.feed
+        self.consumption = self.runtime.consumption
+        self.coordinator = self.runtime.coordinator
+        self.sessions = self.runtime.sessions
+        self.consumers = self.runtime.consumers
+        self.settings_for = self.runtime.settings_for
+
+    @staticmethod
+    def _cannot_go_on(reason: str) -> None:
+        raise AssertionError(reason)
 
     async def start(self) -> Runtime:
+        """In the order ``Proxy.start`` keeps."""
+        await self.runtime.configs.load()
         await self.upstream.start()
-        self.committer.start()
-        self.partitions.start()
-        self.feed.start()
+        await self.runtime.start()
         return self
 
     async def stop(self) -> None:
         """In the order ``Proxy.stop`` keeps."""
-        await self.feed.stop()
-        await self.partitions.stop()
-        await self.committer.stop()
+        await self.runtime.stop()
         await self.upstream.close()
 
-    def settings_for(self, group_id: str) -> GroupSettings:
-        return self.settings.get(group_id, DEFAULTS)
-
-    def configure(self, group_id: str, **changes: object) -> None:
-        """Group configs, as an IncrementalAlterConfigs would set them."""
+    async def configure(self, group_id: str, **changes: object) -> None:
+        """Group configs, as another node or a batch job sets them: stored, then read back
+        (unchecked against the bounds, so a test may set a short lock)."""
         changed = replace(self.settings_for(group_id), **changes)  # type: ignore[arg-type]
-        self.settings[group_id] = changed
-        self.partitions.apply_settings(group_id, changed)
+        await self.store.set_group_configs(group_id, changed.as_configs())
+        await self.runtime.configs.refresh()
 
     def topic(self, partitions: int = 1) -> str:
         return create_topic(self.broker.bootstrap, partitions)

@@ -124,7 +124,7 @@ async def test_a_late_answer_never_leaves_a_hole_in_the_log_cache():
         # meanwhile other fetches read 0-4 themselves, and they are processed: SPSO moves past
         assert await fetch("b", 5) == [(0, 4)]
         await accept("b", 0, 4)
-        assert leader.sp.spso == 5 and not leader.cache.batches
+        assert leader.spso == 5 and not leader.cache.batches
         # more records arrive; a fetch takes 5-9, and a read-ahead goes for what follows the
         # cached 5-14, its answer late too
         for _ in range(3):
@@ -140,7 +140,7 @@ async def test_a_late_answer_never_leaves_a_hole_in_the_log_cache():
         # every record is handed out once: 10-14 are not skipped (archived unread)
         got = [r for _ in range(4) for r in await fetch("b", 5)]
         assert got == [(10, 14), (15, 19)]
-        assert [(r.first, r.last, r.state.name) for r in leader.sp.ranges] == [
+        assert [(r.first, r.last, r.state.name) for r in leader.ranges] == [
             (5, 9, "ACQUIRED"),
             (10, 14, "ACQUIRED"),
             (15, 19, "ACQUIRED"),

@@ -1,0 +1,190 @@
+"""The runtime of one proxy node, wired in one place: every component gets its collaborators
+when it is constructed, so the proxy and the in-process tests run the same wiring.
+
+Built in two phases, as uvicorn's ``Server`` runs: ``build_runtime`` constructs (no I/O, no
+task), ``Runtime.start`` starts the background jobs in order, and ``Runtime.stop`` stops them in
+reverse. Loading the group configs, joining the live nodes and serving belong to the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from shareproxy.broker.census import StoredCensus
+from shareproxy.broker.consumers import ShareConsumers
+from shareproxy.broker.consumption import Consumption
+from shareproxy.broker.coordinator import Coordinator
+from shareproxy.broker.dead_letters import DeadLetterWriter
+from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.broker.group_commit import GroupCommitter
+from shareproxy.broker.group_configs import READ_EVERY_S as CONFIGS_READ_EVERY_S
+from shareproxy.broker.group_configs import GroupConfigs
+from shareproxy.broker.nodes import ClusterNodes
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.retention import GroupRetention
+from shareproxy.broker.upstream_feed import UpstreamFeed
+from shareproxy.config import Settings
+from shareproxy.core.group_settings import GroupSettings
+from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.core.store import SharePartitionKey, ShareStateStore
+from shareproxy.jobs import Periodic
+from shareproxy.upstream.client import Upstream
+
+
+def clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def group_defaults(settings: Settings) -> GroupSettings:
+    """Every group's settings before its own configs: the proxy-wide ones."""
+    return GroupSettings(max_size=settings.group_max_size).with_configs(settings.group_configs())
+
+
+@dataclass(eq=False)
+class Runtime:
+    """The components of one node's runtime, constructed and wired by ``build_runtime``."""
+
+    store: ShareStateStore
+    upstream: Upstream
+    configs: GroupConfigs
+    committer: GroupCommitter
+    sessions: ShareSessionCache
+    nodes: ClusterNodes
+    partitions: SharePartitions
+    dead_letters: DeadLetterWriter
+    feed: UpstreamFeed
+    consumption: Consumption
+    coordinator: Coordinator
+    consumers: ShareConsumers
+    retention: GroupRetention
+    group_admin: GroupAdmin
+    census: StoredCensus
+    config_reader: Periodic
+    _running: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+
+    def settings_for(self, group_id: str) -> GroupSettings:
+        return self.configs.settings_for(group_id)
+
+    async def start(self) -> None:
+        """Start the background jobs, each after those it relies on; ``stop`` undoes whatever
+        part of it ran."""
+        for job in (
+            self.committer,
+            self.partitions,
+            self.dead_letters,  # stopped before the partitions
+            self.feed,  # stopped before the partitions
+            self.coordinator,
+            self.retention,
+            self.census,
+            self.config_reader,
+        ):
+            job.start()
+            self._running.push_async_callback(job.stop)
+
+    async def stop(self) -> None:
+        """Stop the background jobs in reverse order (also after a start that failed midway)."""
+        await self._running.aclose()
+
+    def placement_changed(self) -> None:
+        """The live nodes changed: let go of what other nodes own now."""
+        self.partitions.let_go()
+        self.coordinator.let_go()
+
+    def lease_lost(self) -> None:
+        """Other nodes may have claimed anything this one held while its lease had lapsed."""
+        self.partitions.let_go(everything=True)
+        self.coordinator.let_go(everything=True)
+
+
+def build_runtime(
+    settings: Settings,
+    store: ShareStateStore,
+    upstream: Upstream,
+    nodes: ClusterNodes,
+    *,
+    defaults: GroupSettings | None = None,
+    clock: Callable[[], int] = clock_ms,
+) -> Runtime:
+    """Construct the runtime over a store, an upstream and this node among the live ones
+    (none of them used yet): ``nodes`` says what this node leads and coordinates."""
+    s = settings
+    configs = GroupConfigs(
+        store, group_defaults(s) if defaults is None else defaults, s.group_bounds()
+    )
+    settings_for = configs.settings_for
+    committer = GroupCommitter(store)
+    sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
+
+    # the registry and the coordinator know each other: a share-partition's fair share counts
+    # the members the coordinator assigned it, asked only once both exist
+    def members_assigned(key: SharePartitionKey) -> int:
+        return coordinator.members_assigned(key.group_id, key.topic_id, key.partition)
+
+    partitions = SharePartitions(
+        store,
+        committer,
+        upstream,
+        settings_for,
+        clock,
+        leads=nodes.leads,
+        refresh_settings=configs.refresh,
+        members_assigned=members_assigned,
+    )
+    configs.on_change(partitions.apply_settings)
+    dead_letters = DeadLetterWriter(partitions, upstream, settings_for, clock)
+    feed = UpstreamFeed(upstream, clock)
+    coordinator = Coordinator(
+        store,
+        upstream,
+        partitions,
+        sessions,
+        settings_for,
+        clock,
+        forget_group=configs.forget,
+        max_groups=s.group_share_max_groups,
+        coordinates=nodes.coordinates,
+    )
+    consumption = Consumption(partitions, feed, store, settings_for, clock)
+    runtime = Runtime(
+        store=store,
+        upstream=upstream,
+        configs=configs,
+        committer=committer,
+        sessions=sessions,
+        nodes=nodes,
+        partitions=partitions,
+        dead_letters=dead_letters,
+        feed=feed,
+        consumption=consumption,
+        coordinator=coordinator,
+        consumers=ShareConsumers(consumption, sessions, coordinator, nodes, clock),
+        retention=GroupRetention(
+            store,
+            coordinator,
+            partitions,
+            upstream,
+            s.share_group_retention_ms,
+            clock,
+            s.share_group_retention_check_interval_ms,
+        ),
+        group_admin=GroupAdmin(
+            store,
+            coordinator,
+            partitions,
+            upstream,
+            configs,
+            dead_letters,
+            coordinator_of=lambda g: nodes.describe(nodes.serving().group_coordinator(g)),
+        ),
+        census=StoredCensus(store),
+        # a group config changed through another node applies here within a second
+        config_reader=Periodic(
+            "group-configs", CONFIGS_READ_EVERY_S, configs.refresh, "reading group configs"
+        ),
+    )
+    nodes.on_change(lambda placement: runtime.placement_changed())
+    nodes.on_lease_lost(runtime.lease_lost)
+    return runtime
