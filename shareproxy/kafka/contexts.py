@@ -169,21 +169,11 @@ class ShareConsumersContext(Authorizer, Protocol):
     ) -> tuple[T, ...]: ...
 
 
-class AclContext(Protocol):
+class AclContext(Authorizer, Protocol):
     """CreateAcls, DescribeAcls, DeleteAcls: the ACL guard, which also decides who may."""
 
     @property
     def security(self) -> Security: ...
-
-    def allowed(
-        self,
-        conn: Connection,
-        operation: Operation,
-        resource_type: ResourceType,
-        name: str,
-        *,
-        audit: bool = True,
-    ) -> bool: ...
 
 
 class SaslContext(Protocol):
