@@ -17,10 +17,12 @@ from aiokafka.client import AIOKafkaClient, ConnectionGroup
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
+from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
+from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
 from shareproxy.upstream.kio_over_aiokafka import KioRequest
 
 log = logging.getLogger(__name__)
@@ -178,7 +180,9 @@ class Upstream:
         request = md_req.MetadataRequest(
             topics=None
             if topics is None
-            else tuple(md_req.MetadataRequestTopic(topic_id=None, name=t) for t in topics),
+            else tuple(
+                md_req.MetadataRequestTopic(topic_id=None, name=as_topic_name(t)) for t in topics
+            ),
             allow_auto_topic_creation=False,
             include_topic_authorized_operations=False,
         )
@@ -257,12 +261,12 @@ class Upstream:
                 node,
                 fetch_req.FetchRequest(
                     # some brokers (Tansu) answer max_wait 0 with no partitions at all
-                    max_wait=timedelta(milliseconds=max(1, max_wait_ms)),
+                    max_wait=as_i32_timedelta(timedelta(milliseconds=max(1, max_wait_ms))),
                     min_bytes=i32(1),
                     max_bytes=i32(max_bytes),
                     isolation_level=i8(isolation_level),
                     topics=tuple(
-                        fetch_req.FetchTopic(topic=t, partitions=tuple(ps))
+                        fetch_req.FetchTopic(topic=as_topic_name(t), partitions=tuple(ps))
                         for t, ps in topics.items()
                     ),
                     forgotten_topics_data=(),
@@ -303,11 +307,11 @@ class Upstream:
         response = await self.send(
             leader,
             lo_req.ListOffsetsRequest(
-                replica_id=i32(-1),
+                replica_id=BrokerId(-1),
                 isolation_level=i8(isolation_level),
                 topics=(
                     lo_req.ListOffsetsTopic(
-                        name=topic,
+                        name=as_topic_name(topic),
                         partitions=(
                             lo_req.ListOffsetsPartition(
                                 partition_index=i32(partition), timestamp=i64(timestamp)

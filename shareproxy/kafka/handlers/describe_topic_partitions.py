@@ -4,7 +4,6 @@ topics, ids and partition counts are the upstream cluster's."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.describe_topic_partitions.v0 import response as r
@@ -19,6 +18,7 @@ from shareproxy.kafka.handlers.metadata import led_partitions
 from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
 from shareproxy.protocol.error_response import error_entity
+from shareproxy.protocol.kio_types import NO_THROTTLE, as_i32, as_topic_name
 from shareproxy.upstream.client import UpstreamError
 
 # Kafka's max.request.partition.size.limit default: the most partitions one page holds
@@ -33,7 +33,9 @@ async def handle(
     cursor = body.cursor
     after = cursor.topic_name if cursor is not None else ""
     names = None if every else sorted({t.name for t in body.topics if t.name >= after})
-    if cursor is not None and (cursor.partition_index < 0 or (not every and after not in names)):
+    if cursor is not None and (
+        cursor.partition_index < 0 or (names is not None and after not in names)
+    ):
         return error_entity(
             r.DescribeTopicPartitionsResponse,
             ErrorCode.INVALID_REQUEST,
@@ -60,7 +62,7 @@ async def handle(
             refused.append(_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     topics, next_cursor = _page(ctx, conn, allowed, cursor, body.response_partition_limit, every)
     return r.DescribeTopicPartitionsResponse(
-        throttle_time=timedelta(0), topics=(*topics, *refused), next_cursor=next_cursor
+        throttle_time=NO_THROTTLE, topics=(*topics, *refused), next_cursor=next_cursor
     )
 
 
@@ -74,10 +76,10 @@ def _page(
 ) -> tuple[list[r.DescribeTopicPartitionsResponseTopic], r.Cursor | None]:
     """Kafka's paging: whole topics while they fit, then the cursor where the page ends."""
     remaining = max(min(MAX_PARTITIONS_PER_PAGE, limit), 1)
-    topics = []
+    topics: list[r.DescribeTopicPartitionsResponseTopic] = []
     for name in names:
         if remaining == 0:
-            return topics, r.Cursor(topic_name=name, partition_index=0)
+            return topics, r.Cursor(topic_name=as_topic_name(name), partition_index=as_i32(0))
         info = ctx.topic(name)
         if info is None:
             if not every:
@@ -101,18 +103,19 @@ def _page(
         topics.append(
             r.DescribeTopicPartitionsResponseTopic(
                 error_code=error(ErrorCode.NONE),
-                name=name,
+                name=as_topic_name(name),
                 topic_id=info.topic_id,
                 is_internal=False,
                 partitions=tuple(shown),
-                topic_authorized_operations=ctx.authorized_operations(
-                    conn, ResourceType.TOPIC, name
+                topic_authorized_operations=as_i32(
+                    ctx.authorized_operations(conn, ResourceType.TOPIC, name)
                 ),
             )
         )
         if len(partitions) > len(shown):
             return topics, r.Cursor(
-                topic_name=name, partition_index=partitions[len(shown)].partition_index
+                topic_name=as_topic_name(name),
+                partition_index=partitions[len(shown)].partition_index,
             )
         remaining -= len(shown)
     return topics, None
@@ -121,7 +124,7 @@ def _page(
 def _topic(name: str, code: ErrorCode) -> r.DescribeTopicPartitionsResponseTopic:
     return r.DescribeTopicPartitionsResponseTopic(
         error_code=error(code),
-        name=name,
+        name=as_topic_name(name),
         topic_id=uuid_zero,
         is_internal=False,
         partitions=(),

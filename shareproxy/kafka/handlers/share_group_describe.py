@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from kio.schema.share_group_describe.v1 import response as r
 
 from shareproxy.broker.group_admin import GroupView
@@ -15,6 +13,14 @@ from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import GroupAdminContext
 from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
+from shareproxy.protocol.kio_types import (
+    NO_THROTTLE,
+    as_group_id,
+    as_i32,
+    as_i32s,
+    as_topic_name,
+    as_topic_names,
+)
 
 
 async def handle(
@@ -39,29 +45,31 @@ async def handle(
                 described.append(_described(await ctx.admin.describe(group_id), ops))
             except ShareError as e:
                 described.append(_refused(group_id, e.code, e.message))
-    return r.ShareGroupDescribeResponse(throttle_time=timedelta(0), groups=tuple(described))
+    return r.ShareGroupDescribeResponse(throttle_time=NO_THROTTLE, groups=tuple(described))
 
 
 def _described(view: GroupView, authorized_operations: int) -> r.DescribedGroup:
     return r.DescribedGroup(
         error_code=error(ErrorCode.NONE),
-        group_id=view.group_id,
+        group_id=as_group_id(view.group_id),
         group_state=view.state,
-        group_epoch=view.group_epoch,
-        assignment_epoch=view.assignment_epoch,
+        group_epoch=as_i32(view.group_epoch),
+        assignment_epoch=as_i32(view.assignment_epoch),
         assignor_name=assignor.NAME,
         members=tuple(
             r.Member(
                 member_id=m.member_id,
                 rack_id=m.rack_id,
-                member_epoch=m.member_epoch,
+                member_epoch=as_i32(m.member_epoch),
                 client_id=m.client_id,
                 client_host=m.client_host,
-                subscribed_topic_names=tuple(m.subscribed_topics),
+                subscribed_topic_names=as_topic_names(m.subscribed_topics),
                 assignment=r.Assignment(
                     topic_partitions=tuple(
                         r.TopicPartitions(
-                            topic_id=a.topic_id, topic_name=a.name, partitions=tuple(a.partitions)
+                            topic_id=a.topic_id,
+                            topic_name=as_topic_name(a.name),
+                            partitions=as_i32s(a.partitions),
                         )
                         for a in m.assignment
                     )
@@ -69,7 +77,7 @@ def _described(view: GroupView, authorized_operations: int) -> r.DescribedGroup:
             )
             for m in view.members
         ),
-        authorized_operations=authorized_operations,
+        authorized_operations=as_i32(authorized_operations),
     )
 
 
@@ -77,10 +85,10 @@ def _refused(group_id: str, code: ErrorCode, message: str) -> r.DescribedGroup:
     return r.DescribedGroup(
         error_code=error(code),
         error_message=message,
-        group_id=group_id,
+        group_id=as_group_id(group_id),
         group_state="Dead",
-        group_epoch=-1,
-        assignment_epoch=-1,
+        group_epoch=as_i32(-1),
+        assignment_epoch=as_i32(-1),
         assignor_name="",
         members=(),
     )

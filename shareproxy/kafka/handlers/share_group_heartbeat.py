@@ -13,6 +13,7 @@ from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareGroupContext
 from shareproxy.kafka.responses import error
 from shareproxy.protocol.codec import Request
+from shareproxy.protocol.kio_types import NO_THROTTLE, as_i32, as_i32_timedelta, as_i32s
 
 
 async def handle(
@@ -20,11 +21,11 @@ async def handle(
 ) -> r.ShareGroupHeartbeatResponse:
     body = request.body
     settings = ctx.settings_for(body.group_id)
-    interval = timedelta(milliseconds=settings.heartbeat_interval_ms)
+    interval = as_i32_timedelta(timedelta(milliseconds=settings.heartbeat_interval_ms))
 
     def refuse(code: ErrorCode, message: str) -> r.ShareGroupHeartbeatResponse:
         return r.ShareGroupHeartbeatResponse(
-            throttle_time=timedelta(0),
+            throttle_time=NO_THROTTLE,
             error_code=error(code),
             error_message=message,
             member_id=body.member_id,
@@ -59,16 +60,16 @@ async def handle(
     if result.assignment is not None:
         assignment = r.Assignment(
             topic_partitions=tuple(
-                r.TopicPartitions(topic_id=tid, partitions=parts)
+                r.TopicPartitions(topic_id=tid, partitions=as_i32s(parts))
                 for tid, parts in sorted(result.assignment.items())
             )
         )
     return r.ShareGroupHeartbeatResponse(
-        throttle_time=timedelta(0),
+        throttle_time=NO_THROTTLE,
         error_code=error(result.error.value if result.error else 0),
         error_message=result.message,
         member_id=body.member_id,
-        member_epoch=result.member_epoch,
+        member_epoch=as_i32(result.member_epoch),
         heartbeat_interval=interval,
         assignment=assignment,
     )
