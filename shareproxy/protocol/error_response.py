@@ -96,7 +96,7 @@ def _given(source: Any, name: str) -> Any:
 
 def list_entry_type(cls: type, name: str) -> type:
     """The entity type of the list field ``name`` of the kio entity ``cls``."""
-    field = next(f for f in fields(cls) if f.name == name)  # type: ignore[arg-type]
+    field = next(f for f in fields(cls) if f.name == name)
     kind = classify_field(field)
     if not isinstance(kind, EntityTupleField):
         raise TypeError(f"{cls.__name__}.{name} is not a list of entities")

@@ -20,6 +20,7 @@ from shareproxy.protocol.codec import (
     write_request_header,
     writer_for,
 )
+from shareproxy.protocol.kio_types import KioPayload
 
 
 class _Header:
@@ -35,7 +36,7 @@ class _Header:
 class _ResponseType:
     __slots__ = ("cls",)
 
-    def __init__(self, cls: type) -> None:
+    def __init__(self, cls: type[KioPayload]) -> None:
         self.cls = cls
 
     def decode(self, data: io.BytesIO) -> Any:
@@ -49,7 +50,7 @@ class _PreparedKio:
     """What aiokafka's connection calls a request struct."""
 
     def __init__(self, body: Any) -> None:
-        cls = type(body)
+        cls: type[KioPayload] = type(body)
         self.body = body
         self.API_KEY = int(cls.__api_key__)
         self.API_VERSION = int(cls.__version__)
@@ -62,7 +63,8 @@ class _PreparedKio:
 
     def encode(self) -> bytes:
         buf = io.BytesIO()
-        writer_for(type(self.body))(buf, self.body)
+        cls: type[KioPayload] = type(self.body)
+        writer_for(cls)(buf, self.body)
         return buf.getvalue()
 
     def parse_response_header(self, data: io.BytesIO) -> Any:
