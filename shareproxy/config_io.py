@@ -29,8 +29,11 @@ def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None
     file_data: dict[str, Any] = {}
     if config_file is not None:
         file_data = _read(config_file)
-        key = "toml_file" if config_file.suffix == ".toml" else "yaml_file"
-        config = SettingsConfigDict(**{**Settings.model_config, key: config_file})  # type: ignore[typeddict-item]
+        config = SettingsConfigDict(**Settings.model_config)
+        if config_file.suffix == ".toml":
+            config["toml_file"] = config_file
+        else:
+            config["yaml_file"] = config_file
         cls = type("Settings", (Settings,), {"model_config": config, "__module__": __name__})
     try:
         return cls(**flags)

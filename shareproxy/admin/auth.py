@@ -84,10 +84,10 @@ class AdminAuth:
                 raise Unauthenticated("invalid user name or password")
             return f"User:{user}"
         if scheme.lower() == "bearer" and value:
-            user = await self.security.store.token_user(token_hash(value), datetime.now(UTC))
-            if user is None or self.security.credential(user, MECHANISMS[-1]) is None:
+            owner = await self.security.store.token_user(token_hash(value), datetime.now(UTC))
+            if owner is None or self.security.credential(owner, MECHANISMS[-1]) is None:
                 raise Unauthenticated("invalid or expired token")
-            return f"User:{user}"
+            return f"User:{owner}"
         raise Unauthenticated("use HTTP Basic or a bearer token")
 
 

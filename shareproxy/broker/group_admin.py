@@ -345,8 +345,8 @@ class GroupAdmin:
             )
             raise ShareError(code, why + "; nothing was deleted")
         stored = await self.store.list_partitions(group_id)
-        for name, code in verdicts.items():
-            if code == ErrorCode.NONE:
+        for name, verdict in verdicts.items():
+            if verdict == ErrorCode.NONE:
                 topic_id = self.upstream.topics[name].topic_id
                 keys = [k for k in stored if k.topic_id == topic_id]
                 await self.store.delete(keys)

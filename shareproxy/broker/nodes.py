@@ -62,7 +62,7 @@ class ClusterNodes:
         self.listeners: Mapping[str, tuple[str, int]] = {}
         self.replaced = False
         # until it joins, a node places everything on itself (it serves nothing yet)
-        self.placement = Placement([node_id])
+        self.placement = Placement([node_id])  # type: ignore[list-item]  # None: no id leased yet
         # the newest placement every live node acts on: what this node gains in a newer one
         # it serves only once the node that had it has let it go (None: nothing settled yet)
         self.settled: Placement | None = None

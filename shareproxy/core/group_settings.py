@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from shareproxy.core.acquisition import PartitionLimits
 from shareproxy.core.backoff import RedeliveryBackoff
@@ -75,8 +76,8 @@ class GroupSettings:
 
     def with_configs(self, configs: Mapping[str, str]) -> GroupSettings:
         """These settings (the proxy-wide defaults) overridden by a group's stored configs."""
-        changes: dict[str, object] = {}
-        backoff: dict[str, object] = {}
+        changes: dict[str, Any] = {}  # keyword arguments of replace(), by field name
+        backoff: dict[str, Any] = {}
         for name, value in configs.items():
             if name == LOCK_DURATION:
                 changes["record_lock_duration_ms"] = int(value)
@@ -110,7 +111,7 @@ class GroupSettings:
                 backoff["max_ms"] = int(value)
         if backoff:
             changes["redelivery_backoff"] = replace(self.redelivery_backoff, **backoff)
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, **changes)
 
     def as_configs(self) -> dict[str, str]:
         """The same settings under their config names, as strings (DescribeConfigs, REST)."""

@@ -52,10 +52,10 @@ def batches_from_rows(rows: Iterable[Sequence[int]]) -> list[PersistedBatch]:
     for row in rows:
         if len(row) == 4:
             f, la, s, c = row
-            append(make(cls, (f, la, state_of[s], c, 0)))  # type: ignore[arg-type]
+            append(make(cls, (f, la, state_of[s], c, 0)))
         else:
             f, la, s, c, at = row
-            append(make(cls, (f, la, state_of[s], c, int(at))))  # type: ignore[arg-type]
+            append(make(cls, (f, la, state_of[s], c, int(at))))
     return out
 
 

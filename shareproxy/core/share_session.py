@@ -86,10 +86,10 @@ class ShareSessionCache:
                 )
             self.close(key)  # a reopened session replaces the old one, and frees its place
             self._check_room(client)
-            session = ShareSession(key, next_epoch(OPEN_EPOCH), client, now_ms)
-            self.sessions[key] = session
+            opened = ShareSession(key, next_epoch(OPEN_EPOCH), client, now_ms)
+            self.sessions[key] = opened
             self._per_client[client] = self._per_client.get(client, 0) + 1
-            return session
+            return opened
         session = self.sessions.get(key)
         if session is None:
             raise ShareError(ErrorCode.SHARE_SESSION_NOT_FOUND, "no share session for this member")

@@ -9,7 +9,7 @@ The upstream sees the proxy's own identity, so the ACLs Kafka's broker would che
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -98,7 +98,7 @@ class Route:
     split: Split | None = None  # when the request has ``split.items``
     entries: Entries | None = None  # the list whose entries are authorized one by one
     # entries refused before the request is sent, by position in ``entries``, with the reason
-    checked: Callable[[Any], dict[int, tuple[int, str]]] | None = None
+    checked: Callable[[Any], Mapping[int, tuple[int, str]]] | None = None
 
 
 def _group_id(body: Any) -> str | None:

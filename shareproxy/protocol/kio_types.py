@@ -28,10 +28,6 @@ class KioEntity(Protocol):
     __dataclass_fields__: ClassVar[dict[str, Any]]
     __flexible__: ClassVar[bool]
 
-
-class KioHeader(KioEntity, Protocol):
-    """A kio request or response header class, built from its fields."""
-
     def __init__(self, **fields: Any) -> None: ...
 
 
@@ -40,7 +36,7 @@ class KioPayload(KioEntity, Protocol):
 
     __api_key__: ClassVar[int]
     __version__: ClassVar[int]
-    __header_schema__: ClassVar[type[KioHeader]]
+    __header_schema__: ClassVar[type[KioEntity]]
 
 
 NO_THROTTLE = cast(i32Timedelta, timedelta(0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scramp import ScramException, ScramMechanism
+from scramp.core import ScramServer
 
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.scram import MECHANISMS, verify_password
@@ -27,7 +28,7 @@ class SaslExchange:
         self.lookup = lookup
         self.principal: str | None = None  # set once authenticated
         self.username: str | None = None  # as claimed, for the failure log
-        self._scram = None
+        self._scram: ScramServer | None = None  # once the client-first message is in
         self._step = 0
 
     def step(self, token: bytes) -> bytes:
@@ -63,9 +64,10 @@ class SaslExchange:
                         raise ScramException("unknown user")
                     return cred.salt, cred.stored_key, cred.server_key, cred.iterations
 
-                self._scram = ScramMechanism(self.mechanism).make_server(auth_info)
-                self._scram.set_client_first(text)
-                return self._scram.get_server_first().encode()
+                scram = ScramMechanism(self.mechanism).make_server(auth_info)
+                self._scram = scram
+                scram.set_client_first(text)
+                return scram.get_server_first().encode()
             if self._step == 1 and self._scram is not None:
                 self._step = 2
                 self._scram.set_client_final(text)

@@ -89,10 +89,13 @@ async def _named_by_id(
     answered UNKNOWN_TOPIC_ID, as Kafka answers it."""
     entries = route.entries
     items = entries.of(body) if entries is not None and entries.by_id else None
-    asked = getattr(body, items) if items else None
+    if not items:
+        return body, {}
+    asked = getattr(body, items)
     if not asked or all(isinstance(e, str) for e in asked):
         return body, {}
-    named, problems = [], {}
+    named: list[Any] = []
+    problems: dict[int, tuple[int, str]] = {}
     for i, e in enumerate(asked):  # one of name and id, as Kafka's controller requires
         if (e.name is None) == (e.topic_id is None):
             problems[i] = ErrorCode.INVALID_REQUEST, _NAME_OR_ID

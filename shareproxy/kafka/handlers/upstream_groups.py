@@ -31,7 +31,7 @@ async def listed(ctx: RelayContext, conn: Connection, request: Request) -> list[
     )
     found: list[KioEntity] = []
     for node, answer in zip(nodes, answers, strict=True):
-        if isinstance(answer, UpstreamError) or getattr(answer, "error_code", 0):
+        if isinstance(answer, UpstreamError) or getattr(answer, "error_code", None):
             log.warning("ListGroups: upstream node %d did not answer: %s", node, answer)
             continue
         if isinstance(answer, BaseException):
