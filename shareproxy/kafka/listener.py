@@ -8,12 +8,13 @@ connection, as Kafka brokers do.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import socket
 import ssl
 import time
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, Literal
 
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
@@ -53,6 +54,34 @@ MAX_PIPELINED = 4  # each may be a whole upstream Fetch answer: bounded memory
 
 Chunks = list[bytes | bytearray | memoryview]
 Answer = Chunks | asyncio.Task[Chunks | None]
+
+
+class _Close(enum.Enum):
+    """What ``_answer`` returns instead of an answer when the connection must end."""
+
+    CLOSE = enum.auto()
+
+
+CLOSE = _Close.CLOSE
+
+
+class _Answers(asyncio.Queue[Answer]):
+    """The answers owed to one client, in request order; ``owed`` counts those put and not
+    yet written (what ``join`` waits for)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self.owed = 0
+
+    def put_nowait(self, item: Answer) -> None:  # put() ends here too
+        super().put_nowait(item)
+        self.owed += 1
+
+    def task_done(self) -> None:
+        super().task_done()
+        self.owed -= 1
+
+
 log = logging.getLogger(__name__)
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
 
@@ -107,9 +136,9 @@ class KafkaListener:
             self._server = await asyncio.start_server(
                 self._serve, self.host, self.port, ssl=self.ssl_context
             )
-        sock = self._server.sockets[0].getsockname()
-        self.port = sock[1]
-        log.info("Kafka listener %s on %s:%d", self.protocol, sock[0], sock[1])
+        bound = self._server.sockets[0].getsockname()
+        self.port = bound[1]
+        log.info("Kafka listener %s on %s:%d", self.protocol, bound[0], bound[1])
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting; answer the requests being handled; close every connection."""
@@ -144,12 +173,12 @@ class KafkaListener:
         self._connections[task] = conn
         # answers in the order of the requests: ready ones, and Produce/Fetch answers still on
         # their way upstream (several of those may be, as to a broker a client pipelines them)
-        answers: asyncio.Queue[Answer] = asyncio.Queue(MAX_PIPELINED)
+        answers = _Answers(MAX_PIPELINED)
         writing = asyncio.create_task(self._write_in_order(answers, writer))
         try:
             while not self._closing:
                 self._awaiting.add(writer)
-                if not answers._unfinished_tasks:  # nothing owed to the client either
+                if not answers.owed:  # nothing owed to the client either
                     self._idle.add(writer)
                 try:
                     prefix = await reader.readexactly(PREFIX_BYTES)
@@ -170,7 +199,7 @@ class KafkaListener:
                 if _api_key(frame) not in PIPELINED:  # as a broker: one after another
                     await answers.join()
                 response = await self._answer(conn, frame)
-                if response is False:
+                if response is CLOSE:
                     await answers.join()
                     return
                 if response is not None:
@@ -192,9 +221,7 @@ class KafkaListener:
             if conn.link is not None:
                 await conn.link.close()
 
-    async def _write_in_order(
-        self, answers: asyncio.Queue[Answer], writer: asyncio.StreamWriter
-    ) -> None:
+    async def _write_in_order(self, answers: _Answers, writer: asyncio.StreamWriter) -> None:
         """Write each answer when it is ready, in the order of the requests. A connection that
         broke is left to the reader; what is still owed is only counted off, so the reader
         never waits on this task for ever."""
@@ -219,7 +246,7 @@ class KafkaListener:
                 broken = True
             finally:
                 answers.task_done()
-            if not answers._unfinished_tasks and writer in self._awaiting:
+            if not answers.owed and writer in self._awaiting:
                 self._idle.add(writer)  # waiting for a request, owing nothing
                 if self._closing:
                     writer.close()  # shutting down: every answer owed has been written
@@ -228,20 +255,22 @@ class KafkaListener:
     def _peer(writer: asyncio.StreamWriter) -> Any:
         return writer.get_extra_info("peername")
 
-    async def _answer(self, conn: Connection, frame: bytes) -> Answer | bool | None:
+    async def _answer(
+        self, conn: Connection, frame: bytes
+    ) -> Answer | Literal[_Close.CLOSE] | None:
         """Response chunks (or a task that makes them), None when the request takes no
-        response, False to close."""
+        response, CLOSE to close."""
         try:
             api_key = peek(frame)[0]
         except MalformedRequest as e:
             log.warning("closing %s: %s", conn.client_host, e)
-            return False
+            return CLOSE
         if not conn.authenticated and api_key not in BEFORE_AUTHENTICATION:
             # not decoded at all: before authentication only the SASL exchange is read
             log.warning(
                 "closing %s: %s before SASL authentication", conn.client_host, api_name(api_key)
             )
-            return False
+            return CLOSE
         try:
             request = decode_request(frame, self.ctx.served)
         except UnsupportedRequest as e:
@@ -249,10 +278,10 @@ class KafkaListener:
                 body = api_versions.response(self.ctx.served, 0, ErrorCode.UNSUPPORTED_VERSION)
                 return [encode_response(e.correlation_id, body)]
             log.warning("closing %s: %s", conn.client_host, e)
-            return False
+            return CLOSE
         except MalformedRequest as e:
             log.warning("closing %s: malformed request: %s", conn.client_host, e)
-            return False
+            return CLOSE
         started = time.perf_counter()
         try:
             body = await handler_for(request.api_key)(self.ctx, conn, request)
