@@ -126,17 +126,17 @@ def _run(
                     for m in c.poll(0.2) or []:
                         if m.error() is not None:
                             continue
-                        decision = _decide(m.partition(), m.offset(), m.delivery_count())
+                        partition, offset = m.partition(), m.offset()
+                        count = m.delivery_count()
+                        # a record, not an error event: all three are set
+                        assert partition is not None and offset is not None and count is not None
+                        decision = _decide(partition, offset, count)
                         c.acknowledge(m, kinds[decision])
                         time.sleep(0.002)  # the work a record takes: others get their turn
                         with lock:
-                            deliveries.append(
-                                Delivery(
-                                    i + 1, m.partition(), m.offset(), m.delivery_count(), decision
-                                )
-                            )
+                            deliveries.append(Delivery(i + 1, partition, offset, count, decision))
                             if decision != "release":
-                                settled[(m.partition(), m.offset())] += 1
+                                settled[(partition, offset)] += 1
                                 if len(settled) >= records:
                                     finished.set()
                 c.commit_sync()

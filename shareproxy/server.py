@@ -18,7 +18,7 @@ from shareproxy import exits, metrics, node_state
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.nodes import ClusterNodes
-from shareproxy.config import AUTO, Settings
+from shareproxy.config import Settings
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener
@@ -123,7 +123,7 @@ class Proxy:
             self._running.push_async_callback(self.upstream.close)
             nodes = ClusterNodes(
                 NodeRecords(self.engine),
-                None if s.node_id == AUTO else s.node_id,
+                s.node_id if isinstance(s.node_id, int) else None,  # None: AUTO, leased
                 s.node_lease_ms,
                 self._cannot_go_on,
                 replace=s.replace_node,

@@ -71,7 +71,7 @@ class _StateReader(DataSourceReader):
         return [InputPartition(c) for c in chunks(groups, self.parallelism)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        groups = partition.value  # type: ignore[attr-defined]
+        groups = partition.value
         if self.kind == "archived":
             for a in store_call(self.url, "archived", groups):
                 k = a.key
@@ -132,7 +132,7 @@ def upstream_settings(options: dict[str, str]) -> Any:
     )
 
 
-async def _offsets(options: dict[str, str], topics: Sequence[str] | None) -> list[tuple]:
+async def _offsets(options: dict[str, str], topics: Sequence[str] | None) -> list[Any]:
     from shareproxy.upstream.client import Upstream
 
     upstream = Upstream(upstream_settings(options))
@@ -140,7 +140,7 @@ async def _offsets(options: dict[str, str], topics: Sequence[str] | None) -> lis
     try:
         found = await upstream.refresh_metadata(None if topics is None else list(topics))
         if topics is None:
-            return sorted(found)  # type: ignore[return-value]
+            return sorted(found)  # the names, to split among the readers
         rows = []
         for name in topics:
             info = found.get(name)
@@ -163,7 +163,7 @@ class _OffsetsReader(DataSourceReader):
         return [InputPartition(c) for c in chunks(topics, self.parallelism)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        yield from asyncio.run(_offsets(self.options, partition.value))  # type: ignore[attr-defined]
+        yield from asyncio.run(_offsets(self.options, partition.value))
 
 
 class OffsetsSource(DataSource):
@@ -212,7 +212,7 @@ class _RecordsReader(DataSourceReader):
 
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-        tag, topic, p, first, last = partition.value  # type: ignore[attr-defined]
+        tag, topic, p, first, last = partition.value
         consumer = Consumer(librdkafka_config(self.options))
         try:
             consumer.assign([TopicPartition(topic, p, first)])
@@ -221,14 +221,16 @@ class _RecordsReader(DataSourceReader):
                 m = consumer.poll(0.5)
                 if m is None:
                     continue
-                if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
+                failure = m.error()
+                if failure is not None:
+                    if failure.code() == KafkaError._PARTITION_EOF:
                         return
-                    raise RuntimeError(f"reading {topic}-{p}: {m.error()}")
+                    raise RuntimeError(f"reading {topic}-{p}: {failure}")
                 if m.offset() > last:
                     return
                 if m.offset() >= first:
-                    headers = [(k, v) for k, v in (m.headers() or [])]
+                    found = m.headers() or []  # a list of pairs, as consumed
+                    headers = list(found.items() if isinstance(found, dict) else found)
                     yield (tag, topic, p, m.offset(), m.timestamp()[1], m.key(), m.value(), headers)
                     if m.offset() == last:
                         return

@@ -101,7 +101,7 @@ def list_users(
         by_user: dict[str, list[str]] = {}
         for c in creds:
             by_user.setdefault(c.username, []).append(c.mechanism)
-        data = [{"name": u, "mechanisms": sorted(m)} for u, m in sorted(by_user.items())]
+        data: Any = [{"name": u, "mechanisms": sorted(m)} for u, m in sorted(by_user.items())]
     else:
         data = call("GET", admin_url, "/v1/users")
     if output is Output.json:

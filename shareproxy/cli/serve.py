@@ -94,7 +94,7 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
         except CommandError as exc:
             raise fail(exc) from exc
         raise typer.Exit(code)
-    logs.configure(settings.log_level, settings.log_format)  # type: ignore[arg-type]
+    logs.configure(settings.log_level, settings.log_format)
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run_server(settings))

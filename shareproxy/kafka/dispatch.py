@@ -38,7 +38,7 @@ BEFORE_AUTHENTICATION = frozenset(
 )
 
 # api key: (min version, max version, handler)
-_TABLE: dict[ApiKey, tuple[int, int, Handler]] = {
+_TABLE: dict[int, tuple[int, int, Handler]] = {  # ApiKey members, looked up by a request's int
     ApiKey.PRODUCE: (3, 11, forward.handle),  # the share client requires >= 3 advertised
     ApiKey.FETCH: (4, 12, forward.handle),  # >= 4 advertised; v13+ would route by topic id
     ApiKey.LIST_OFFSETS: (1, 7, forward.handle),

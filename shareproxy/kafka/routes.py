@@ -362,9 +362,10 @@ def visible(allowed: Allowed, route: Route, entry: Any) -> bool:
 
 
 # DeleteGroups: share groups are the proxy's own; the others go to their upstream coordinators
+UPSTREAM_DELETE_GROUPS_SPLIT = Split("groups_names", _itself, "results", "group_id")
 UPSTREAM_DELETE_GROUPS = Route(
     Via.GROUP,
     _first_group,
     (Need(Operation.DELETE, ResourceType.GROUP, lambda body: list(body.groups_names)),),
-    split=Split("groups_names", _itself, "results", "group_id"),
+    split=UPSTREAM_DELETE_GROUPS_SPLIT,
 )

@@ -76,7 +76,7 @@ class UpstreamLink:
 
     async def _answer(self, node_id: int, waiting: Awaitable[Any], within: float) -> RawResponse:
         try:
-            return await asyncio.wait_for(waiting, within)  # type: ignore[no-any-return]
+            return await asyncio.wait_for(waiting, within)
         except TimeoutError as exc:
             raise self._timed_out(node_id, within) from exc
         except Exception as exc:

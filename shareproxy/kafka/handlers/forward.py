@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
 
 # api key -> (request topics field, topic name field, partitions field, partition index field,
-#             response topics field)
-_SHAPES = {
+#             response topics field); keyed by the request's int api key, as are the tables below
+_SHAPES: dict[int, tuple[str, str, str, str, str]] = {
     ApiKey.PRODUCE: ("topic_data", "name", "partition_data", "index", "responses"),
     ApiKey.FETCH: ("topics", "topic", "partitions", "partition", "responses"),
     ApiKey.LIST_OFFSETS: ("topics", "name", "partitions", "partition_index", "topics"),
@@ -43,7 +43,7 @@ _SHAPES = {
 
 
 # Produce needs Write, Fetch Read, ListOffsets Describe on each topic.
-_OPERATION = {
+_OPERATION: dict[int, Operation] = {
     ApiKey.PRODUCE: Operation.WRITE,
     ApiKey.FETCH: Operation.READ,
     ApiKey.LIST_OFFSETS: Operation.DESCRIBE,
@@ -150,7 +150,7 @@ _DENIED = "not authorized for the topic"
 
 # The response's (topic entry, partition entry) classes per API, and the values every field
 # of a refused partition gets; ``build_loose`` keeps only the fields a version has.
-_ENTRIES = {
+_ENTRIES: dict[int, tuple[str, str, str]] = {
     ApiKey.PRODUCE: ("TopicProduceResponse", "partition_responses", "PartitionProduceResponse"),
     ApiKey.FETCH: ("FetchableTopicResponse", "partitions", "PartitionData"),
     ApiKey.LIST_OFFSETS: ("ListOffsetsTopicResponse", "partitions", "ListOffsetsPartitionResponse"),

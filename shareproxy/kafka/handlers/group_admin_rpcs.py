@@ -16,7 +16,7 @@ from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import AdminRpcContext
 from shareproxy.kafka.handlers import relay, upstream_groups
 from shareproxy.kafka.responses import KioEntity, build, error, schema_module
-from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS
+from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS, UPSTREAM_DELETE_GROUPS_SPLIT
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
 from shareproxy.upstream.client import UpstreamError
 
@@ -255,7 +255,7 @@ async def delete_groups(ctx: AdminRpcContext, conn: Connection, request: Request
             request, body=dataclasses.replace(request.body, groups_names=theirs)
         )
         answer = await relay.split(
-            ctx, conn, asked, UPSTREAM_DELETE_GROUPS, UPSTREAM_DELETE_GROUPS.split
+            ctx, conn, asked, UPSTREAM_DELETE_GROUPS, UPSTREAM_DELETE_GROUPS_SPLIT
         )
         if isinstance(answer, RawResponse):
             answer, _ = reader_for(cls)(bytes(answer.body), 0)
