@@ -37,6 +37,8 @@ def first_line(exc: BaseException) -> str:
     while inner.__cause__ is not None or (
         inner.__context__ is not None and not inner.__suppress_context__
     ):
-        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
+        following = inner.__cause__ or inner.__context__
+        assert following is not None, "the loop's condition: one of them is set"
+        inner = following
     text = next((line.strip() for line in str(inner).splitlines() if line.strip()), "")
     return text or type(inner).__name__

@@ -138,6 +138,6 @@ def register(app: typer.Typer) -> None:
         serve(values.pop("config_file"), values.pop("print_config"), **values)
 
     command.__doc__ = serve.__doc__
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # typer reads it
     command.__annotations__ = {p.name: p.annotation for p in params}
     app.command("serve")(command)

@@ -56,7 +56,7 @@ class ErrorCode(IntEnum):
 
 # what a per-partition error of ShareFetch / ShareAcknowledge says (ErrorMessage,
 # AcknowledgeErrorMessage), so that a client's log tells why without a code table
-_PARTITION_MESSAGES = {
+_PARTITION_MESSAGES: dict[int, str] = {  # by ErrorCode
     ErrorCode.UNKNOWN_TOPIC_ID: "no topic has this id: it was deleted, or never existed",
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "the topic has no such partition",
     ErrorCode.INVALID_RECORD_STATE: (
@@ -79,7 +79,7 @@ def partition_error_message(code: int) -> str | None:
     """The message sent beside a per-partition error code; None beside NONE."""
     if code == ErrorCode.NONE:
         return None
-    known = _PARTITION_MESSAGES.get(code)  # type: ignore[call-overload]
+    known = _PARTITION_MESSAGES.get(code)
     if known is not None:
         return known
     try:

@@ -7,7 +7,7 @@ answered). Acquisition changes nothing durable: an Acquired record is stored as 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
 from shareproxy.core.acquiring import Acquiring
@@ -131,9 +131,11 @@ class SharePartition(Acquiring):
 
     def next_lock_deadline(self) -> int | None:
         deadlines = [
-            r.deadline_ms for r in self._inflight.ranges if r.state == RecordState.ACQUIRED
+            r.deadline_ms
+            for r in self._inflight.ranges
+            if r.state == RecordState.ACQUIRED and r.deadline_ms is not None  # every lock has one
         ]
-        return min(deadlines) if deadlines else None  # type: ignore[type-var]
+        return min(deadlines) if deadlines else None
 
     def take_archived_log(self) -> tuple[tuple[int, int, int], ...]:
         """The delivered records archived since the last call, for the poison report: the
@@ -285,12 +287,14 @@ class SharePartition(Acquiring):
         """Release everything a member holds (its share session closed or it left the group)."""
         return self._end_locks_where(lambda r: r.member_id == member_id, now_ms)[0]
 
-    def _end_locks_where(self, predicate: object, now_ms: int) -> tuple[StateDelta, int]:
+    def _end_locks_where(
+        self, predicate: Callable[[InFlightRange], bool], now_ms: int
+    ) -> tuple[StateDelta, int]:
         """End the locks of the Acquired ranges matching; (the write, records ended)."""
         self._cut_at_log_start()
         ended = 0
         for r in self._inflight.ranges:
-            if r.state == RecordState.ACQUIRED and predicate(r):  # type: ignore[operator]
+            if r.state == RecordState.ACQUIRED and predicate(r):
                 ended += r.last - r.first + 1
                 self._end_lock(r, now_ms)
                 self._dirty.append((r.first, r.last))

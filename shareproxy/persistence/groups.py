@@ -55,7 +55,9 @@ class GroupRecords:
     async def ensure_group(self, group_id: str) -> ShareGroupRecord:
         async with self.engine.begin() as conn:
             await insert_group(conn, group_id)
-            return await _group(conn, group_id)  # type: ignore[return-value]
+            group = await _group(conn, group_id)
+            assert group is not None, "inserted just before, in this transaction"
+            return group
 
     async def get_group(self, group_id: str) -> ShareGroupRecord | None:
         async with self.engine.connect() as conn:

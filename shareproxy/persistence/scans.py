@@ -79,7 +79,7 @@ class BatchScans:
                     r.first_offset,
                     r.last_offset,
                     r.delivery_count,
-                    aware_utc(r.archived_at),  # type: ignore[arg-type]
+                    aware_utc(r.archived_at),  # type: ignore[arg-type]  # a NOT NULL column
                 )
                 for r in rows
             ]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import and_, delete, insert, select, text
+from sqlalchemy import Row, and_, delete, insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -23,15 +24,15 @@ from shareproxy.persistence.tables import acls, api_tokens, scram_credentials
 from shareproxy.security.credentials import ScramCredential
 
 
-def _binding(row: object) -> AclBinding:
+def _binding(row: Row[Any]) -> AclBinding:
     return AclBinding(
-        row.principal,  # type: ignore[attr-defined]
-        row.host,  # type: ignore[attr-defined]
-        RT(row.resource_type),  # type: ignore[attr-defined]
-        row.resource_name,  # type: ignore[attr-defined]
-        PatternType(row.pattern_type),  # type: ignore[attr-defined]
-        Operation(row.operation),  # type: ignore[attr-defined]
-        Permission(row.permission),  # type: ignore[attr-defined]
+        row.principal,
+        row.host,
+        RT(row.resource_type),
+        row.resource_name,
+        PatternType(row.pattern_type),
+        Operation(row.operation),
+        Permission(row.permission),
     )
 
 

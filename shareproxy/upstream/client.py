@@ -357,8 +357,10 @@ class Upstream:
         out = []
         for p, start in sorted(starts.items()):
             d = data.get((topic, p))
-            ok = d is not None and d.error_code == ErrorCode.NONE
-            hwm = max(d.high_watermark if ok else start, start)  # type: ignore[union-attr]
-            lso = d.last_stable_offset if ok and d.last_stable_offset >= 0 else hwm  # type: ignore[union-attr]
+            if d is not None and d.error_code == ErrorCode.NONE:
+                hwm = max(d.high_watermark, start)
+                lso = d.last_stable_offset if d.last_stable_offset >= 0 else hwm
+            else:
+                hwm = lso = start
             out.append((p, start, hwm, lso))
         return out

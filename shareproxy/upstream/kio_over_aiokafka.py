@@ -54,7 +54,9 @@ class _PreparedKio:
         self.body = body
         self.API_KEY = int(cls.__api_key__)
         self.API_VERSION = int(cls.__version__)
-        self.RESPONSE_TYPE = _ResponseType(response_type(self.API_KEY, self.API_VERSION))
+        self.RESPONSE_TYPE: _ResponseType | _RawBody = _ResponseType(
+            response_type(self.API_KEY, self.API_VERSION)
+        )
 
     def build_request_header(self, correlation_id: int, client_id: str) -> _Header:
         buf = io.BytesIO()
@@ -110,7 +112,7 @@ class _PreparedRaw(_PreparedKio):
         self.body = request
         self.API_KEY = request.api_key
         self.API_VERSION = request.api_version
-        self.RESPONSE_TYPE = _RawBody(request.api_key, request.api_version)  # type: ignore[assignment]
+        self.RESPONSE_TYPE = _RawBody(request.api_key, request.api_version)
         self._request_cls = request_type(request.api_key, request.api_version)
 
     def build_request_header(self, correlation_id: int, client_id: str) -> _Header:
