@@ -3,7 +3,6 @@ the proxy's ACLs. Describing needs Describe on the Cluster, changing needs Alter
 
 from __future__ import annotations
 
-from datetime import timedelta
 from enum import IntEnum
 from typing import Any, TypeVar
 
@@ -22,8 +21,8 @@ from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import AclContext
 from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.protocol.codec import Request, response_type
+from shareproxy.protocol.kio_types import NO_THROTTLE
 
-NO_THROTTLE = timedelta(0)
 E = TypeVar("E", bound=IntEnum)
 
 

@@ -5,7 +5,6 @@ and DeleteGroups, so the Kafka Admin client and kafka-share-groups.sh work again
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -18,9 +17,9 @@ from shareproxy.kafka.handlers import relay, upstream_groups
 from shareproxy.kafka.responses import KioEntity, build, error, schema_module
 from shareproxy.kafka.routes import UPSTREAM_DELETE_GROUPS, UPSTREAM_DELETE_GROUPS_SPLIT
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
+from shareproxy.protocol.kio_types import NO_THROTTLE
 from shareproxy.upstream.client import UpstreamError
 
-NO_THROTTLE = timedelta(0)
 UNKNOWN_LAG = -1  # DescribeShareGroupOffsets' lag when it cannot be computed
 
 
