@@ -4,7 +4,7 @@ rules, so ``serve`` takes exactly the values ``groups config`` takes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import fields
 from typing import Any
 
@@ -35,9 +35,12 @@ GROUP_DEFAULTS = {
 def group_default(name: str) -> Any:
     """The setting for group config ``name``'s default: its type, default and doc."""
     d = gc.DEFINITIONS[name]
-    value: Any = {"int": int, "double": float, "boolean": lambda v: v == "true"}.get(d.kind, str)(
-        d.default
-    )
+    parsers: dict[str, Callable[[str], Any]] = {
+        "int": int,
+        "double": float,
+        "boolean": lambda v: v == "true",
+    }
+    value: Any = parsers.get(d.kind, str)(d.default)
     return Field(default=value, description=f"default {name}: {d.doc}")
 
 

@@ -58,7 +58,7 @@ _FIELDS: dict[type, frozenset[str]] = {}
 def _fields(cls: type) -> frozenset[str]:
     found = _FIELDS.get(cls)
     if found is None:
-        found = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        found = _FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     return found
 
 

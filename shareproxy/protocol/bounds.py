@@ -26,7 +26,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from shareproxy.protocol.kio_types import KioEntity, KioPayload
+from shareproxy.protocol.kio_types import KioPayloadSchema, KioSchema
 
 # bytes of each fixed-size Kafka type
 _FIXED = {
@@ -58,7 +58,7 @@ class FrameBoundsError(ValueError):
     """The frame declares more than it holds, or a null the schema forbids."""
 
 
-def check_request(frame: bytes, offset: int, cls: type[KioPayload]) -> int:
+def check_request(frame: bytes, offset: int, cls: type[KioPayloadSchema]) -> int:
     """Walk the header and body of a request of kio type ``cls`` from ``offset``; the offset
     where the body ends. Raises FrameBoundsError."""
     view = memoryview(frame)
@@ -167,7 +167,7 @@ def _primitive(kafka_type: str, name: str, flexible: bool, nullable: bool) -> tu
 
 
 @cache
-def _entity_check(cls: type[KioEntity]) -> Check:
+def _entity_check(cls: type[KioSchema]) -> Check:
     flexible = bool(cls.__flexible__)
     header = cls.__name__ == "RequestHeader"
     plain: list[Check | int] = []  # an int: that many bytes of fixed-size fields in a row

@@ -17,7 +17,7 @@ from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from shareproxy.protocol.bounds import FrameBoundsError, check_request
-from shareproxy.protocol.kio_types import KioEntity, KioPayload
+from shareproxy.protocol.kio_types import KioPayloadSchema, KioSchema
 
 _PREFIX = struct.Struct(">hhi")
 
@@ -57,23 +57,23 @@ class RawResponse:
 
 
 @cache
-def reader_for(cls: type[KioEntity]) -> Any:
+def reader_for(cls: type[KioSchema]) -> Any:
     return entity_reader(cls)
 
 
 @cache
-def writer_for(cls: type[KioEntity]) -> Any:
+def writer_for(cls: type[KioSchema]) -> Any:
     return entity_writer(cls)
 
 
 @cache
-def request_type(api_key: int, api_version: int) -> type[KioPayload]:
-    return cast("type[KioPayload]", load_request_schema(api_key, api_version))
+def request_type(api_key: int, api_version: int) -> type[KioPayloadSchema]:
+    return cast("type[KioPayloadSchema]", load_request_schema(api_key, api_version))
 
 
 @cache
-def response_type(api_key: int, api_version: int) -> type[KioPayload]:
-    return cast("type[KioPayload]", load_response_schema(api_key, api_version))
+def response_type(api_key: int, api_version: int) -> type[KioPayloadSchema]:
+    return cast("type[KioPayloadSchema]", load_response_schema(api_key, api_version))
 
 
 @cache
@@ -164,7 +164,7 @@ def encode_response_chunks(correlation_id: int, body: Any) -> list[bytes | bytea
         out.write(body.body)
         out.parts[0] = struct.pack(">i", out.size)
         return out.parts
-    cls: type[KioPayload] = type(body)
+    cls: type[KioPayloadSchema] = type(body)
     header_cls = cls.__header_schema__
     out = _Chunks()
     writer_for(header_cls)(out, header_cls(correlation_id=correlation_id))
@@ -179,7 +179,7 @@ def encode_response(correlation_id: int, body: Any) -> bytes:
 
 
 def write_request_header(
-    buf: io.BytesIO, cls: type[KioPayload], correlation_id: int, client_id: str | None
+    buf: io.BytesIO, cls: type[KioPayloadSchema], correlation_id: int, client_id: str | None
 ) -> None:
     """The request header version ``cls`` (a kio request type) is sent with."""
     header_cls = cls.__header_schema__
@@ -196,7 +196,7 @@ def write_request_header(
 
 def encode_request(correlation_id: int, client_id: str | None, body: Any) -> bytes:
     """A whole request frame, for tests and for talking Kafka to a peer."""
-    cls: type[KioPayload] = type(body)
+    cls: type[KioPayloadSchema] = type(body)
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     write_request_header(buf, cls, correlation_id, client_id)
@@ -207,7 +207,7 @@ def encode_request(correlation_id: int, client_id: str | None, body: Any) -> byt
     return buf.getvalue()
 
 
-def decode_response(frame: bytes, cls: type[KioPayload]) -> tuple[int, Any]:
+def decode_response(frame: bytes, cls: type[KioPayloadSchema]) -> tuple[int, Any]:
     """(correlation id, body) of a response frame without its size prefix."""
     header, offset = reader_for(cls.__header_schema__)(frame, 0)
     body, _ = reader_for(cls)(frame, offset)

@@ -2,7 +2,7 @@
 field types for the entities the proxy builds.
 
 kio declares a payload's header schema as a property of its protocol (so each payload may
-narrow it), which reads as a function, not a class, off the class itself; ``KioPayload``
+narrow it), which reads as a function, not a class, off the class itself; ``KioPayloadSchema``
 states what the proxy reads off a schema class.
 
 kio types its fields with phantom types (``i32``, ``TopicName``, ``i32Timedelta``, …): subtypes
@@ -22,7 +22,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 
-class KioEntity(Protocol):
+class KioSchema(Protocol):
     """A kio schema class (a payload, a header or a nested entity): a dataclass."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]
@@ -31,12 +31,12 @@ class KioEntity(Protocol):
     def __init__(self, **fields: Any) -> None: ...
 
 
-class KioPayload(KioEntity, Protocol):
+class KioPayloadSchema(KioSchema, Protocol):
     """A kio request or response class."""
 
     __api_key__: ClassVar[int]
     __version__: ClassVar[int]
-    __header_schema__: ClassVar[type[KioEntity]]
+    __header_schema__: ClassVar[type[KioSchema]]
 
 
 NO_THROTTLE = cast(i32Timedelta, timedelta(0))

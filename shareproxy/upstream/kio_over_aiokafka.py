@@ -20,7 +20,7 @@ from shareproxy.protocol.codec import (
     write_request_header,
     writer_for,
 )
-from shareproxy.protocol.kio_types import KioPayload
+from shareproxy.protocol.kio_types import KioPayloadSchema
 
 
 class _Header:
@@ -36,7 +36,7 @@ class _Header:
 class _ResponseType:
     __slots__ = ("cls",)
 
-    def __init__(self, cls: type[KioPayload]) -> None:
+    def __init__(self, cls: type[KioPayloadSchema]) -> None:
         self.cls = cls
 
     def decode(self, data: io.BytesIO) -> Any:
@@ -50,7 +50,7 @@ class _PreparedKio:
     """What aiokafka's connection calls a request struct."""
 
     def __init__(self, body: Any) -> None:
-        cls: type[KioPayload] = type(body)
+        cls: type[KioPayloadSchema] = type(body)
         self.body = body
         self.API_KEY = int(cls.__api_key__)
         self.API_VERSION = int(cls.__version__)
@@ -65,7 +65,7 @@ class _PreparedKio:
 
     def encode(self) -> bytes:
         buf = io.BytesIO()
-        cls: type[KioPayload] = type(self.body)
+        cls: type[KioPayloadSchema] = type(self.body)
         writer_for(cls)(buf, self.body)
         return buf.getvalue()
 
