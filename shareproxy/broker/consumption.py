@@ -54,7 +54,7 @@ class Consumption:
             except ShareError as e:
                 errors[tp] = e.code
             except UpstreamError as e:
-                errors[tp] = e.error_code
+                errors[tp] = e.code
         return found, errors
 
     async def acknowledge(
@@ -76,7 +76,7 @@ class Consumption:
         except ShareError as e:
             return e.code
         except UpstreamError as e:
-            return e.error_code
+            return e.code
         return await leader.acknowledge(member_id, batches)
 
     async def release(self, group_id: str, member_id: str) -> None:

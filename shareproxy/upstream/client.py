@@ -56,11 +56,13 @@ def _quiet_aiokafka(said: list[str]) -> Iterator[None]:
 
 
 class UpstreamError(Exception):
-    """The upstream cluster could not answer; callers answer clients with a retriable error."""
+    """The upstream cluster could not answer; callers answer clients with a retriable error.
+    Its ``code`` and ``message`` are read as a ``ShareError``'s are."""
 
-    def __init__(self, message: str, error_code: int = ErrorCode.REQUEST_TIMED_OUT) -> None:
+    def __init__(self, message: str, code: int = ErrorCode.REQUEST_TIMED_OUT) -> None:
         super().__init__(message)
-        self.error_code = error_code
+        self.code = ErrorCode(code)
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +230,7 @@ class Upstream:
         if info is None or partition not in info.leaders:
             raise UpstreamError(
                 f"{topic}-{partition} does not exist upstream",
-                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             )
         return info.leaders[partition]
 
@@ -348,7 +350,7 @@ class Upstream:
         info = self.topics.get(topic)
         if info is None:
             raise UpstreamError(
-                f"{topic} does not exist upstream", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                f"{topic} does not exist upstream", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             )
         starts = {p: await self.list_offset(topic, p, EARLIEST) or 0 for p in info.leaders}
         data = await self.fetch(

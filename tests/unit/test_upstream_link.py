@@ -69,7 +69,7 @@ async def test_a_silent_upstream_times_out_retriably_instead_of_hanging(how):
     finally:
         await link.close()
         server.close()
-    assert failed.value.error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert failed.value.code == ErrorCode.REQUEST_TIMED_OUT
     assert time.monotonic() - started < 5
 
 

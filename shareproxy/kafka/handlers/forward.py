@@ -132,7 +132,7 @@ async def handle(
         if isinstance(result, UpstreamError):
             log.warning("%s: %s", api_name(request.api_key), result)
             failed += [
-                (t, list(getattr(t, parts_f)), result.error_code, str(result))
+                (t, list(getattr(t, parts_f)), result.code, result.message)
                 for t in getattr(sub, topics_f)
             ]
         elif isinstance(result, BaseException):
@@ -192,7 +192,7 @@ async def _relayed(
 def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError) -> KioEntity:
     """Every partition of a relayed request answered with the upstream's retriable error."""
     log.warning("%s: %s", api_name(request.api_key), e)
-    failed = [(t, list(getattr(t, parts_f)), e.error_code, str(e)) for t in topics]
+    failed: list[Failed] = [(t, list(getattr(t, parts_f)), e.code, e.message) for t in topics]
     return _errors_response(request, [], failed)
 
 

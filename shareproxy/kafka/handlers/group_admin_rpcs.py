@@ -77,9 +77,7 @@ async def describe_share_group_offsets(
                 raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
             rows = await ctx.admin.offsets(g.group_id, None if wanted is None else list(wanted))
         except (ShareError, UpstreamError) as e:  # upstream: a topic named could not be looked up
-            code, message = (
-                (e.code, e.message) if isinstance(e, ShareError) else (e.error_code, str(e))
-            )
+            code, message = e.code, e.message
             out.append(
                 build(
                     m.DescribeShareGroupOffsetsResponseGroup,

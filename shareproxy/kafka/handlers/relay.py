@@ -126,7 +126,7 @@ def _failed(
     """The retriable code a request that could not reach the upstream answers: a coordinator
     is looked up again next time."""
     log.warning("%s: %s", api_name(request.api_key), e)
-    code = e.error_code
+    code = e.code
     if route.via in _KEY_TYPE and key is not None:
         _moved(ctx, route, key)
         if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:

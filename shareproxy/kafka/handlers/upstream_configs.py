@@ -54,7 +54,7 @@ async def answer(
         try:
             node = await _node(ctx, resource)
         except UpstreamError as e:
-            out[id(resource)] = error_entity(entry_cls, e.error_code, str(e), resource)
+            out[id(resource)] = error_entity(entry_cls, e.code, e.message, resource)
             continue
         if resource.resource_type in PER_BROKER and resource.resource_name:
             upstream_name[id(resource)] = str(node)
@@ -71,7 +71,7 @@ async def answer(
             got = await link.send(node, dataclasses.replace(request.body, resources=sent))
         except UpstreamError as e:
             for r in asked:
-                out[id(r)] = error_entity(entry_cls, e.error_code, str(e), r)
+                out[id(r)] = error_entity(entry_cls, e.code, e.message, r)
             continue
         for r, result in zip(asked, getattr(got, results_field), strict=False):
             out[id(r)] = dataclasses.replace(result, resource_name=r.resource_name)
