@@ -53,11 +53,15 @@ class GroupRecords:
         self.engine = engine
 
     async def ensure_group(self, group_id: str) -> ShareGroupRecord:
+        """The group, created if it is not stored. A group that exists when the insert looks
+        may be deleted (committed by another transaction) before it is read back: it is then
+        inserted again, as if the delete had come first."""
         async with self.engine.begin() as conn:
-            await insert_group(conn, group_id)
-            group = await _group(conn, group_id)
-            assert group is not None, "inserted just before, in this transaction"
-            return group
+            while True:
+                await insert_group(conn, group_id)
+                group = await _group(conn, group_id)
+                if group is not None:
+                    return group
 
     async def get_group(self, group_id: str) -> ShareGroupRecord | None:
         async with self.engine.connect() as conn:
@@ -81,9 +85,10 @@ class GroupRecords:
         """Merge ``configs`` into the stored ones (None removes one) under the row's lock, so
         two admins changing different configs at once both keep their change."""
         async with self.engine.begin() as conn:
-            await insert_group(conn, group_id)
-            current = await _group(conn, group_id, for_update=True)
-            assert current is not None
+            current = None
+            while current is None:  # deleted since the insert looked: created again
+                await insert_group(conn, group_id)
+                current = await _group(conn, group_id, for_update=True)
             merged = dict(current.configs)
             for name, value in configs.items():
                 if value is None:

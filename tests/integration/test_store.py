@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from sqlalchemy import text
+
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
+from shareproxy.persistence import groups
+from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
 from tests.support.kip_tables import ACK, ARC, AV, pb
 
@@ -294,3 +298,31 @@ async def test_membership_is_not_recorded_for_a_group_the_store_no_longer_has(
 
     await store.record_membership("gone", ["a"], datetime(2026, 11, 1, tzinfo=UTC))
     assert await store.memberships() == []
+
+
+async def test_a_group_deleted_while_ensured_is_created_again(postgres, monkeypatch):
+    """HTTP consumption ensures its group exists while an admin may delete it: a delete that
+    commits between the insert (the row was there) and the read back leaves the group created
+    again, as if the delete had come first, never a missing row."""
+    url = postgres.create_database(f"t{uuid.uuid4().hex[:8]}", "template_migrated")
+    engine, other = create_engine(url), create_engine(url)
+    store = SqlShareStateStore(engine)
+    await store.ensure_group("g1")
+    read_back = groups._group
+    deleted = []
+
+    async def deleted_first(conn, group_id, for_update=False):
+        if not deleted:  # another transaction deletes the group and commits, right now
+            async with other.begin() as c:
+                await c.execute(text("DELETE FROM share_groups WHERE group_id = 'g1'"))
+            deleted.append(group_id)
+        return await read_back(conn, group_id, for_update)
+
+    monkeypatch.setattr(groups, "_group", deleted_first)
+    try:
+        record = await store.ensure_group("g1")
+        assert deleted == ["g1"] and record.group_id == "g1"
+        assert await store.get_group("g1") is not None
+    finally:
+        await other.dispose()
+        await engine.dispose()
