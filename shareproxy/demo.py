@@ -23,7 +23,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from shareproxy.config import Settings
-from shareproxy.demo_parts import ClientLog, ProxyLog, ProxyThread, offset_ranges
+from shareproxy.demo_parts import (
+    ClientLog,
+    ProxyLog,
+    ProxyThread,
+    StopRequests,
+    offset_ranges,
+)
 from shareproxy.embedded import TansuBroker, free_port
 
 TOPIC = "demo-orders"
@@ -63,18 +69,28 @@ def _decide(partition: int, offset: int, delivery_count: int) -> str:
 
 
 def run_demo(records: int, partitions: int, consumers: int, console: Console) -> DemoOutcome:
-    with tempfile.TemporaryDirectory(prefix="shareproxy-demo-") as workdir:
-        return _run(records, partitions, consumers, console, Path(workdir))
+    with (
+        StopRequests() as stop,
+        tempfile.TemporaryDirectory(prefix="shareproxy-demo-") as workdir,
+    ):
+        return _run(records, partitions, consumers, console, Path(workdir), stop)
 
 
 def _run(
-    records: int, partitions: int, consumers: int, console: Console, workdir: Path
+    records: int,
+    partitions: int,
+    consumers: int,
+    console: Console,
+    workdir: Path,
+    stop: StopRequests,
 ) -> DemoOutcome:
     from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     client_log = ClientLog()
-    with TansuBroker() as broker, ProxyLog() as proxy_log:
+    # the proxy's log is kept until the broker has stopped: its client would report the broker gone
+    with ProxyLog() as proxy_log, TansuBroker() as broker:
+        stop.check()
         console.print(
             f"[bold]upstream[/bold]  Tansu broker on {broker.bootstrap} (no share groups)"
         )
@@ -82,6 +98,7 @@ def _run(
         for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
             f.result(30)
         del admin
+        stop.check()
         port, admin_port = free_port(), free_port()
         settings = Settings(
             bootstrap_servers=broker.bootstrap,
@@ -97,7 +114,7 @@ def _run(
         finished = threading.Event()
         threads: list[threading.Thread] = []
         try:  # from here on, also on Ctrl-C: the consumers and the proxy stop before the broker
-            proxy.start()
+            proxy.start(stop)
             console.print(
                 f"[bold]proxy[/bold]     shareproxy on 127.0.0.1:{port}, state in {workdir}"
             )
@@ -149,7 +166,7 @@ def _run(
                 t.start()
                 threads.append(t)  # started: the ones to wait for
             with console.status(f"{consumers} share consumers joining group {GROUP!r}"):
-                _wait_for_members(f"http://127.0.0.1:{admin_port}", consumers)
+                _wait_for_members(f"http://127.0.0.1:{admin_port}", consumers, stop)
             console.print(
                 f"[bold]group[/bold]     {consumers} consumers in {GROUP!r} on {partitions} "
                 f"partition{'s' if partitions > 1 else ''}: they share them"
@@ -168,6 +185,7 @@ def _run(
                 done = progress.add_task("accepted or rejected", total=records)
                 step = max(1, records // 100)  # records stream in over about two seconds
                 for start in range(0, records, step):
+                    stop.check()
                     for i in range(start, min(start + step, records)):
                         producer.produce(
                             TOPIC,
@@ -183,6 +201,7 @@ def _run(
                 producer.flush(30)
                 del producer
                 while any(t.is_alive() for t in threads) and not finished.wait(0.1):
+                    stop.check()
                     with lock:
                         progress.update(done, completed=len(settled))
                 progress.update(done, completed=len(settled))
@@ -204,10 +223,11 @@ def _run(
     return outcome
 
 
-def _wait_for_members(admin_url: str, count: int, timeout: float = 60) -> None:
+def _wait_for_members(admin_url: str, count: int, stop: StopRequests, timeout: float = 60) -> None:
     """Until the group has ``count`` members, each with an assignment to consume."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        stop.check()
         try:
             group = httpx.get(f"{admin_url}/v1/share-groups/{GROUP}", timeout=5).json()
             members = group.get("members", [])

@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import signal
 import threading
+import time
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any
 
 from shareproxy.config import Settings
@@ -46,9 +49,11 @@ class ProxyThread:
             self.error = exc
             self.ready.set()
 
-    def start(self) -> None:
+    def start(self, stop: StopRequests) -> None:
         self.thread.start()
-        self.ready.wait(60)
+        deadline = time.monotonic() + 60
+        while not self.ready.wait(0.1) and time.monotonic() < deadline:
+            stop.check()
         if self.error is not None:
             raise RuntimeError(f"the proxy failed to start: {self.error}") from self.error
 
@@ -57,6 +62,52 @@ class ProxyThread:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self.thread.join(30)
+
+
+class StopAsked(Exception):
+    """Ctrl-C or SIGTERM arrived: the demo unwinds, stopping everything in order."""
+
+
+class StopRequests:
+    """``with StopRequests() as stop``: a stop signal only asks the demo to stop, and the demo
+    looks (``check``) at each of its waits. Raised wherever the main thread happens to be, it
+    could land inside librdkafka's configuration parsing (which reports it as a TypeError) or
+    between starting a part and noting it started, which would then be left running. Once
+    everything has stopped, the signal goes to whoever handled it before: the CLI's one line and
+    exit code, or Python's KeyboardInterrupt."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.signum: int | None = None
+        self._saved: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequests:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._saved[sig] = signal.signal(sig, self._note)
+        return self
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+        self.asked.set()
+
+    def check(self) -> None:
+        if self.asked.is_set():
+            raise StopAsked
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        if self.signum is None or self.signum not in self._saved:
+            return
+        before = self._saved[self.signum]
+        if callable(before):
+            before(self.signum, None)
+        elif before == signal.SIG_DFL:
+            signal.raise_signal(self.signum)
 
 
 class ClientLog:
