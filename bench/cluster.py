@@ -1,15 +1,20 @@
 """Share-consume throughput through 1, 2 and 3 proxy nodes ÷ a plain consumer reading the same
 topic directly, and the failover time of a killed node.
 
-Same run, same topic (6 partitions) on a Tansu broker subprocess, state in Postgres (fsync on).
-For each cluster size, in alternation: a plain librdkafka consumer reads every partition
-directly (the baseline), then ShareConsumers (implicit acknowledgement, one bootstrapped at each
-node in turn) read it through the cluster. Then failover: with consumers running on 3 nodes, one
-node is SIGKILLed; the figure is the time from the kill to the first record of a partition it
-led delivered again (by the node that took it over), for the node lease given.
+Same run, same topic (6 partitions unless --partitions says otherwise) on a Tansu broker
+subprocess, state in Postgres (fsync on). For each cluster size, in alternation: a plain
+librdkafka consumer reads every partition directly (the baseline), then ShareConsumers (implicit
+acknowledgement, one bootstrapped at each node in turn) read it through the cluster. Then
+failover: with consumers running on 3 nodes, one node is SIGKILLed; the figure is the time from
+the kill to the first record of a partition it led delivered again (by the node that took it
+over), for the node lease given.
 
     python -m bench.cluster [--records 100000] [--size 1024] [--consumers 3] [--runs 3]
-                            [--nodes 1,2,3] [--lease-ms 3000] [--failovers 3]
+                            [--nodes 1,2,3] [--partitions 6] [--lease-ms 3000]
+                            [--failovers 3]
+
+Each drain also gives the proxy's CPU per record: user + system time of every node process ÷
+records delivered.
 """
 
 from __future__ import annotations
@@ -25,12 +30,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from bench.cpu import CpuPerRecord
 from bench.throughput import direct_read, produce, share_read
 from shareproxy.embedded import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
-
-PARTITIONS = 6
 
 
 def cluster(broker: TansuBroker, pg: TemporaryPostgres, n: int, **options: object):
@@ -101,6 +105,7 @@ def main() -> None:
     ap.add_argument("--consumers", type=int, default=3)
     ap.add_argument("--runs", type=int, default=3, help="runs per cluster size; median shown")
     ap.add_argument("--nodes", default="1,2,3")
+    ap.add_argument("--partitions", type=int, default=6, help="partitions of the topic")
     ap.add_argument("--lease-ms", type=int, default=3000, help="node lease in the failover")
     ap.add_argument("--failovers", type=int, default=3)
     args = ap.parse_args()
@@ -108,30 +113,36 @@ def main() -> None:
     console = Console()
     ratios: dict[int, list[float]] = {n: [] for n in sizes}
     rates: dict[int, list[float]] = {n: [] for n in sizes}
+    cpus: dict[int, list[float]] = {n: [] for n in sizes}
     with TansuBroker() as broker, TemporaryPostgres(fsync=True) as pg:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         topic = "bench"
-        for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        for f in admin.create_topics([NewTopic(topic, args.partitions, 1)]).values():
             f.result(30)
         with console.status(f"producing {args.records:,} records of {args.size} B"):
-            produce(broker.bootstrap, topic, args.records, args.size, partitions=PARTITIONS)
+            produce(broker.bootstrap, topic, args.records, args.size, partitions=args.partitions)
         for n in sizes:
             nodes = cluster(broker, pg, n)
             try:
                 for i in range(args.runs):
                     with console.status(f"{n} node(s), run {i + 1}: plain consumer, directly"):
                         direct = direct_read(
-                            broker.bootstrap, topic, args.records, partitions=PARTITIONS
+                            broker.bootstrap, topic, args.records, partitions=args.partitions
                         )
-                    with console.status(f"{n} node(s), run {i + 1}: ShareConsumers"):
-                        shared = share_read(
+                    with (
+                        console.status(f"{n} node(s), run {i + 1}: ShareConsumers"),
+                        CpuPerRecord(x.proc.pid for x in nodes if x.proc) as cpu,
+                    ):
+                        drain = share_read(
                             [x.bootstrap for x in nodes], topic, args.records, args.consumers
                         )
-                    ratios[n].append(shared[0] / direct[0])
-                    rates[n].append(shared[0])
+                    ratios[n].append(drain.wall / direct[0])
+                    rates[n].append(drain.wall)
+                    cpus[n].append(cpu.per_record_us(drain.records))
                     console.print(
                         f"{n} node(s) run {i + 1}: direct {direct[0]:,.0f} rec/s, "
-                        f"share {shared[0]:,.0f} rec/s, ratio {shared[0] / direct[0]:.2f}"
+                        f"share {drain.wall:,.0f} rec/s, ratio {drain.wall / direct[0]:.2f}, "
+                        f"proxy CPU {cpus[n][-1]:.2f} µs/record (all nodes)"
                     )
             finally:
                 for node in nodes:
@@ -142,16 +153,17 @@ def main() -> None:
                 times.append(failover(broker, pg, topic, args.lease_ms))
             console.print(f"failover {i + 1}: {times[-1]:.1f} s")
     table = Table(
-        title=f"{args.records:,} records × {args.size} B, {PARTITIONS} partitions, Tansu, "
+        title=f"{args.records:,} records × {args.size} B, {args.partitions} partitions, Tansu, "
         f"{args.consumers} ShareConsumers (median of {args.runs})"
     )
-    for col in ("nodes", "share rec/s", "share ÷ direct", "runs"):
+    for col in ("nodes", "share rec/s", "share ÷ direct", "proxy CPU µs/record", "runs"):
         table.add_column(col, justify="right")
     for n in sizes:
         table.add_row(
             str(n),
             f"{statistics.median(rates[n]):,.0f}",
             f"{statistics.median(ratios[n]):.2f}",
+            f"{statistics.median(cpus[n]):.2f}",
             ", ".join(f"{r:.2f}" for r in ratios[n]),
         )
     console.print(table)

@@ -1,12 +1,15 @@
 """Share-consume throughput through the proxy ÷ a plain consumer reading the same topic directly.
 
 Same run, same topic on a Tansu broker subprocess: first a plain librdkafka consumer reads every
-partition directly (the baseline), then ShareConsumers (implicit acknowledgement) read it through
-shareproxy with its state in Postgres (fsync on). Then produce→deliver latency for both, with
-records produced at a steady rate while each reader runs.
+partition directly (the baseline), then ShareConsumers read it through shareproxy with its state
+in Postgres (fsync on), once with implicit acknowledgement and once explicit (every record
+acknowledged, ``commit_sync`` after each poll). Each share drain also gives the proxy's CPU per
+record: user + system time of the proxy process ÷ records delivered, the figure that machines of
+different sizes agree on. Then produce→deliver latency for both, with records produced at a
+steady rate while each reader runs.
 
     python -m bench.throughput [--records 200000] [--size 1024] [--consumers 3] [--runs 5]
-                               [--secure]
+                               [--modes implicit,explicit] [--secure]
 
 --secure: the ShareConsumers log in with SCRAM-SHA-512 over a SASL_PLAINTEXT listener and the
 proxy enforces ACLs (one prefixed group rule, one topic rule), the cost of security on.
@@ -21,13 +24,15 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 
 import httpx
-from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from bench.cpu import CpuPerRecord
 from shareproxy.embedded import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
@@ -101,6 +106,17 @@ def direct_read(
     return n / (end - t0), n / (end - (first or t0))
 
 
+@dataclass(frozen=True)
+class Drain:
+    records: int
+    wall: float  # records/s from the start
+    first_to_last: float  # records/s from the first record to the last
+
+    @property
+    def rates(self) -> tuple[float, float]:
+        return self.wall, self.first_to_last
+
+
 def share_read(
     bootstrap: str | list[str],
     topic: str,
@@ -108,10 +124,13 @@ def share_read(
     consumers: int,
     latencies: list | None = None,
     client: dict | None = None,
-) -> tuple[float, float]:
-    """(records/s from start, records/s from the first record to the last); consumer i
-    bootstraps at ``bootstrap[i % len]`` when several nodes are given."""
+    explicit: bool = False,
+) -> Drain:
+    """Consumer i bootstraps at ``bootstrap[i % len]`` when several nodes are given; explicit:
+    every record acknowledged (ACCEPT) and ``commit_sync`` after each poll that returned any."""
     servers = [bootstrap] if isinstance(bootstrap, str) else bootstrap
+    if explicit:
+        client = {**(client or {}), "share.acknowledgement.mode": "explicit"}
     group = f"bench-{uuid.uuid4().hex[:8]}"
     total = [0]
     first: list[float] = []
@@ -126,6 +145,10 @@ def share_read(
             msgs = c.poll(0.5) or []
             now = time.time() * 1000
             ok = [m for m in msgs if m.error() is None]
+            if explicit and ok:
+                for m in ok:
+                    c.acknowledge(m, AcknowledgeType.ACCEPT)
+                c.commit_sync()
             with lock:
                 if ok and not first:
                     first.append(time.monotonic())
@@ -148,7 +171,7 @@ def share_read(
     done.set()
     for t in threads:
         t.join()
-    return total[0] / (end - t0), total[0] / (end - (first[0] if first else t0))
+    return Drain(total[0], total[0] / (end - t0), total[0] / (end - (first[0] if first else t0)))
 
 
 USERS = {"admin": "bench-Admin-1", "bench": "bench-User-2"}
@@ -197,16 +220,23 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else float("nan")
 
 
+MODES = ("implicit", "explicit")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--consumers", type=int, default=3)
     ap.add_argument("--runs", type=int, default=5, help="throughput runs; the median is shown")
+    ap.add_argument("--modes", default=",".join(MODES), help="acknowledgement modes to drain in")
     ap.add_argument("--latency-records", type=int, default=5000)
     ap.add_argument("--latency-rate", type=float, default=1000.0)
     ap.add_argument("--secure", action="store_true", help="SASL SCRAM listener and ACLs on")
     args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or set(modes) - set(MODES):
+        ap.error(f"--modes: a comma-separated list of {', '.join(MODES)}")
     console = Console()
     with TansuBroker() as broker, TemporaryPostgres(fsync=True) as pg:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -221,24 +251,36 @@ def main() -> None:
         if args.secure:
             client = secure(proxy, url)
         proxy.start()
+        assert proxy.proc is not None
         if args.secure:
             grant(proxy)
         try:
-            runs: list[tuple[tuple[float, float], tuple[float, float]]] = []
+            # per mode: (direct rates, share drain, proxy µs of CPU per record) of each run
+            runs: dict[str, list[tuple[tuple[float, float], Drain, float]]] = {m: [] for m in modes}
             for i in range(args.runs):
                 with console.status(f"run {i + 1}/{args.runs}: plain consumer, directly"):
                     direct = direct_read(broker.bootstrap, topic, args.records)
-                with console.status(f"run {i + 1}/{args.runs}: {args.consumers} ShareConsumers"):
-                    shared = share_read(
-                        proxy.bootstrap, topic, args.records, args.consumers, client=client
+                for mode in modes:
+                    with (
+                        console.status(f"run {i + 1}/{args.runs}: ShareConsumers, {mode} acks"),
+                        CpuPerRecord([proxy.proc.pid]) as cpu,
+                    ):
+                        drain = share_read(
+                            proxy.bootstrap,
+                            topic,
+                            args.records,
+                            args.consumers,
+                            client=client,
+                            explicit=mode == "explicit",
+                        )
+                    us = cpu.per_record_us(drain.records)
+                    runs[mode].append((direct, drain, us))
+                    console.print(
+                        f"run {i + 1} {mode}: direct {direct[0]:,.0f} rec/s, share "
+                        f"{drain.wall:,.0f} rec/s, ratio {drain.wall / direct[0]:.2f} "
+                        f"(first→last {drain.first_to_last / direct[1]:.2f}), "
+                        f"proxy CPU {us:.2f} µs/record"
                     )
-                runs.append((direct, shared))
-                console.print(
-                    f"run {i + 1}: direct {direct[0]:,.0f} rec/s, share {shared[0]:,.0f} rec/s, "
-                    f"ratio {shared[0] / direct[0]:.2f} (first→last {shared[1] / direct[1]:.2f})"
-                )
-            # the run with the median wall-clock ratio stands for all of them
-            direct, shared = sorted(runs, key=lambda r: r[1][0] / r[0][0])[len(runs) // 2]
             lat_direct: list[float] = []
             lat_share: list[float] = []
             for name, reader, sink in (("direct", "d", lat_direct), ("share", "s", lat_share)):
@@ -266,29 +308,46 @@ def main() -> None:
         title=f"{args.records:,} records × {args.size} B, {PARTITIONS} partitions, Tansu "
         + ("(SASL SCRAM + ACLs, median run)" if args.secure else "(median run)")
     )
-    for col in ("reader", "records/s (wall)", "records/s (first→last)", "p50 ms", "p99 ms"):
+    columns = ("reader", "records/s (wall)", "records/s (first→last)", "share ÷ direct")
+    for col in (*columns, "proxy CPU µs/record", "p50 ms", "p99 ms"):
         table.add_column(col, justify="right")
-    for label, rates, lat in (
-        ("plain consumer, direct (baseline)", direct, lat_direct),
-        (f"{args.consumers} ShareConsumers via shareproxy", shared, lat_share),
-    ):
+    # the run with the median wall-clock ratio stands for each mode; its direct read is the baseline
+    median = {
+        m: sorted(r, key=lambda run: run[1].wall / run[0][0])[len(r) // 2] for m, r in runs.items()
+    }
+    direct = median[modes[0]][0]
+    table.add_row(
+        "plain consumer, direct (baseline)",
+        f"{direct[0]:,.0f}",
+        f"{direct[1]:,.0f}",
+        "1",
+        "",
+        f"{pct(lat_direct, 50):.1f}",
+        f"{pct(lat_direct, 99):.1f}",
+    )
+    for mode in modes:
+        d, drain, _ = median[mode]
+        cpu_us = statistics.median(us for _, _, us in runs[mode])
+        implicit = mode == "implicit"
         table.add_row(
-            label,
-            f"{rates[0]:,.0f}",
-            f"{rates[1]:,.0f}",
-            f"{pct(lat, 50):.1f}",
-            f"{pct(lat, 99):.1f}",
+            f"{args.consumers} ShareConsumers via shareproxy, {mode} acks",
+            f"{drain.wall:,.0f}",
+            f"{drain.first_to_last:,.0f}",
+            f"{drain.wall / d[0]:.2f}",
+            f"{cpu_us:.2f}",
+            f"{pct(lat_share, 50):.1f}" if implicit else "",
+            f"{pct(lat_share, 99):.1f}" if implicit else "",
         )
     console.print(table)
-    ratios = sorted(sh[0] / d[0] for d, sh in runs)
-    console.print(
-        f"wall-clock ratios of the {len(runs)} runs: " + ", ".join(f"{r:.2f}" for r in ratios)
-    )
-    console.print(
-        f"median run, throughput ratio (share ÷ direct): wall [bold]{shared[0] / direct[0]:.2f}"
-        "[/bold], "
-        f"first→last [bold]{shared[1] / direct[1]:.2f}[/bold]"
-    )
+    for mode in modes:
+        ratios = sorted(drain.wall / d[0] for d, drain, _ in runs[mode])
+        cpu = sorted(us for _, _, us in runs[mode])
+        console.print(
+            f"{mode}: wall-clock ratios of the {len(ratios)} runs "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + f"; proxy CPU µs/record {', '.join(f'{u:.2f}' for u in cpu)} — median "
+            f"[bold]{statistics.median(cpu):.2f}[/bold]"
+        )
 
 
 if __name__ == "__main__":
