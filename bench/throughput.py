@@ -275,11 +275,12 @@ def main() -> None:
                         )
                     us = cpu.per_record_us(drain.records)
                     runs[mode].append((direct, drain, us))
+                    kernel = cpu.system_share()
                     console.print(
                         f"run {i + 1} {mode}: direct {direct[0]:,.0f} rec/s, share "
                         f"{drain.wall:,.0f} rec/s, ratio {drain.wall / direct[0]:.2f} "
                         f"(first→last {drain.first_to_last / direct[1]:.2f}), "
-                        f"proxy CPU {us:.2f} µs/record"
+                        f"proxy CPU {us:.2f} µs/record ({kernel:.0%} in the kernel)"
                     )
             lat_direct: list[float] = []
             lat_share: list[float] = []
