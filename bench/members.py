@@ -1,0 +1,195 @@
+"""Many members on many share-partitions: the proxy's memory and its CPU per record there.
+
+One proxy node (state in Postgres, fsync on) before a Tansu broker; a topic of --partitions
+partitions with --per-partition records of --size bytes each; --members librdkafka
+ShareConsumers in one share group, spread over --processes worker processes (each polls its
+consumers in turn), drain it. The proxy's resident memory is sampled throughout; the table gives
+its peak and its size once drained, the time members took to subscribe and to drain, and the
+proxy's CPU per record delivered (joining and heartbeats included).
+
+    python -m bench.members [--members 1000] [--partitions 1000] [--per-partition 100]
+                            [--size 1024] [--processes 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import threading
+import time
+import uuid
+from multiprocessing.sharedctypes import Synchronized
+
+from confluent_kafka import KafkaException, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.table import Table
+
+from bench.cpu import CpuPerRecord
+from bench.throughput import produce
+from shareproxy.embedded import TansuBroker
+from tests.support.postgres import TemporaryPostgres
+from tests.support.proxy import ProxyProcess
+
+TOPIC = "members"
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def worker(
+    bootstrap: str,
+    group: str,
+    members: int,
+    delivered: Synchronized,  # type: ignore[type-arg]
+    joined: Synchronized,  # type: ignore[type-arg]
+    failed: Synchronized,  # type: ignore[type-arg]
+    stop: Synchronized,  # type: ignore[type-arg]
+) -> None:
+    """``members`` ShareConsumers in this process, each polled without waiting in turn."""
+    consumers = []
+    try:
+        for _ in range(members):
+            c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
+            c.subscribe([TOPIC])
+            consumers.append(c)
+            with joined.get_lock():
+                joined.value += 1
+        while not stop.value:
+            got = 0
+            for c in consumers:
+                got += sum(1 for m in c.poll(0) or [] if m.error() is None)
+            if got:
+                with delivered.get_lock():
+                    delivered.value += got
+            else:
+                time.sleep(0.01)
+    except KafkaException as exc:
+        print(f"a worker's consumer failed: {exc}", file=sys.stderr)
+        with failed.get_lock():
+            failed.value += 1
+    closing = [threading.Thread(target=c.close) for c in consumers]  # each waits on the proxy
+    for t in closing:
+        t.start()
+    for t in closing:
+        t.join()
+
+
+class RssPeak:
+    """The proxy's resident size, sampled every 0.2 s until stopped."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, rss_bytes(self.pid))
+
+    def __enter__(self) -> RssPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--members", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--per-partition", type=int, default=100)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--processes", type=int, default=8)
+    ap.add_argument("--timeout", type=float, default=600, help="seconds for joining and draining")
+    args = ap.parse_args()
+    records = args.partitions * args.per_partition
+    console = Console()
+    ctx = mp.get_context("spawn")
+    delivered, joined, failed = ctx.Value("q", 0), ctx.Value("q", 0), ctx.Value("q", 0)
+    stop = ctx.Value("b", 0)
+    with TansuBroker() as broker, TemporaryPostgres(fsync=True) as pg:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        for f in admin.create_topics([NewTopic(TOPIC, args.partitions, 1)]).values():
+            f.result(60)
+        with console.status(f"producing {records:,} records of {args.size} B"):
+            produce(broker.bootstrap, TOPIC, records, args.size, partitions=args.partitions)
+        url = pg.create_database("members")
+        proxy = ProxyProcess(
+            broker.bootstrap, url, auto_offset_reset="earliest", group_max_size=args.members
+        ).start()
+        assert proxy.proc is not None
+        pid = proxy.proc.pid
+        idle_rss = rss_bytes(pid)
+        group = f"members-{uuid.uuid4().hex[:8]}"
+        share = [args.members // args.processes] * args.processes
+        for i in range(args.members % args.processes):
+            share[i] += 1
+        counters = (delivered, joined, failed, stop)
+        procs = [
+            ctx.Process(target=worker, args=(proxy.bootstrap, group, n, *counters))
+            for n in share
+            if n
+        ]
+        try:
+            with RssPeak(pid) as rss, CpuPerRecord([pid]) as cpu:
+                t0 = time.monotonic()
+                all_joined = float("nan")
+                for p in procs:
+                    p.start()
+                deadline = t0 + args.timeout
+                with console.status("members joining and draining") as status:
+                    while (
+                        delivered.value < records
+                        and time.monotonic() < deadline
+                        and not failed.value  # a worker's error ends the run
+                    ):
+                        status.update(
+                            f"{joined.value:,}/{args.members:,} members, "
+                            f"{delivered.value:,}/{records:,} records, "
+                            f"proxy RSS {rss_bytes(pid) / 2**20:,.0f} MiB"
+                        )
+                        if joined.value >= args.members and all_joined != all_joined:
+                            all_joined = time.monotonic() - t0  # subscribed, not yet assigned
+                        time.sleep(0.2)
+                drained = time.monotonic() - t0
+                end_rss = rss_bytes(pid)
+            stop.value = 1
+            for p in procs:
+                p.join(60)
+        finally:
+            for p in procs:
+                if p.is_alive():
+                    p.kill()
+            proxy.stop()
+    table = Table(
+        title=f"{args.members:,} members, {args.partitions:,} share-partitions, "
+        f"{records:,} records × {args.size} B, one node"
+    )
+    for col in ("measure", "value"):
+        table.add_column(col)
+    table.add_row("records delivered", f"{delivered.value:,} of {records:,}")
+    if failed.value:
+        table.add_row("worker processes failed", f"{failed.value} (their error is above)")
+    table.add_row("members joined (s)", f"{all_joined:.1f}")
+    table.add_row("start to drained (s)", f"{drained:.1f}")
+    table.add_row("proxy RSS idle / peak / drained (MiB)", _mib(idle_rss, rss.peak, end_rss))
+    table.add_row("proxy CPU µs/record", f"{cpu.per_record_us(delivered.value):.2f}")
+    console.print(table)
+
+
+def _mib(*sizes: int) -> str:
+    return " / ".join(f"{s / 2**20:,.0f}" for s in sizes)
+
+
+if __name__ == "__main__":
+    main()
