@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from aiokafka.client import AIOKafkaClient, ConnectionGroup
+from aiokafka.client import AIOKafkaClient
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
@@ -23,6 +23,7 @@ from kio.static.primitive import i8, i32, i64
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
+from shareproxy.upstream.connections import Connections
 from shareproxy.upstream.kio_over_aiokafka import KioRequest
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class Upstream:
     def __init__(self, settings: UpstreamSettings) -> None:
         self.settings = settings
         self._client: AIOKafkaClient | None = None
+        self._conns: Connections | None = None
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[UUID, TopicInfo] = {}
         self.cluster_id: str | None = None
@@ -142,8 +144,12 @@ class Upstream:
             # aiokafka logs each broker's reason and raises a summary: keep the reasons
             reason = "; ".join(dict.fromkeys(said)) or f"{type(exc).__name__}: {exc}"
             raise UpstreamError(f"cannot reach {s.bootstrap_servers}: {reason}") from exc
+        self._conns = Connections(self._client, self.connection_options())
 
     async def close(self) -> None:
+        if self._conns is not None:
+            await self._conns.close()
+            self._conns = None
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -158,9 +164,10 @@ class Upstream:
         """Send on the node's default connection, or for a long poll on a second one: a broker
         answers one connection's requests in order, so a held fetch there would hold up every
         request behind it."""
-        group = ConnectionGroup.COORDINATION if long_poll else ConnectionGroup.DEFAULT
+        if self._conns is None:
+            raise UpstreamError("upstream client is not started")
         try:
-            return await self.client.send(node_id, KioRequest(body), group=group)
+            return await self._conns.send(node_id, KioRequest(body), lane=int(long_poll))
         except Exception as exc:
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
 
