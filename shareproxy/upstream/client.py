@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -24,9 +24,11 @@ from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
 from shareproxy.upstream.connections import Connections
+from shareproxy.upstream.fetched import FetchViews, PartitionData
 from shareproxy.upstream.kio_over_aiokafka import KioRequest
 
 log = logging.getLogger(__name__)
+_FETCH_VIEWS = FetchViews()
 
 EARLIEST = -2
 LATEST = -1
@@ -75,16 +77,6 @@ class TopicInfo:
     @property
     def partition_count(self) -> int:
         return len(self.leaders)
-
-
-@dataclass(slots=True)
-class PartitionData:
-    error_code: int
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    records: bytes
-    aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,14 +152,16 @@ class Upstream:
             raise UpstreamError("upstream client is not started")
         return self._client
 
-    async def send(self, node_id: int, body: Any, *, long_poll: bool = False) -> Any:
+    async def send(
+        self, node_id: int, body: Any, *, long_poll: bool = False, decoder: Any = None
+    ) -> Any:
         """Send on the node's default connection, or for a long poll on a second one: a broker
         answers one connection's requests in order, so a held fetch there would hold up every
         request behind it."""
         if self._conns is None:
             raise UpstreamError("upstream client is not started")
         try:
-            return await self._conns.send(node_id, KioRequest(body), lane=int(long_poll))
+            return await self._conns.send(node_id, KioRequest(body, decoder), lane=int(long_poll))
         except Exception as exc:
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
 
@@ -281,6 +275,7 @@ class Upstream:
                     forgotten_topics_data=(),
                 ),
                 long_poll=max_wait_ms > 1,
+                decoder=_FETCH_VIEWS,
             )
             for node, topics in by_leader.items()
         ]
@@ -288,19 +283,11 @@ class Upstream:
         stale = False
         with metrics.UPSTREAM_FETCH_SECONDS.time():
             responses = await asyncio.gather(*requests)
-        for response in responses:
-            for t in response.responses:
-                for p in t.partitions:
-                    if p.error_code in NOT_LEADER_ERRORS:
-                        stale = True
-                    out[(t.topic, p.partition_index)] = PartitionData(
-                        int(p.error_code),
-                        p.high_watermark,
-                        p.last_stable_offset,
-                        p.log_start_offset,
-                        bytes(p.records or b""),
-                        [(a.producer_id, a.first_offset) for a in p.aborted_transactions or ()],
-                    )
+        for fetched in responses:
+            for topic, partition, data in fetched:
+                if data.error_code in NOT_LEADER_ERRORS:
+                    stale = True
+                out[(topic, partition)] = data
         metrics.UPSTREAM_FETCH_BYTES.inc(sum(len(d.records) for d in out.values()))
         if stale:
             await self.refresh_metadata(sorted({t for t, _ in wanted}))
