@@ -180,7 +180,7 @@ class DeadLetterWriter:
             if data is None or data.error_code or not data.records:
                 break
             before = offset
-            batches = MemoryRecords(data.records)
+            batches = MemoryRecords(bytes(data.records))  # a view: aiokafka reads bytes
             while batches.has_next():
                 batch = batches.next_batch()
                 if batch is None:

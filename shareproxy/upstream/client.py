@@ -8,12 +8,12 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from aiokafka.client import AIOKafkaClient, ConnectionGroup
+from aiokafka.client import AIOKafkaClient
 from kio.schema.fetch.v12 import request as fetch_req
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
@@ -23,9 +23,12 @@ from kio.static.primitive import i8, i32, i64
 from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
+from shareproxy.upstream.connections import Connections
+from shareproxy.upstream.fetched import FetchViews, PartitionData
 from shareproxy.upstream.kio_over_aiokafka import KioRequest
 
 log = logging.getLogger(__name__)
+_FETCH_VIEWS = FetchViews()
 
 EARLIEST = -2
 LATEST = -1
@@ -76,16 +79,6 @@ class TopicInfo:
         return len(self.leaders)
 
 
-@dataclass(slots=True)
-class PartitionData:
-    error_code: int
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    records: bytes
-    aborted: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
-
-
 @dataclass(frozen=True, slots=True)
 class UpstreamSettings:
     bootstrap_servers: str
@@ -102,6 +95,7 @@ class Upstream:
     def __init__(self, settings: UpstreamSettings) -> None:
         self.settings = settings
         self._client: AIOKafkaClient | None = None
+        self._conns: Connections | None = None
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[UUID, TopicInfo] = {}
         self.cluster_id: str | None = None
@@ -142,8 +136,12 @@ class Upstream:
             # aiokafka logs each broker's reason and raises a summary: keep the reasons
             reason = "; ".join(dict.fromkeys(said)) or f"{type(exc).__name__}: {exc}"
             raise UpstreamError(f"cannot reach {s.bootstrap_servers}: {reason}") from exc
+        self._conns = Connections(self._client, self.connection_options())
 
     async def close(self) -> None:
+        if self._conns is not None:
+            await self._conns.close()
+            self._conns = None
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -154,13 +152,16 @@ class Upstream:
             raise UpstreamError("upstream client is not started")
         return self._client
 
-    async def send(self, node_id: int, body: Any, *, long_poll: bool = False) -> Any:
+    async def send(
+        self, node_id: int, body: Any, *, long_poll: bool = False, decoder: Any = None
+    ) -> Any:
         """Send on the node's default connection, or for a long poll on a second one: a broker
         answers one connection's requests in order, so a held fetch there would hold up every
         request behind it."""
-        group = ConnectionGroup.COORDINATION if long_poll else ConnectionGroup.DEFAULT
+        if self._conns is None:
+            raise UpstreamError("upstream client is not started")
         try:
-            return await self.client.send(node_id, KioRequest(body), group=group)
+            return await self._conns.send(node_id, KioRequest(body, decoder), lane=int(long_poll))
         except Exception as exc:
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
 
@@ -274,6 +275,7 @@ class Upstream:
                     forgotten_topics_data=(),
                 ),
                 long_poll=max_wait_ms > 1,
+                decoder=_FETCH_VIEWS,
             )
             for node, topics in by_leader.items()
         ]
@@ -281,19 +283,11 @@ class Upstream:
         stale = False
         with metrics.UPSTREAM_FETCH_SECONDS.time():
             responses = await asyncio.gather(*requests)
-        for response in responses:
-            for t in response.responses:
-                for p in t.partitions:
-                    if p.error_code in NOT_LEADER_ERRORS:
-                        stale = True
-                    out[(t.topic, p.partition_index)] = PartitionData(
-                        int(p.error_code),
-                        p.high_watermark,
-                        p.last_stable_offset,
-                        p.log_start_offset,
-                        bytes(p.records or b""),
-                        [(a.producer_id, a.first_offset) for a in p.aborted_transactions or ()],
-                    )
+        for fetched in responses:
+            for topic, partition, data in fetched:
+                if data.error_code in NOT_LEADER_ERRORS:
+                    stale = True
+                out[(topic, partition)] = data
         metrics.UPSTREAM_FETCH_BYTES.inc(sum(len(d.records) for d in out.values()))
         if stale:
             await self.refresh_metadata(sorted({t for t, _ in wanted}))

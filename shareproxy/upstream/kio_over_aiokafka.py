@@ -49,12 +49,12 @@ class _ResponseType:
 class _PreparedKio:
     """What aiokafka's connection calls a request struct."""
 
-    def __init__(self, body: Any) -> None:
+    def __init__(self, body: Any, decoder: Any = None) -> None:
         cls: type[KioPayloadSchema] = type(body)
         self.body = body
         self.API_KEY = int(cls.__api_key__)
         self.API_VERSION = int(cls.__version__)
-        self.RESPONSE_TYPE: _ResponseType | _RawBody = _ResponseType(
+        self.RESPONSE_TYPE: Any = decoder or _ResponseType(
             response_type(self.API_KEY, self.API_VERSION)
         )
 
@@ -80,14 +80,16 @@ class _PreparedKio:
 
 
 class KioRequest:
-    """Pass to ``AIOKafkaClient.send(node_id, KioRequest(body))``."""
+    """Pass to ``AIOKafkaConnection.send(KioRequest(body))``; ``decoder`` reads the response
+    body instead of kio (it has kio's response class as ``cls`` and a ``decode(BytesIO)``)."""
 
-    def __init__(self, body: Any) -> None:
+    def __init__(self, body: Any, decoder: Any = None) -> None:
         self.body = body
+        self.decoder = decoder
         self.API_KEY = int(type(body).__api_key__)
 
     def prepare(self, versions: dict[int, tuple[int, int]]) -> _PreparedKio:
-        return _PreparedKio(self.body)
+        return _PreparedKio(self.body, self.decoder)
 
 
 class _RawBody:

@@ -8,11 +8,12 @@ from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 
-from aiokafka.conn import AIOKafkaConnection, CloseReason, create_conn
+from aiokafka.conn import AIOKafkaConnection, CloseReason
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.codec import RawResponse, Request
 from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.frames import open_connection
 from shareproxy.upstream.kio_over_aiokafka import KioRequest, RawRequest
 
 RELAY_TIMEOUT_MS = 15 * 60 * 1000
@@ -128,7 +129,7 @@ class UpstreamLink:
             # a JoinGroup waits for the whole rebalance (up to the client's rebalance timeout):
             # each request's own deadline (``answer_within_s``) cuts it, not the connection's
             options["request_timeout_ms"] += RELAY_TIMEOUT_MS
-            conn = await create_conn(broker.host, broker.port, **options)
+            conn = await open_connection(broker.host, broker.port, **options)
             self._conns[node_id] = conn
             return conn
 

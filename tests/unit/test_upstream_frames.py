@@ -1,0 +1,187 @@
+"""The upstream frame reader: frames come out whole and in order however the bytes were split,
+a frame that is one chunk is handed over as it came, a big frame streams in without pausing
+the socket, and a FrameConnection speaks to a broker as aiokafka's own does. The aiokafka and
+asyncio internals it relies on are pinned: if they change, these tests fail."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import random
+import struct
+
+import pytest
+from aiokafka.conn import AIOKafkaConnection, create_conn
+from aiokafka.protocol.admin import ApiVersionRequest, ApiVersionResponse_v0
+
+from shareproxy.upstream.frames import FrameConnection, FrameReader, open_connection
+
+# aiokafka 0.14.0's sources that FrameConnection copies (connect) or relies on (the read loop
+# calls only readexactly; connected calls at_eof). A new aiokafka must be read again.
+PINNED = {
+    "connect": "b0f9ba7f0cf6b432",
+    "_read": "7b892995c0b81468",
+    "connected": "e392e7f6dadb2368",
+}
+
+
+def _digest(fn: object) -> str:
+    return hashlib.sha256(inspect.getsource(fn).encode()).hexdigest()[:16]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_the_aiokafka_internals_relied_on_are_unchanged(name):
+    assert _digest(getattr(AIOKafkaConnection, name)) == PINNED[name], (
+        f"aiokafka's AIOKafkaConnection.{name} changed: check upstream/frames.py against it"
+    )
+
+
+def test_the_asyncio_internals_relied_on_are_there():
+    async def main() -> None:
+        reader = FrameReader()
+        for name in ("_eof", "_exception", "_limit", "_paused", "_transport", "_waiter"):
+            assert hasattr(reader, name), name
+        for name in ("_wakeup_waiter", "_wait_for_data"):
+            assert callable(getattr(asyncio.StreamReader, name)), name
+        assert "feed_data" in inspect.getsource(asyncio.StreamReaderProtocol.data_received)
+
+    asyncio.run(main())
+
+
+class _Transport(asyncio.ReadTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = 0
+        self.resumed = 0
+
+    def pause_reading(self) -> None:
+        self.paused += 1
+
+    def resume_reading(self) -> None:
+        self.resumed += 1
+
+
+def _frames(sizes: list[int]) -> tuple[list[bytes], bytes]:
+    rnd = random.Random(sum(sizes))
+    frames = [rnd.randbytes(n) for n in sizes]
+    return frames, b"".join(struct.pack(">i", len(f)) + f for f in frames)
+
+
+async def _read_frames(reader: FrameReader, count: int) -> list[bytes]:
+    out = []
+    for _ in range(count):
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        out.append(await reader.readexactly(size))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+async def test_frames_come_out_whole_however_the_bytes_are_split(seed):
+    rnd = random.Random(seed)
+    frames, stream = _frames([rnd.choice([0, 1, 7, 300, 70_000, 400_000]) for _ in range(12)])
+    reader = FrameReader()
+    reader.set_transport(_Transport())
+    task = asyncio.ensure_future(_read_frames(reader, len(frames)))
+    at = 0
+    while at < len(stream):
+        step = rnd.choice([1, 3, 4, 5, 1000, 65_536, 262_144])
+        reader.feed_data(stream[at : at + step])
+        at += step
+        if rnd.random() < 0.5:
+            await asyncio.sleep(0)
+    got = await task
+    assert got == frames
+    assert all(type(f) is bytes for f in got)
+    reader.feed_eof()
+    assert reader.at_eof()
+
+
+async def test_a_frame_that_is_one_chunk_is_handed_over_as_it_came():
+    reader = FrameReader()
+    chunk = b"x" * 100_000
+    reader.feed_data(b"\x00\x01\x86\xa0")
+    reader.feed_data(chunk)
+    assert await reader.readexactly(4) == b"\x00\x01\x86\xa0"
+    assert await reader.readexactly(len(chunk)) is chunk
+
+
+async def test_a_big_frame_streams_in_without_pausing_the_socket():
+    reader = FrameReader(limit=1024)
+    transport = _Transport()
+    reader.set_transport(transport)
+    waiting = asyncio.ensure_future(reader.readexactly(100_000))
+    await asyncio.sleep(0)
+    for _ in range(99):
+        reader.feed_data(b"y" * 1000)
+    await asyncio.sleep(0)
+    assert not waiting.done()  # woken only when the whole frame is there
+    reader.feed_data(b"y" * 1000 + b"z" * 500)  # and what comes after it is kept
+    assert transport.paused == 0
+    assert await waiting == b"y" * 100_000
+    reader.feed_data(b"z" * 9000)  # nobody reading, and past twice the limit: pause
+    assert transport.paused == 1
+    assert await reader.readexactly(9_500) == b"z" * 9_500
+    assert transport.resumed == 1
+    assert not reader.at_eof()
+
+
+async def test_a_short_stream_raises_incomplete_read_and_errors_propagate():
+    reader = FrameReader()
+    reader.feed_data(b"abc")
+    reader.feed_eof()
+    with pytest.raises(asyncio.IncompleteReadError) as err:
+        await reader.readexactly(5)
+    assert err.value.partial == b"abc"
+    assert reader.at_eof()
+    broken = FrameReader()
+    waiting = asyncio.ensure_future(broken.readexactly(4))
+    await asyncio.sleep(0)
+    broken.set_exception(ConnectionResetError("gone"))
+    with pytest.raises(ConnectionResetError):
+        await waiting
+
+
+async def _fake_broker(entries: int) -> tuple[asyncio.Server, int]:
+    """Answers every request as an ApiVersions v0 request, with ``entries`` extra APIs listed so
+    the answer is as big as a Fetch response."""
+    versions = [(1000 + i % 30000, 0, 1) for i in range(entries)] + [(18, 0, 0)]
+    body = ApiVersionResponse_v0(error_code=0, api_versions=versions).encode()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                request = await reader.readexactly(size)
+                (correlation_id,) = struct.unpack(">i", request[4:8])
+                frame = struct.pack(">i", correlation_id) + body
+                writer.write(struct.pack(">i", len(frame)) + frame)
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+@pytest.mark.parametrize("entries", [0, 300_000])
+async def test_a_frame_connection_speaks_to_a_broker_as_aiokafkas_does(entries):
+    server, port = await _fake_broker(entries)
+    async with server:
+        ours = await open_connection("127.0.0.1", port, request_timeout_ms=5000)
+        theirs = await create_conn("127.0.0.1", port, request_timeout_ms=5000)
+        try:
+            assert isinstance(ours, FrameConnection)
+            assert isinstance(ours._reader, FrameReader)
+            assert ours._versions == theirs._versions
+            for _ in range(3):
+                a, b = await asyncio.gather(
+                    ours.send(ApiVersionRequest()), theirs.send(ApiVersionRequest())
+                )
+                assert a.api_versions == b.api_versions
+                assert len(a.api_versions) == entries + 1
+            assert ours.connected()
+        finally:
+            await ours.close()
+            await theirs.close()
+        assert not ours.connected()
