@@ -113,7 +113,7 @@ def records_of(
     """Decode the acquired records out of the batches the Kafka path sends as they are."""
     wanted = [(a.first_offset, a.last_offset, a.delivery_count) for a in acquisition.acquired]
     out: list[Record] = []
-    batches = MemoryRecords(acquisition.records)
+    batches = MemoryRecords(bytes(acquisition.records))
     while batches.has_next():
         batch = batches.next_batch()
         if batch.is_control_batch:

@@ -48,7 +48,12 @@ class Consumption:
         upstream's retriable error when it cannot answer."""
         found: list[SharePartitionLeader] = []
         errors: dict[TopicPartition, int] = {}
+        ready = self.partitions.ready
         for tp in partitions:
+            leader = ready(group_id, *tp)
+            if leader is not None:
+                found.append(leader)
+                continue
             try:
                 found.append(await self.partitions.leader(group_id, *tp))
             except ShareError as e:
@@ -65,18 +70,22 @@ class Consumption:
     ) -> dict[TopicPartition, int]:
         """Each share-partition's acknowledgements, all at once (group commit takes them in
         one transaction), each answered with its own error code once durable."""
+        if not acks:
+            return {}
         jobs = [self._acknowledge_one(group_id, member_id, tp, acks[tp]) for tp in acks]
         return dict(zip(acks, await asyncio.gather(*jobs), strict=True))
 
     async def _acknowledge_one(
         self, group_id: str, member_id: str, tp: TopicPartition, batches: Sequence[AckBatch]
     ) -> int:
-        try:
-            leader = await self.partitions.leader(group_id, *tp)
-        except ShareError as e:
-            return e.code
-        except UpstreamError as e:
-            return e.code
+        leader = self.partitions.ready(group_id, *tp)
+        if leader is None:
+            try:
+                leader = await self.partitions.leader(group_id, *tp)
+            except ShareError as e:
+                return e.code
+            except UpstreamError as e:
+                return e.code
         return await leader.acknowledge(member_id, batches)
 
     async def release(self, group_id: str, member_id: str) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from shareproxy import metrics
 from shareproxy.broker.group_commit import GroupCommitter
-from shareproxy.broker.log_cache import LogCache
+from shareproxy.broker.log_cache import LogCache, records_holding
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.dead_letter import DeadLetterRun
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -38,10 +38,11 @@ ASKING_WINDOW_MS = 2_000
 @dataclass(slots=True)
 class Acquisition:
     """What one share-partition handed out: the acquired offset ranges, and the upstream record
-    batches holding them, whole and as they came (the client filters by the ranges)."""
+    batches holding them, whole and as they came (the client filters by the ranges): a view
+    of the bytes read from upstream, not a copy, where they lie side by side."""
 
     acquired: list[AcquiredRange]
-    records: bytes
+    records: bytes | memoryview
 
 
 class SharePartitionLeader:
@@ -217,16 +218,7 @@ class SharePartitionLeader:
         if not acquired:
             return Acquisition([], b"")
         _count_deliveries(self.key.group_id, acquired)
-        # whole batches holding any acquired offset, each once, in log order
-        parts = [
-            b.data
-            for b in batches
-            if any(
-                a.first_offset <= b.info.last_offset and b.info.base_offset <= a.last_offset
-                for a in acquired
-            )
-        ]
-        return Acquisition(acquired, b"".join(parts))
+        return Acquisition(acquired, records_holding(batches, acquired))
 
     async def acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> ErrorCode:
         """Apply a member's acknowledgements; NONE once they are durable, else why not."""

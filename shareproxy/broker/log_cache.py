@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_right
+from collections.abc import Sequence
 
 from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.inflight import AcquiredRange
 from shareproxy.protocol.record_batch import (
     ABORT_MARKER,
     BatchInfo,
@@ -19,13 +21,22 @@ from shareproxy.upstream.client import PartitionData
 
 
 class CachedBatch:
-    __slots__ = ("data", "decided", "header", "info")
+    """One upstream batch: a view into the fetched bytes (``raw``, at ``info.start``) so that
+    neighbours read together can be handed on as one view, without copying."""
 
-    def __init__(self, info: BatchInfo, data: memoryview, header: BatchHeader) -> None:
+    __slots__ = ("data", "decided", "header", "info", "raw", "size_to")
+
+    def __init__(
+        self, info: BatchInfo, raw: memoryview, header: BatchHeader, size_to: int = 0
+    ) -> None:
         self.info = info
-        self.data = data
+        self.raw = raw
+        self.data = raw[info.start : info.end]
         self.header = header
         self.decided = True  # False: transactional, its producer's marker not read yet
+        # the bytes ever cached up to the end of this batch: what is cached past an offset is
+        # a difference of two of these, not a sum over the batches
+        self.size_to = size_to
 
 
 class LogCache:
@@ -46,6 +57,7 @@ class LogCache:
         # batches hold every record from here to end_offset, with no hole another read left
         self.start_offset = 0
         self._open: dict[int, list[CachedBatch]] = {}  # producer id -> undecided batches
+        self._size = 0  # bytes ever cached (CachedBatch.size_to)
 
     @property
     def end_offset(self) -> int:
@@ -54,7 +66,19 @@ class LogCache:
 
     def bytes_from(self, offset: int) -> int:
         """Cached bytes at and after ``offset``: how much is read ahead."""
-        return sum(len(b.data) for b in self.batches if b.info.last_offset >= offset)
+        i = self._index(offset)
+        if i >= len(self.batches):
+            return 0
+        b = self.batches[i]
+        return self._size - (b.size_to - len(b.data))
+
+    def _index(self, offset: int) -> int:
+        """Index of the first batch with records at or past ``offset`` (len: none)."""
+        batches = self.batches
+        i = bisect_right(batches, offset, key=_base) - 1
+        if i < 0:
+            return 0
+        return i if batches[i].info.last_offset >= offset else i + 1
 
     def covers(self, offset: int) -> bool:
         i = bisect_right(self.batches, offset, key=_base) - 1
@@ -115,7 +139,8 @@ class LogCache:
                     else None
                 ),
             )
-            batch = CachedBatch(info, raw[info.start : info.end], header)
+            self._size += info.end - info.start
+            batch = CachedBatch(info, raw, header, self._size)
             if self.isolation_level == 1 and info.is_transactional:
                 self._track_transaction(batch, raw)
             fresh.append(batch)
@@ -142,17 +167,20 @@ class LogCache:
         ``offset`` (what the log holds there is not known here: it must be read)."""
         if offset < self.start_offset:
             return []
-        i = max(bisect_right(self.batches, offset, key=_base) - 1, 0)
-        while i < len(self.batches) and self.batches[i].info.last_offset < offset:
-            i += 1
-        out: list[CachedBatch] = []
-        size = 0
-        for b in self.batches[i:]:
-            if not b.decided or (out and size + len(b.data) > max_bytes):
-                break
-            out.append(b)
-            size += len(b.data)
-        return out
+        batches = self.batches
+        i = self._index(offset)
+        n = len(batches)
+        if i >= n:
+            return []
+        # bytes up to a batch's end are a difference of size_to: bisect for the last that fits
+        stop = i + 1
+        if max_bytes > len(batches[i].data):
+            limit = batches[i].size_to - len(batches[i].data) + max_bytes
+            stop = max(stop, bisect_right(batches, limit, lo=i, key=_size_to))
+        for j in range(i, stop):
+            if not batches[j].decided:
+                return batches[i:j]
+        return batches[i:stop]
 
     def waiting_on_transaction(self, offset: int) -> bool:
         """True when the next batch to deliver belongs to a transaction still open."""
@@ -163,15 +191,46 @@ class LogCache:
         return any(not b.decided for b in self.batches[i : i + 1])
 
     def trim(self, below: int) -> None:
-        k = 0
-        while k < len(self.batches) and self.batches[k].info.last_offset < below:
-            k += 1
+        k = self._index(below)
         if k:
             del self.batches[:k]
 
 
 def _base(b: CachedBatch) -> int:
     return b.info.base_offset
+
+
+def _size_to(b: CachedBatch) -> int:
+    return b.size_to
+
+
+def records_holding(batches: list[CachedBatch], acquired: Sequence[AcquiredRange]) -> memoryview:
+    """The whole batches (of ``batches``, in log order) holding any acquired offset, each once:
+    one view of the fetched bytes when they lie side by side there (no copy), else joined."""
+    views: list[memoryview] = []
+    raw: memoryview | None = None
+    start = end = 0
+    k, n = 0, len(acquired)
+    for b in batches:
+        info = b.info
+        while k < n and acquired[k].last_offset < info.base_offset:
+            k += 1
+        if k == n:
+            break
+        if acquired[k].first_offset > info.last_offset:
+            continue
+        if b.raw is raw and info.start == end:
+            end = info.end
+            continue
+        if raw is not None:
+            views.append(raw[start:end])
+        raw, start, end = b.raw, info.start, info.end
+    if raw is None:
+        return memoryview(b"")
+    if not views:
+        return raw[start:end]
+    views.append(raw[start:end])
+    return memoryview(b"".join(views))
 
 
 def _aborted_batches(infos: list[BatchInfo], aborted: list[tuple[int, int]]) -> set[int]:

@@ -126,6 +126,14 @@ class SharePartitions:
             self._leaders[key] = loaded
             return loaded
 
+    def ready(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader | None:
+        """What ``leader`` answers without awaiting anything, the common case of every fetch: a
+        loaded, valid leader of a partition led here whose topic is known; None: ask it."""
+        if not self.leads(topic_id, partition) or topic_id not in self.upstream.topics_by_id:
+            return None
+        current = self._leaders.get(SharePartitionKey(group_id, topic_id, partition))
+        return current if current is not None and current.valid else None
+
     def _require_led(self, topic_id: UUID, partition: int) -> None:
         if not self.leads(topic_id, partition):
             raise ShareError(

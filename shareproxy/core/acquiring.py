@@ -7,6 +7,7 @@ the state declared here. Pure: no I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -29,6 +30,7 @@ class Acquiring:
     key_order: KeyOrder
     unordered_until: int
     _inflight: RangeList
+    _available_from: int  # no Available range starts below it (SharePartition keeps it)
 
     @property
     def in_flight_count(self) -> int:
@@ -120,12 +122,23 @@ class Acquiring:
             return 1
         available = sum(
             r.last - r.first + 1
-            for r in self._inflight.ranges
+            for r in islice(self._inflight.ranges, self._first_available(), None)
             if r.state == RecordState.AVAILABLE and r.available_at_ms <= now_ms
         )
         new = batches[-1].last_offset + 1 - max(self.speo, batches[0].base_offset)
         room = self.limits.max_record_locks - self.in_flight_count
         return max(1, available + max(0, min(new, room)))
+
+    def _first_available(self) -> int:
+        """Index of the first Available range (the count of ranges: none), searched from
+        ``_available_from`` by bisect, which it then raises to what it found."""
+        ranges = self._inflight.ranges
+        n = len(ranges)
+        i = max(self._inflight.index_of(self._available_from), 0)
+        while i < n and ranges[i].state != RecordState.AVAILABLE:
+            i += 1
+        self._available_from = ranges[i].first if i < n else self.speo
+        return i
 
     def _acquire_available(self, run: AcquisitionRun, lo: int, last: int) -> bool:
         """Acquire the Available in-flight records among ``lo..last`` (released or timed out,
@@ -244,4 +257,5 @@ class Acquiring:
             tail.last = offset
         else:
             ranges.append(InFlightRange(offset, offset, RecordState.AVAILABLE, 0))
+            self._available_from = min(self._available_from, offset)
         self.speo = offset + 1

@@ -8,6 +8,7 @@ answered). Acquisition changes nothing durable: an Acquired record is stored as 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import islice
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
 from shareproxy.core.acquiring import Acquiring
@@ -42,6 +43,9 @@ class SharePartition(Acquiring):
         self.speo = start_offset  # exclusive: the next offset to read from the log
         self.log_start_offset = start_offset
         self._inflight = RangeList()
+        # no Available range starts below this offset: the search for the first one starts
+        # here, not at SPSO, so it does not walk again the ranges acquired or delivered
+        self._available_from = start_offset
         # What the store holds: its start offset and the last offset it has state for.
         self._persisted_spso = start_offset
         self._persisted_end = start_offset - 1
@@ -101,16 +105,15 @@ class SharePartition(Acquiring):
 
     def next_fetch_offset(self) -> int:
         """Where the next read from the log should start: the first Available record, else SPEO."""
-        for r in self._inflight.ranges:
-            if r.state == RecordState.AVAILABLE:
-                return r.first
-        return self.speo
+        i = self._first_available()
+        ranges = self._inflight.ranges
+        return ranges[i].first if i < len(ranges) else self.speo
 
     def has_acquirable(self) -> bool:
         """Whether an acquisition could hand anything out given enough log data."""
         if self.in_flight_count < self.limits.max_record_locks:
             return True
-        return any(r.state == RecordState.AVAILABLE for r in self._inflight.ranges)
+        return self._first_available() < len(self._inflight.ranges)
 
     def holders(self) -> set[str]:
         """The members holding acquisition locks here (busy with records of this partition)."""
@@ -125,7 +128,7 @@ class SharePartition(Acquiring):
         acquire what it held back."""
         return any(
             since_ms < r.available_at_ms <= now_ms
-            for r in self._inflight.ranges
+            for r in islice(self._inflight.ranges, self._first_available(), None)
             if r.state == RecordState.AVAILABLE
         )
 
@@ -243,6 +246,7 @@ class SharePartition(Acquiring):
             else:
                 delay = self.limits.redelivery_backoff.delay_ms(r.delivery_count)
                 r.available_at_ms = now_ms + delay if delay else 0
+                self._available_from = min(self._available_from, r.first)
         r.member_id = None
         r.deadline_ms = None
 
