@@ -9,11 +9,9 @@ import importlib
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from datetime import timedelta
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any, TypeAlias, TypeVar
-from uuid import UUID
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
@@ -94,37 +92,6 @@ def schema_module(cls: type) -> ModuleType:
     return sys.modules[cls.__module__]
 
 
-def by_topic(
-    partitions: Iterable[tuple[UUID, int]], make: Callable[[tuple[UUID, int]], T]
-) -> dict[UUID, list[T]]:
-    """Per-partition response entries grouped by topic id, in a stable order."""
-    grouped: dict[UUID, list[T]] = {}
-    for tp in sorted(set(partitions), key=lambda x: (str(x[0]), x[1])):
-        grouped.setdefault(tp[0], []).append(make(tp))
-    return grouped
-
-
-def share_response(
-    cls: type[T],
-    topic_cls: type,
-    topics: dict[UUID, list[Any]],
-    lock_timeout: timedelta,
-    code: int = 0,
-    message: str | None = None,
-    node_endpoints: tuple = (),
-) -> T:
-    """The envelope ShareFetch and ShareAcknowledge responses share."""
-    return build(
-        cls,
-        throttle_time=timedelta(0),
-        error_code=error(code),
-        error_message=message,
-        acquisition_lock_timeout=lock_timeout,
-        responses=tuple(topic_cls(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
-        node_endpoints=node_endpoints,
-    )
-
-
 def node_endpoints(cls: type[T], endpoints: Iterable[tuple[int, str, int]]) -> tuple[T, ...]:
     """KIP-951's NodeEndpoints entries from (node id, host, port)."""
     return tuple(
@@ -141,10 +108,8 @@ __all__ = [
     "KioEntity",
     "build",
     "build_loose",
-    "by_topic",
     "error",
     "node_endpoints",
     "schema_fields",
     "schema_module",
-    "share_response",
 ]
