@@ -46,8 +46,8 @@ def build(cls: type[T], **fields: Any) -> T:
 def build_loose(cls: type[T], fields: Mapping[str, Any]) -> T:
     """``build`` from a table of values meant for the entities of several schemas (one
     refusal shape for Produce, Fetch, ListOffsets…): what this schema never has is left out."""
-    known = schema_fields(cls)
-    return build(cls, **{k: v for k, v in fields.items() if k in known})
+    names = _fields(cls)  # what ``build`` would keep of the fields the schema knows
+    return cls(**{k: v for k, v in fields.items() if k in names})
 
 
 _FIELDS: dict[type, frozenset[str]] = {}
@@ -64,6 +64,16 @@ def schema_fields(cls: type) -> frozenset[str]:
     """Every field name ``cls`` has in any version of its schema (its siblings: the class of
     the same name in kio's module of each other version); for a class outside kio's
     versioned modules, its own fields."""
+    found = _SCHEMA_FIELDS.get(cls)
+    if found is None:
+        found = _SCHEMA_FIELDS[cls] = _schema_fields(cls)
+    return found
+
+
+_SCHEMA_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _schema_fields(cls: type) -> frozenset[str]:
     match = _VERSIONED.fullmatch(cls.__module__)
     if match is None:
         return _fields(cls)
