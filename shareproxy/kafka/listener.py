@@ -87,23 +87,19 @@ log = logging.getLogger(__name__)
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
 
 
-def _api_key(frame: bytes) -> int | None:
+def _api_key(frame: bytes) -> int:
     try:
         return peek(frame)[0]
     except MalformedRequest:
-        return None  # answered (by closing) where the request is read
+        return -1  # answered (by closing) where the request is read
 
 
 @functools.cache
-def _meters(api_key: int) -> tuple[Any, Any, Any]:
-    """The request metrics' children of one API (answered "ok", answered "error", duration):
-    looked up once, not by label on every request."""
+def _meters(api_key: int) -> tuple[str, Any, Any]:
+    """One API's name and its request metrics' children (answered "ok", duration): looked up
+    once, not by label on every request. An "error" series appears at its first error."""
     api = api_name(api_key)
-    return (
-        metrics.REQUESTS.labels(api, "ok"),
-        metrics.REQUESTS.labels(api, "error"),
-        metrics.REQUEST_SECONDS.labels(api),
-    )
+    return api, metrics.REQUESTS.labels(api, "ok"), metrics.REQUEST_SECONDS.labels(api)
 
 
 class KafkaListener:
@@ -209,10 +205,9 @@ class KafkaListener:
                     log.warning("closing %s: %s", peer, e)
                     return
                 frame = await reader.readexactly(size)
-                api_key = _api_key(frame)
-                if api_key not in PIPELINED:  # as a broker: one after another
+                if _api_key(frame) not in PIPELINED:  # as a broker: one after another
                     await answers.join()
-                response = await self._answer(conn, frame, api_key)
+                response = await self._answer(conn, frame)
                 if response is CLOSE:
                     await answers.join()
                     return
@@ -270,16 +265,14 @@ class KafkaListener:
         return writer.get_extra_info("peername")
 
     async def _answer(
-        self, conn: Connection, frame: bytes, api_key: int | None
+        self, conn: Connection, frame: bytes
     ) -> Answer | Literal[_Close.CLOSE] | None:
         """Response chunks (or a task that makes them), None when the request takes no
-        response, CLOSE to close. ``api_key`` is the frame's (None: too short for a header)."""
-        if api_key is None:
-            log.warning(
-                "closing %s: request of %d bytes is shorter than a header",
-                conn.client_host,
-                len(frame),
-            )
+        response, CLOSE to close."""
+        try:
+            api_key = peek(frame)[0]
+        except MalformedRequest as e:
+            log.warning("closing %s: %s", conn.client_host, e)
             return CLOSE
         if not conn.authenticated and api_key not in BEFORE_AUTHENTICATION:
             # not decoded at all: before authentication only the SASL exchange is read
@@ -346,7 +339,7 @@ class KafkaListener:
     def _chunks(
         self, conn: Connection, request: Request, started: float, body: Any
     ) -> Chunks | None:
-        ok, failed, seconds = _meters(request.api_key)
+        api, ok, seconds = _meters(request.api_key)
         if body is None:
             ok.inc()
             return None
@@ -355,6 +348,9 @@ class KafkaListener:
         except Exception:
             body = self._failed(conn, request)
             chunks = encode_response_chunks(request.correlation_id, body)
-        (failed if getattr(body, "error_code", 0) else ok).inc()
+        if getattr(body, "error_code", 0):
+            metrics.REQUESTS.labels(api, "error").inc()
+        else:
+            ok.inc()
         seconds.observe(time.perf_counter() - started)
         return chunks
