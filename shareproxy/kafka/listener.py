@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 import socket
 import ssl
@@ -91,6 +92,14 @@ def _api_key(frame: bytes) -> int:
         return peek(frame)[0]
     except MalformedRequest:
         return -1  # answered (by closing) where the request is read
+
+
+@functools.cache
+def _meters(api_key: int) -> tuple[str, Any, Any]:
+    """One API's name and its request metrics' children (answered "ok", duration): looked up
+    once, not by label on every request. An "error" series appears at its first error."""
+    api = api_name(api_key)
+    return api, metrics.REQUESTS.labels(api, "ok"), metrics.REQUEST_SECONDS.labels(api)
 
 
 class KafkaListener:
@@ -330,16 +339,18 @@ class KafkaListener:
     def _chunks(
         self, conn: Connection, request: Request, started: float, body: Any
     ) -> Chunks | None:
-        api = api_name(request.api_key)
+        api, ok, seconds = _meters(request.api_key)
         if body is None:
-            metrics.REQUESTS.labels(api, "ok").inc()
+            ok.inc()
             return None
         try:
             chunks = encode_response_chunks(request.correlation_id, body)
         except Exception:
             body = self._failed(conn, request)
             chunks = encode_response_chunks(request.correlation_id, body)
-        code = getattr(body, "error_code", 0)
-        metrics.REQUESTS.labels(api, "ok" if not code else "error").inc()
-        metrics.REQUEST_SECONDS.labels(api).observe(time.perf_counter() - started)
+        if getattr(body, "error_code", 0):
+            metrics.REQUESTS.labels(api, "error").inc()
+        else:
+            ok.inc()
+        seconds.observe(time.perf_counter() - started)
         return chunks

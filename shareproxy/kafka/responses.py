@@ -9,11 +9,9 @@ import importlib
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from datetime import timedelta
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any, TypeAlias, TypeVar
-from uuid import UUID
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
@@ -48,8 +46,8 @@ def build(cls: type[T], **fields: Any) -> T:
 def build_loose(cls: type[T], fields: Mapping[str, Any]) -> T:
     """``build`` from a table of values meant for the entities of several schemas (one
     refusal shape for Produce, Fetch, ListOffsets…): what this schema never has is left out."""
-    known = schema_fields(cls)
-    return build(cls, **{k: v for k, v in fields.items() if k in known})
+    names = _fields(cls)  # what ``build`` would keep of the fields the schema knows
+    return cls(**{k: v for k, v in fields.items() if k in names})
 
 
 _FIELDS: dict[type, frozenset[str]] = {}
@@ -66,6 +64,16 @@ def schema_fields(cls: type) -> frozenset[str]:
     """Every field name ``cls`` has in any version of its schema (its siblings: the class of
     the same name in kio's module of each other version); for a class outside kio's
     versioned modules, its own fields."""
+    found = _SCHEMA_FIELDS.get(cls)
+    if found is None:
+        found = _SCHEMA_FIELDS[cls] = _schema_fields(cls)
+    return found
+
+
+_SCHEMA_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _schema_fields(cls: type) -> frozenset[str]:
     match = _VERSIONED.fullmatch(cls.__module__)
     if match is None:
         return _fields(cls)
@@ -94,37 +102,6 @@ def schema_module(cls: type) -> ModuleType:
     return sys.modules[cls.__module__]
 
 
-def by_topic(
-    partitions: Iterable[tuple[UUID, int]], make: Callable[[tuple[UUID, int]], T]
-) -> dict[UUID, list[T]]:
-    """Per-partition response entries grouped by topic id, in a stable order."""
-    grouped: dict[UUID, list[T]] = {}
-    for tp in sorted(set(partitions), key=lambda x: (str(x[0]), x[1])):
-        grouped.setdefault(tp[0], []).append(make(tp))
-    return grouped
-
-
-def share_response(
-    cls: type[T],
-    topic_cls: type,
-    topics: dict[UUID, list[Any]],
-    lock_timeout: timedelta,
-    code: int = 0,
-    message: str | None = None,
-    node_endpoints: tuple = (),
-) -> T:
-    """The envelope ShareFetch and ShareAcknowledge responses share."""
-    return build(
-        cls,
-        throttle_time=timedelta(0),
-        error_code=error(code),
-        error_message=message,
-        acquisition_lock_timeout=lock_timeout,
-        responses=tuple(topic_cls(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
-        node_endpoints=node_endpoints,
-    )
-
-
 def node_endpoints(cls: type[T], endpoints: Iterable[tuple[int, str, int]]) -> tuple[T, ...]:
     """KIP-951's NodeEndpoints entries from (node id, host, port)."""
     return tuple(
@@ -141,10 +118,8 @@ __all__ = [
     "KioEntity",
     "build",
     "build_loose",
-    "by_topic",
     "error",
     "node_endpoints",
     "schema_fields",
     "schema_module",
-    "share_response",
 ]

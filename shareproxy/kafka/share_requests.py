@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from shareproxy.broker.consumers import SessionRequest, TopicPartition
@@ -16,7 +15,11 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareConsumersContext
-from shareproxy.kafka.responses import by_topic, share_response
+from shareproxy.kafka.responses import schema_module
+from shareproxy.protocol.codec import EncodedResponse, Request, response_type
+from shareproxy.protocol.share_responses import Encoder, Endpoint
+
+E = TypeVar("E")
 
 
 def acks_of(topics: Iterable[Any]) -> dict[TopicPartition, list[AckBatch]]:
@@ -59,31 +62,34 @@ class ConnectionAccess:
 def share_answer(
     ctx: ShareConsumersContext,
     conn: Connection,
-    cls: type,
-    m: Any,
-    topic_cls: type,
+    request: Request,
     group_id: str,
     partitions: Iterable[TopicPartition],
-    entry: Callable[[TopicPartition, Any], Any],
+    entry: Callable[[TopicPartition, int, int], E],
+    encode: Encoder[E],
     codes: Iterable[tuple[TopicPartition, int]] = (),
     refusal: ShareError | None = None,
-) -> Any:
-    """The response of either request: its partitions by topic, each entry made by ``entry``
-    with the partition's current leader, and the endpoints of the leaders a client must turn
-    to (NOT_LEADER_OR_FOLLOWER) so it need not wait for a metadata refresh."""
-    lock_timeout = timedelta(milliseconds=ctx.settings_for(group_id).record_lock_duration_ms)
+) -> EncodedResponse:
+    """The response of either request, encoded: its partitions by topic, each entry made by
+    ``entry`` from the partition, its current leader and the leader epoch, and the endpoints
+    of the leaders a client must turn to (NOT_LEADER_OR_FOLLOWER) so it need not wait for a
+    metadata refresh."""
+    version = request.api_version
+    lock_ms = ctx.settings_for(group_id).record_lock_duration_ms
     if refusal is not None:
-        return share_response(cls, topic_cls, {}, lock_timeout, refusal.code, refusal.message)
-
-    def with_leader(tp: TopicPartition) -> Any:
-        leader = m.LeaderIdAndEpoch(leader_id=ctx.leader_of(*tp), leader_epoch=ctx.leader_epoch)
-        return entry(tp, leader)
-
-    moved = [ctx.leader_of(*tp) for tp, code in codes if code == ErrorCode.NOT_LEADER_OR_FOLLOWER]
-    return share_response(
-        cls,
-        topic_cls,
-        by_topic(partitions, with_leader),
-        lock_timeout,
-        node_endpoints=ctx.node_endpoints(m.NodeEndpoint, conn, moved),
-    )
+        return encode(version, lock_ms, (), (), 0, refusal.code, refusal.message)
+    leader_of, epoch = ctx.leader_of, ctx.leader_epoch
+    topics: dict[UUID, list[E]] = {}
+    for tp in sorted(set(partitions)):  # a UUID orders as its text does
+        entries = topics.get(tp[0])
+        if entries is None:
+            entries = topics[tp[0]] = []
+        entries.append(entry(tp, leader_of(*tp), epoch))
+    moved = [leader_of(*tp) for tp, code in codes if code == ErrorCode.NOT_LEADER_OR_FOLLOWER]
+    endpoints: tuple[Endpoint, ...] = ()
+    if moved:
+        cls = schema_module(response_type(request.api_key, version)).NodeEndpoint
+        endpoints = tuple(
+            (e.node_id, e.host, e.port, e.rack) for e in ctx.node_endpoints(cls, conn, moved)
+        )
+    return encode(version, lock_ms, topics.items(), endpoints, len(topics))

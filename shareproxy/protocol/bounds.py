@@ -76,6 +76,10 @@ def _need(frame: memoryview, offset: int, size: int, what: str) -> int:
 
 
 def _uvarint(frame: memoryview, offset: int) -> tuple[int, int]:
+    if offset < len(frame):  # most are one byte: lengths, counts, empty tag buffers
+        byte = frame[offset]
+        if byte < 0x80:
+            return byte, offset + 1
     value = shift = 0
     for i in range(_MAX_VARINT_BYTES):
         if offset + i >= len(frame):
@@ -91,6 +95,8 @@ def _uvarint(frame: memoryview, offset: int) -> tuple[int, int]:
 def _length(frame: memoryview, offset: int, compact: bool, wide: bool) -> tuple[int, int]:
     """(length or -1 for null, offset after the length prefix)."""
     if compact:
+        if offset < len(frame) and frame[offset] < 0x80:
+            return frame[offset] - 1, offset + 1
         n, offset = _uvarint(frame, offset)
         return n - 1, offset
     fmt = _I32 if wide else _I16
@@ -103,7 +109,10 @@ def _length(frame: memoryview, offset: int, compact: bool, wide: bool) -> tuple[
 
 def _fixed(size: int) -> Check:
     def check(frame: memoryview, offset: int) -> int:
-        return _need(frame, offset, size, "field")
+        end = offset + size
+        if end > len(frame):
+            return _need(frame, offset, size, "field")  # raises
+        return end
 
     return check
 
@@ -125,6 +134,8 @@ def _sized(name: str, compact: bool, wide: bool, nullable: bool) -> Check:
 def _array(name: str, element: Check, compact: bool, nullable: bool, size: int = 0) -> Check:
     """A length, then that many elements; ``size`` > 0 for elements of a fixed size."""
 
+    what = f"array {name}"
+
     def check(frame: memoryview, offset: int) -> int:
         n, offset = _length(frame, offset, compact, True)
         if n == -1:
@@ -136,7 +147,7 @@ def _array(name: str, element: Check, compact: bool, nullable: bool, size: int =
                 f"array {name} claims {n} entries with {len(frame) - offset} bytes left"
             )
         if size:
-            return _need(frame, offset, n * size, f"array {name}")
+            return _need(frame, offset, n * size, what)
         for _ in range(n):
             offset = element(frame, offset)
         return offset
@@ -207,6 +218,8 @@ def _entity_check(cls: type[KioSchema]) -> Check:
             offset = check(frame, offset)
         if not flexible:
             return offset
+        if offset < len(frame) and not frame[offset]:  # no tagged fields, as nearly always
+            return offset + 1
         count, offset = _uvarint(frame, offset)
         if count > len(frame) - offset:
             raise FrameBoundsError(f"{count} tagged fields with {len(frame) - offset} bytes left")

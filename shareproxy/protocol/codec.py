@@ -20,6 +20,9 @@ from shareproxy.protocol.bounds import FrameBoundsError, check_request
 from shareproxy.protocol.kio_types import KioPayloadSchema, KioSchema
 
 _PREFIX = struct.Struct(">hhi")
+# a flexible response's size prefix, correlation id and empty tag buffer (response header v1)
+_FLEXIBLE_HEADER = struct.Struct(">iib")
+RESPONSE_HEADER_BYTES = _FLEXIBLE_HEADER.size
 
 
 class UnsupportedRequest(Exception):
@@ -54,6 +57,17 @@ class RawResponse:
     api_key: int
     api_version: int
     body: bytes | memoryview
+
+
+@dataclass(slots=True)
+class EncodedResponse:
+    """A flexible response encoded already, as chunks for ``writelines``: the first starts
+    with ``RESPONSE_HEADER_BYTES`` left for the size prefix and response header, filled in
+    with the correlation id; ``size`` counts every chunk's bytes."""
+
+    chunks: list[bytes | bytearray | memoryview]
+    size: int
+    error_code: int = 0
 
 
 @cache
@@ -157,6 +171,9 @@ class _Chunks:
 def encode_response_chunks(correlation_id: int, body: Any) -> list[bytes | bytearray | memoryview]:
     """A response frame as chunks (size prefix first), for ``writelines``: large record data
     is referenced, not copied; a ``RawResponse`` goes out as it came."""
+    if type(body) is EncodedResponse:
+        _FLEXIBLE_HEADER.pack_into(body.chunks[0], 0, body.size - 4, correlation_id, 0)
+        return body.chunks
     if isinstance(body, RawResponse):
         header_cls = response_type(body.api_key, body.api_version).__header_schema__
         out = _Chunks()

@@ -121,14 +121,15 @@ def led_partitions(ctx: ClusterView, info: TopicInfo, entry: type[T]) -> tuple[T
     """A topic's partitions as a client sees them: each led and held by its placed node, at
     the cluster's generation as leader epoch. Metadata's and DescribeTopicPartitions' entries
     differ, hence ``build_loose``."""
+    none, epoch, topic_id = error(0), ctx.leader_epoch, info.topic_id
     return tuple(
         build_loose(
             entry,
             {
-                "error_code": error(0),
+                "error_code": none,
                 "partition_index": p,
-                "leader_id": (leader := ctx.leader_of(info.topic_id, p)),
-                "leader_epoch": ctx.leader_epoch,
+                "leader_id": (leader := ctx.leader_of(topic_id, p)),
+                "leader_epoch": epoch,
                 "replica_nodes": (leader,),
                 "isr_nodes": (leader,),
                 # DescribeTopicPartitions: Kafka sends empty lists, its client reads them

@@ -9,9 +9,9 @@ from shareproxy.broker.consumers import Acknowledged, TopicPartition
 from shareproxy.core.errors import partition_error_message
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareConsumersContext
-from shareproxy.kafka.responses import error, schema_module
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
-from shareproxy.protocol.codec import Request, response_type
+from shareproxy.protocol.codec import EncodedResponse, Request
+from shareproxy.protocol.share_responses import AcknowledgedPartition, share_acknowledge
 
 
 async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:
@@ -33,28 +33,21 @@ def _response(
     request: Request,
     group_id: str,
     done: Acknowledged,
-) -> Any:
-    cls = response_type(request.api_key, request.api_version)
-    m = schema_module(cls)
+) -> EncodedResponse:
     codes = done.codes
 
-    def entry(tp: TopicPartition, leader: Any) -> Any:
-        return m.PartitionData(
-            partition_index=tp[1],
-            error_code=error(codes[tp]),
-            error_message=partition_error_message(codes[tp]),
-            current_leader=leader,
-        )
+    def entry(tp: TopicPartition, leader: int, epoch: int) -> AcknowledgedPartition:
+        code = int(codes[tp])
+        return (tp[1], code, partition_error_message(code), leader, epoch)
 
     return share_answer(
         ctx,
         conn,
-        cls,
-        m,
-        m.ShareAcknowledgeTopicResponse,
+        request,
         group_id,
         codes,
         entry,
+        share_acknowledge,
         codes=codes.items(),
         refusal=done.refusal,
     )

@@ -11,9 +11,9 @@ from shareproxy.core.states import AcquireMode
 from shareproxy.kafka.client_software import fetch_wait_ms
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareConsumersContext
-from shareproxy.kafka.responses import build, error, schema_module
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
-from shareproxy.protocol.codec import Request, response_type
+from shareproxy.protocol.codec import EncodedResponse, Request
+from shareproxy.protocol.share_responses import FetchedPartition, share_fetch
 
 
 async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:
@@ -59,41 +59,33 @@ def _acquire_mode(body: Any) -> AcquireMode | None:
 
 def _response(
     ctx: ShareConsumersContext, conn: Connection, request: Request, group_id: str, fetched: Fetched
-) -> Any:
-    cls = response_type(request.api_key, request.api_version)
-    m = schema_module(cls)
+) -> EncodedResponse:
     acks, errors, got = fetched.acknowledged, fetched.errors, fetched.acquired
 
-    def entry(tp: TopicPartition, leader: Any) -> Any:
+    def entry(tp: TopicPartition, leader: int, epoch: int) -> FetchedPartition:
+        code = int(errors.get(tp, 0))
+        ack = int(acks.get(tp, 0))
         a = got.get(tp)
-        return build(
-            m.PartitionData,
-            partition_index=tp[1],
-            error_code=error(errors.get(tp, ErrorCode.NONE)),
-            error_message=partition_error_message(errors.get(tp, ErrorCode.NONE)),
-            acknowledge_error_code=acks.get(tp, ErrorCode.NONE),
-            acknowledge_error_message=partition_error_message(acks.get(tp, ErrorCode.NONE)),
-            current_leader=leader,
-            records=a.records if a else b"",
-            acquired_records=tuple(
-                m.AcquiredRecords(
-                    first_offset=r.first_offset,
-                    last_offset=r.last_offset,
-                    delivery_count=r.delivery_count,
-                )
-                for r in (a.acquired if a else ())
-            ),
+        return (
+            tp[1],
+            code,
+            partition_error_message(code) if code else None,
+            ack,
+            partition_error_message(ack) if ack else None,
+            leader,
+            epoch,
+            a.records if a else b"",
+            a.acquired if a else (),
         )
 
     return share_answer(
         ctx,
         conn,
-        cls,
-        m,
-        m.ShareFetchableTopicResponse,
+        request,
         group_id,
         [*got, *acks, *errors],
         entry,
+        share_fetch,
         codes=[*errors.items(), *acks.items()],
         refusal=fetched.refusal,
     )
