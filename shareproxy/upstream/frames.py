@@ -9,9 +9,11 @@ every chunk. A Fetch response is megabytes of record batches the proxy only pass
 
 What this relies on, pinned by ``tests/unit/test_upstream_frames.py``:
 
-- aiokafka 0.14's ``AIOKafkaConnection.connect`` (copied below with the reader swapped) and the
-  attributes it sets; its ``_read`` loop, which only calls ``readexactly`` on the reader, and
-  ``connected``, which calls ``at_eof``.
+- aiokafka 0.14's ``AIOKafkaConnection.connect``, which makes a plain ``StreamReader``, hands
+  it to the protocol and calls ``_create_reader_task`` before it sends anything: there the
+  reader becomes a ``FrameReader`` (its class changed in place, so the protocol feeds the new
+  one). Its ``_read`` loop only calls ``readexactly`` on the reader, and ``connected`` calls
+  ``at_eof``.
 - asyncio's ``StreamReader`` internals the base class keeps using: ``_eof``, ``_exception``,
   ``_limit``, ``_paused``, ``_transport``, ``_waiter``, ``_wakeup_waiter`` and
   ``_wait_for_data`` (which resumes a paused transport before waiting).
@@ -21,12 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka.conn import READER_LIMIT, AIOKafkaConnection, AIOKafkaProtocol
-from aiokafka.util import create_future
+from aiokafka.conn import READER_LIMIT, AIOKafkaConnection
 
 
 class FrameReader(asyncio.StreamReader):
@@ -44,14 +44,35 @@ class FrameReader(asyncio.StreamReader):
     _wakeup_waiter: Callable[[], None]
     _wait_for_data: Callable[[str], Awaitable[None]]
 
+    _buffer: bytearray
+
     def __init__(
         self, limit: int = READER_LIMIT, loop: asyncio.AbstractEventLoop | None = None
     ) -> None:
         super().__init__(limit=limit, loop=loop)
+        self._start_frames()
+
+    def _start_frames(self) -> None:
         self._chunks: collections.deque[bytes] = collections.deque()
         self._held = 0  # bytes in _chunks not read yet
         self._head = 0  # bytes of _chunks[0] already read
         self._want = 0  # bytes the waiting readexactly needs
+
+    @classmethod
+    def adopt(cls, reader: asyncio.StreamReader) -> FrameReader:
+        """Turn a plain StreamReader that no one is reading yet into a FrameReader, in place:
+        whoever feeds it (the protocol) keeps the same object."""
+        if type(reader) is not asyncio.StreamReader:
+            raise TypeError(f"a plain asyncio.StreamReader is adopted, not {type(reader)}")
+        buffered = bytes(reader._buffer)  # type: ignore[attr-defined]
+        reader._buffer.clear()  # type: ignore[attr-defined]
+        reader.__class__ = cls
+        adopted: FrameReader = reader  # type: ignore[assignment]
+        adopted._start_frames()
+        if buffered:
+            adopted._chunks.append(buffered)
+            adopted._held = len(buffered)
+        return adopted
 
     def feed_data(self, data: bytes | bytearray | memoryview) -> None:  # type: ignore[override]
         assert not self._eof, "feed_data after feed_eof"
@@ -143,37 +164,15 @@ class FrameReader(asyncio.StreamReader):
 
 
 class FrameConnection(AIOKafkaConnection):
-    """aiokafka's connection, reading with a ``FrameReader``: ``connect`` is aiokafka 0.14's
-    with the reader swapped, everything else (version lookup, SASL, the read loop) is its own."""
+    """aiokafka's connection reading with a ``FrameReader``; everything else (connecting, the
+    version lookup, SASL, the read loop) is aiokafka's own."""
 
-    async def connect(self) -> tuple[Any, Any]:
-        loop = self._loop
-        self._closed_fut = create_future()
-        if self._security_protocol in ["PLAINTEXT", "SASL_PLAINTEXT"]:
-            ssl = None
-        else:
-            assert self._security_protocol in ["SSL", "SASL_SSL"]
-            assert self._ssl_context is not None
-            ssl = self._ssl_context
-        reader = FrameReader(limit=READER_LIMIT, loop=loop)
-        protocol = AIOKafkaProtocol(self._closed_fut, reader, loop=loop)
-        async with asyncio.timeout(self._request_timeout):
-            transport, _ = await loop.create_connection(
-                lambda: protocol, self.host, self.port, ssl=ssl
-            )
-        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-        self._reader, self._writer, self._protocol = reader, writer, protocol
-        self._read_task = self._create_reader_task()
-        if self._max_idle_ms is not None:
-            self._idle_handle = loop.call_soon(self._idle_check, weakref.ref(self))
-        try:
-            await self._do_version_lookup()
-            if self._security_protocol in ["SASL_SSL", "SASL_PLAINTEXT"]:
-                await self._do_sasl_handshake()
-        except BaseException:
-            self.close()
-            raise
-        return reader, writer
+    _reader: asyncio.StreamReader
+
+    def _create_reader_task(self) -> Any:
+        # connect() has made the reader and given it to the protocol, and has sent nothing yet
+        FrameReader.adopt(self._reader)
+        return super()._create_reader_task()
 
 
 async def open_connection(host: str, port: int, **options: Any) -> AIOKafkaConnection:

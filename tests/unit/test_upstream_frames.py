@@ -17,8 +17,9 @@ from aiokafka.protocol.admin import ApiVersionRequest, ApiVersionResponse_v0
 
 from shareproxy.upstream.frames import FrameConnection, FrameReader, open_connection
 
-# aiokafka 0.14.0's sources that FrameConnection copies (connect) or relies on (the read loop
-# calls only readexactly; connected calls at_eof). A new aiokafka must be read again.
+# aiokafka 0.14.0's sources that FrameConnection relies on (connect makes a plain reader and
+# starts the read task before sending anything; the read loop calls only readexactly; connected
+# calls at_eof). A new aiokafka must be read again.
 PINNED = {
     "connect": "b0f9ba7f0cf6b432",
     "_read": "7b892995c0b81468",
@@ -185,3 +186,14 @@ async def test_a_frame_connection_speaks_to_a_broker_as_aiokafkas_does(entries):
             await ours.close()
             await theirs.close()
         assert not ours.connected()
+
+
+async def test_an_adopted_reader_keeps_what_it_had_buffered():
+    reader = asyncio.StreamReader()
+    reader.feed_data(b"abc")
+    adopted = FrameReader.adopt(reader)
+    assert adopted is reader and type(reader) is FrameReader
+    reader.feed_data(b"def")
+    assert await reader.readexactly(6) == b"abcdef"
+    with pytest.raises(TypeError):
+        FrameReader.adopt(reader)  # already one
