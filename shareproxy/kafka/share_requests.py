@@ -17,7 +17,7 @@ from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareConsumersContext
 from shareproxy.kafka.responses import schema_module
 from shareproxy.protocol.codec import EncodedResponse, Request, response_type
-from shareproxy.protocol.share_responses import Encoder, Endpoint
+from shareproxy.protocol.share_responses import Encoder, Endpoint, Head
 
 E = TypeVar("E")
 
@@ -77,7 +77,7 @@ def share_answer(
     version = request.api_version
     lock_ms = ctx.settings_for(group_id).record_lock_duration_ms
     if refusal is not None:
-        return encode(version, lock_ms, (), (), 0, refusal.code, refusal.message)
+        return encode(Head(version, lock_ms, refusal.code, refusal.message), ())
     leader_of, epoch = ctx.leader_of, ctx.leader_epoch
     topics: dict[UUID, list[E]] = {}
     for tp in sorted(set(partitions)):  # a UUID orders as its text does
@@ -92,4 +92,4 @@ def share_answer(
         endpoints = tuple(
             (e.node_id, e.host, e.port, e.rack) for e in ctx.node_endpoints(cls, conn, moved)
         )
-    return encode(version, lock_ms, topics.items(), endpoints, len(topics))
+    return encode(Head(version, lock_ms), topics.items(), endpoints)

@@ -11,8 +11,8 @@ exactly kio's encoding of the same response (``tests/unit/test_share_responses.p
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Collection, Sequence
+from typing import NamedTuple, Protocol, TypeVar
 from uuid import UUID
 
 from shareproxy.protocol.api_keys import ApiKey
@@ -50,7 +50,20 @@ FetchedPartition = tuple[
 AcknowledgedPartition = tuple[int, int, str | None, int, int]
 # node id, host, port, rack
 Endpoint = tuple[int, str, int, str | None]
+Endpoints = Sequence[Endpoint]
+FetchedTopics = Collection[tuple[UUID, Sequence[FetchedPartition]]]
+AcknowledgedTopics = Collection[tuple[UUID, Sequence[AcknowledgedPartition]]]
 E_contra = TypeVar("E_contra", contravariant=True)
+
+
+class Head(NamedTuple):
+    """What either answer begins with: the version, the group's lock duration and the
+    request's own error (a whole-request refusal carries no topics)."""
+
+    api_version: int
+    lock_timeout_ms: int
+    error_code: int = 0
+    error_message: str | None = None
 
 
 class Encoder(Protocol[E_contra]):
@@ -58,13 +71,9 @@ class Encoder(Protocol[E_contra]):
 
     def __call__(
         self,
-        api_version: int,
-        lock_timeout_ms: int,
-        topics: Iterable[tuple[UUID, Sequence[E_contra]]],
-        endpoints: Sequence[Endpoint] = (),
-        count: int | None = None,
-        error_code: int = 0,
-        error_message: str | None = None,
+        head: Head,
+        topics: Collection[tuple[UUID, Sequence[E_contra]]],
+        endpoints: Endpoints = (),
     ) -> EncodedResponse: ...
 
 
@@ -89,24 +98,17 @@ def _string(buf: bytearray, value: str | None) -> None:
     buf += data
 
 
-def _envelope(
-    api_key: int,
-    api_version: int,
-    lock_timeout_ms: int,
-    error_code: int,
-    error_message: str | None,
-    topics: int,
-) -> bytearray:
+def _envelope(api_key: int, head: Head, topics: int) -> bytearray:
     buf = bytearray(RESPONSE_HEADER_BYTES)
-    buf += _ENVELOPE.pack(0, error_code)
-    _string(buf, error_message)
-    if api_version >= _LOCK_TIMEOUT_SINCE[api_key]:
-        buf += _I32.pack(lock_timeout_ms)
+    buf += _ENVELOPE.pack(0, head.error_code)
+    _string(buf, head.error_message)
+    if head.api_version >= _LOCK_TIMEOUT_SINCE[api_key]:
+        buf += _I32.pack(head.lock_timeout_ms)
     buf += _uvarint(topics + 1)
     return buf
 
 
-def _endpoints(buf: bytearray, endpoints: Sequence[Endpoint]) -> None:
+def _endpoints(buf: bytearray, endpoints: Endpoints) -> None:
     buf += _uvarint(len(endpoints) + 1)
     for node_id, host, port, rack in endpoints:
         buf += _I32.pack(node_id)
@@ -117,22 +119,9 @@ def _endpoints(buf: bytearray, endpoints: Sequence[Endpoint]) -> None:
     buf += _NULL  # the response's tags
 
 
-def share_fetch(
-    api_version: int,
-    lock_timeout_ms: int,
-    topics: Iterable[tuple[UUID, Sequence[FetchedPartition]]],
-    endpoints: Sequence[Endpoint] = (),
-    count: int | None = None,
-    error_code: int = 0,
-    error_message: str | None = None,
-) -> EncodedResponse:
-    """A ShareFetch response of ``count`` topics (``len(topics)`` when None)."""
-    if count is None:
-        topics = list(topics)
-        count = len(topics)
-    buf = _envelope(
-        ApiKey.SHARE_FETCH, api_version, lock_timeout_ms, error_code, error_message, count
-    )
+def share_fetch(head: Head, topics: FetchedTopics, endpoints: Endpoints = ()) -> EncodedResponse:
+    """A ShareFetch response: fixed fields in few buffers, record batches as they came."""
+    buf = _envelope(ApiKey.SHARE_FETCH, head, len(topics))
     chunks: list[bytes | bytearray | memoryview] = [buf]
     size = 0
     for topic_id, partitions in topics:
@@ -159,25 +148,14 @@ def share_fetch(
         buf += _NULL  # the topic's tags
     _endpoints(buf, endpoints)
     size += len(buf)
-    return EncodedResponse(chunks, size, error_code)
+    return EncodedResponse(chunks, size, head.error_code)
 
 
 def share_acknowledge(
-    api_version: int,
-    lock_timeout_ms: int,
-    topics: Iterable[tuple[UUID, Sequence[AcknowledgedPartition]]],
-    endpoints: Sequence[Endpoint] = (),
-    count: int | None = None,
-    error_code: int = 0,
-    error_message: str | None = None,
+    head: Head, topics: AcknowledgedTopics, endpoints: Endpoints = ()
 ) -> EncodedResponse:
-    """A ShareAcknowledge response of ``count`` topics (``len(topics)`` when None)."""
-    if count is None:
-        topics = list(topics)
-        count = len(topics)
-    buf = _envelope(
-        ApiKey.SHARE_ACKNOWLEDGE, api_version, lock_timeout_ms, error_code, error_message, count
-    )
+    """A ShareAcknowledge response, in one buffer."""
+    buf = _envelope(ApiKey.SHARE_ACKNOWLEDGE, head, len(topics))
     for topic_id, partitions in topics:
         buf += topic_id.bytes
         buf += _uvarint(len(partitions) + 1)
@@ -188,4 +166,4 @@ def share_acknowledge(
             buf += _NULL
         buf += _NULL
     _endpoints(buf, endpoints)
-    return EncodedResponse([buf], len(buf), error_code)
+    return EncodedResponse([buf], len(buf), head.error_code)
