@@ -177,7 +177,7 @@ def build_runtime(
             upstream,
             configs,
             dead_letters,
-            coordinator_of=lambda g: nodes.describe(nodes.serving().group_coordinator(g)),
+            coordinator_of=nodes.coordinator_elsewhere,
         ),
         census=StoredCensus(store),
         # a group config changed through another node applies here within a second

@@ -53,9 +53,10 @@ class GroupAdmin:
         upstream: Upstream,
         configs: GroupConfigs,
         dead_letters: DeadLetterWriter | None = None,
-        coordinator_of: Callable[[str], str] = lambda group_id: "another proxy node",
+        coordinator_of: Callable[[str], str | None] = lambda group_id: "another proxy node",
     ) -> None:
-        self.coordinator_of = coordinator_of  # where a group is coordinated, for messages
+        # where a group is coordinated, for messages; None: here, though not at this moment
+        self.coordinator_of = coordinator_of
         self.dead_letter_writer = dead_letters
         self.store = store
         self.coordinator = coordinator
@@ -188,12 +189,20 @@ class GroupAdmin:
     def _require_coordinated(self, group_id: str) -> None:
         """Members are known, and may be held off, only where the group is coordinated: a
         change or a view of them anywhere else could miss a member that just joined."""
-        if not self.coordinator.coordinates(group_id):
+        if self.coordinator.coordinates(group_id):
+            return
+        elsewhere = self.coordinator_of(group_id)
+        if elsewhere is None:  # no other node has it: sending the caller away would not help
             raise ShareError(
-                ErrorCode.NOT_COORDINATOR,
-                f"share group {group_id!r} is coordinated by {self.coordinator_of(group_id)}: "
-                "ask that node (Kafka admin clients find it themselves)",
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                f"share group {group_id!r} is coordinated by this node, which cannot act on it "
+                "until it renews its lease on the state store (or a handover settles): retry",
             )
+        raise ShareError(
+            ErrorCode.NOT_COORDINATOR,
+            f"share group {group_id!r} is coordinated by {elsewhere}: "
+            "ask that node (Kafka admin clients find it themselves)",
+        )
 
     def _require_empty(self, group_id: str) -> None:
         self._require_coordinated(group_id)

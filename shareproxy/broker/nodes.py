@@ -119,6 +119,12 @@ class ClusterNodes:
     def coordinates(self, group_id: str) -> bool:
         return self._serves(lambda p: p.group_coordinator(group_id))
 
+    def coordinator_elsewhere(self, group_id: str) -> str | None:
+        """The node clients are sent to for a group, as messages name it; None when that is
+        this node itself (it may be unable to act on the group right now, but no other is)."""
+        owner = self.serving().group_coordinator(group_id)
+        return None if owner == self.node_id else self.describe(owner)
+
     def _serves(self, owner: Callable[[Placement], int]) -> bool:
         """Owned now, under a lease that surely holds, and either settled or owned before
         too: two nodes never serve one partition or group at once, even while the one that

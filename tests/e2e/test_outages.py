@@ -89,6 +89,11 @@ def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic
                 )
                 assert r.status_code == 503, r.text
                 time.sleep(0.5)
+            # the node's lease has lapsed by now: still "retry", not "ask another node"
+            for path in VIEWS:
+                r = http.get(path)
+                assert r.status_code == 503, (path, r.status_code, r.text[:300])
+                assert r.json()["error_code"] == "COORDINATOR_NOT_AVAILABLE", r.text
             outage_lines = p.log().splitlines()[lines_before:]
             relay.start()
             deadline = time.monotonic() + 30

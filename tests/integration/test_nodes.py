@@ -175,6 +175,7 @@ async def test_a_node_serves_only_while_its_lease_surely_holds_and_reloads_after
         assert node.holds_lease() and node.leads(topic, 0) and node.coordinates("g")
         now[0] += 0.95  # past the share of the lease it counts on: it stops serving
         assert not node.holds_lease() and not node.leads(topic, 0) and not node.coordinates("g")
+        assert node.coordinator_elsewhere("g") is None  # alone: nobody else to send clients to
         await node.renew()
         assert node.holds_lease() and node.leads(topic, 0) and lost == []
         await asyncio.sleep(1.1)  # the store's clock: the lease passes and another node reaps it
