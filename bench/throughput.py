@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.cpu import CpuPerRecord
+from bench.requests import per_thousand, scrape
 from shareproxy.embedded import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
@@ -261,6 +262,7 @@ def main() -> None:
                 with console.status(f"run {i + 1}/{args.runs}: plain consumer, directly"):
                     direct = direct_read(broker.bootstrap, topic, args.records)
                 for mode in modes:
+                    seen = scrape(proxy.admin_url)
                     with (
                         console.status(f"run {i + 1}/{args.runs}: ShareConsumers, {mode} acks"),
                         CpuPerRecord([proxy.proc.pid]) as cpu,
@@ -281,6 +283,10 @@ def main() -> None:
                         f"{drain.wall:,.0f} rec/s, ratio {drain.wall / direct[0]:.2f} "
                         f"(first→last {drain.first_to_last / direct[1]:.2f}), "
                         f"proxy CPU {us:.2f} µs/record ({kernel:.0%} in the kernel)"
+                    )
+                    console.print(
+                        f"  per 1,000 records: "
+                        f"{per_thousand(seen, scrape(proxy.admin_url), drain.records)}"
                     )
             lat_direct: list[float] = []
             lat_share: list[float] = []
