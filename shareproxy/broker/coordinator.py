@@ -266,12 +266,7 @@ class Coordinator:
         group = self.groups.get(group_id)
         if group is None:
             return 0
-        return sum(
-            1
-            for m in group.members.values()
-            if partition in m.target.get(topic_id, ())
-            or partition in m.assignment.get(topic_id, ())
-        )
+        return group.members_on(topic_id, partition)
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)

@@ -40,6 +40,10 @@ class GroupConfigs:
         # one reader or writer at a time: a read finishing after a local change must not put
         # back what it read before that change
         self._lock = asyncio.Lock()
+        # reads begun, and the number of the last one finished: callers waiting together are
+        # answered by one read that began after each of them asked
+        self._reads_begun = 0
+        self._read_done = 0
 
     async def load(self) -> None:
         self._version = None
@@ -48,28 +52,36 @@ class GroupConfigs:
     async def refresh(self) -> None:
         """Read the configs again if the store's version moved; apply what changed. Cheap when
         nothing did (one read), so the nodes call it every second and before loading a
-        share-partition, whose start offset may follow ``share.auto.offset.reset``."""
+        share-partition, whose start offset may follow ``share.auto.offset.reset``. A read
+        that began after this call and has finished answers it too: many share-partitions
+        loading at once ask the store once, not once each."""
+        asked = self._reads_begun
         async with self._lock:
-            version = await self.store.configs_version()
-            if version == self._version:
+            if self._read_done > asked:
                 return
-            stored = {
-                r.group_id: dict(r.configs) for r in await self.store.list_groups() if r.configs
-            }
-            changed = {
-                g
-                for g in stored.keys() | self._stored.keys()
-                if stored.get(g) != self._stored.get(g)
-            }
-            self._stored = stored
-            self._version = version
-            for group_id in changed:
-                self._settings.pop(group_id, None)
-                settings = self.settings_for(group_id)
-                for listener in self._listeners:
-                    listener(group_id, settings)
-            if changed and self._listeners:
-                log.info("group configs changed elsewhere", extra={"groups": sorted(changed)})
+            self._reads_begun += 1
+            number = self._reads_begun
+            await self._read()
+            self._read_done = number
+
+    async def _read(self) -> None:
+        """Read the configs again if the version moved (with ``_lock`` held)."""
+        version = await self.store.configs_version()
+        if version == self._version:
+            return
+        stored = {r.group_id: dict(r.configs) for r in await self.store.list_groups() if r.configs}
+        changed = {
+            g for g in stored.keys() | self._stored.keys() if stored.get(g) != self._stored.get(g)
+        }
+        self._stored = stored
+        self._version = version
+        for group_id in changed:
+            self._settings.pop(group_id, None)
+            settings = self.settings_for(group_id)
+            for listener in self._listeners:
+                listener(group_id, settings)
+        if changed and self._listeners:
+            log.info("group configs changed elsewhere", extra={"groups": sorted(changed)})
 
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)

@@ -238,6 +238,18 @@ class SharePartitionLeader:
             _count_acknowledgements(self.key.group_id, batches)
         return code
 
+    def involves(self, member_id: str) -> bool:
+        """Whether ``release_member`` could change or write anything here: the member fetched
+        lately or holds locks, a change is under way (it may be acquiring for the member), or
+        something waits to be written."""
+        sp = self._sp
+        return (
+            self.mutex.locked()
+            or member_id in self._fetchers
+            or sp.holds(member_id)
+            or sp.unwritten()
+        )
+
     async def release_member(self, member_id: str) -> None:
         """The member's share session closed or it left: its acquisition locks end now."""
         async with self.mutex:

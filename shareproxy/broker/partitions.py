@@ -286,7 +286,8 @@ class SharePartitions:
         for leader in list(self._leaders.values()):
             if leader.key.group_id != group_id or not leader.valid:
                 continue
-            await leader.release_member(member_id)
+            if leader.involves(member_id):  # most share-partitions never saw the member
+                await leader.release_member(member_id)
 
     async def expire_due(self) -> None:
         """End the locks past their deadline, and wake the fetches waiting on share-partitions

@@ -7,6 +7,7 @@ what comes out (a new assignment to send, members whose locks must be released).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -71,6 +72,31 @@ class ShareGroup:
         self.members: dict[str, Member] = {}
         self.topics: dict[str, tuple[UUID, int]] = {}  # upstream: name -> (id, partitions)
         self.dead = False
+        # how many members have, or are to have, each partition: kept with every change of a
+        # member's target or assignment, as fair work asks it on every fetch
+        self._holding: Counter[tuple[UUID, int]] = Counter()
+
+    def members_on(self, topic_id: UUID, partition: int) -> int:
+        """How many members have this partition assigned or are to have it."""
+        return self._holding.get((topic_id, partition), 0)
+
+    def _move(self, member: Member, target: Assignment, assignment: Assignment) -> None:
+        """Give ``member`` a new target and assignment, keeping the holding counts."""
+        before, after = _held(member.target, member.assignment), _held(target, assignment)
+        member.target, member.assignment = target, assignment
+        holding = self._holding
+        for key in before - after:
+            holding[key] -= 1
+            if not holding[key]:
+                del holding[key]
+        for key in after - before:
+            holding[key] += 1
+
+    def _remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is not None:
+            self._move(member, {}, {})
+        return member
 
     @property
     def state(self) -> GroupState:
@@ -98,7 +124,7 @@ class ShareGroup:
                 HeartbeatError.INVALID_REQUEST, member_epoch, None, "MemberId must be set"
             )
         if member_epoch == LEAVE_EPOCH:
-            if self.members.pop(member_id, None) is not None:
+            if self._remove(member_id) is not None:
                 self._bump()
             return HeartbeatResult(None, LEAVE_EPOCH, None)
         member = self.members.get(member_id)
@@ -147,7 +173,7 @@ class ShareGroup:
         self._reassign_if_needed()
         if member.target_epoch > member.member_epoch:
             member.member_epoch = member.target_epoch
-            member.assignment = member.target
+            self._move(member, member.target, member.target)
         if member.sent_epoch != member.member_epoch:
             member.sent_epoch = member.member_epoch
             return HeartbeatResult(None, member.member_epoch, dict(member.assignment))
@@ -168,7 +194,7 @@ class ShareGroup:
             if now_ms - m.last_heartbeat_ms > session_timeout_ms
         ]
         for member_id in gone:
-            del self.members[member_id]
+            self._remove(member_id)
         if gone:
             self._bump()
             self._reassign_if_needed()
@@ -201,5 +227,9 @@ class ShareGroup:
         for m in self.members.values():
             new = targets.get(m.member_id, {})
             if new != m.target or m.target_epoch == 0:
-                m.target = new
+                self._move(m, new, m.assignment)
                 m.target_epoch = self.assignment_epoch
+
+
+def _held(*assignments: Assignment) -> set[tuple[UUID, int]]:
+    return {(tid, p) for a in assignments for tid, parts in a.items() for p in parts}

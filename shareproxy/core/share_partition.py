@@ -115,6 +115,18 @@ class SharePartition(Acquiring):
             return True
         return self._first_available() < len(self._inflight.ranges)
 
+    def unwritten(self) -> bool:
+        """Whether the next write has something to carry already (records archived while
+        acquiring, which no write has taken yet)."""
+        return bool(self._dirty) or self.spso != self._persisted_spso
+
+    def holds(self, member_id: str) -> bool:
+        """Whether the member holds any acquisition lock here."""
+        return any(
+            r.member_id == member_id and r.state == RecordState.ACQUIRED
+            for r in self._inflight.ranges
+        )
+
     def holders(self) -> set[str]:
         """The members holding acquisition locks here (busy with records of this partition)."""
         return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 
 from shareproxy.core.assignor import assign
@@ -96,3 +97,39 @@ def test_assignor_covers_every_partition_and_every_member():
     covered = {(t, p) for a in result.values() for t, ps in a.items() for p in ps}
     assert covered == {(T1, 0), (T1, 1), (T1, 2), (T2, 0)}
     assert all(result[m] for m in subs)
+
+
+def test_members_on_counts_what_each_member_has_or_is_to_have():
+    """The kept count equals a count over every member's target and assignment, through joins,
+    rebalances, heartbeats, leaves, expiry and new partitions."""
+    rng = random.Random(7)
+    g = ShareGroup("g", max_size=50)
+    g.update_topics({"orders": (T1, 12), "audit": (T2, 3)})
+
+    def counted(tid: uuid.UUID, p: int) -> int:
+        return sum(
+            1
+            for m in g.members.values()
+            if p in m.target.get(tid, ()) or p in m.assignment.get(tid, ())
+        )
+
+    now = 0
+    for step in range(400):
+        now += 100
+        ids = list(g.members)
+        roll = rng.random()
+        if roll < 0.25 or not ids:
+            joined(g, f"m{step}", now, rng.choice([("orders",), ("audit",), ("orders", "audit")]))
+        elif roll < 0.35:
+            m = rng.choice(ids)
+            g.heartbeat(m, -1, now)
+        elif roll < 0.4:
+            g.expire_members(now, rng.choice([50, 10_000]))
+        elif roll < 0.42:
+            g.update_topics({"orders": (T1, rng.choice([12, 16])), "audit": (T2, 3)})
+        else:
+            m = rng.choice(ids)
+            g.heartbeat(m, g.members[m].member_epoch, now)
+        for tid, n in ((T1, 16), (T2, 3)):
+            for p in range(n):
+                assert g.members_on(tid, p) == counted(tid, p)

@@ -236,6 +236,22 @@ def test_release_member_frees_only_that_members_locks():
     assert delta == StateDelta(-1, (pb(0, 9, AV, 1),))
 
 
+def test_releasing_a_member_that_holds_nothing_here_changes_and_writes_nothing():
+    """What lets a node skip the share-partitions a leaving member never held: ``holds`` and
+    ``unwritten`` false, its release is an empty write that changes nothing."""
+    sp = fresh()
+    sp.acquire("n", LOG, 0, 10)
+    assert sp.holds("n") and not sp.holds("m") and not sp.unwritten()
+    before = inflight(sp)
+    assert sp.release_member("m", 0).is_empty
+    assert inflight(sp) == before
+    log = [BatchHeader(10, 10, is_control=True), BatchHeader(11, 14)]
+    sp.acquire("n", log, 0, 500)  # the control record is archived, not yet written
+    assert sp.unwritten()
+    assert not sp.release_member("m", 0).is_empty  # the next write carries it
+    assert not sp.unwritten()
+
+
 # ------------------------------------------------------------------ the log start moving
 def test_log_start_past_spso_archives_available_and_keeps_acquired():
     sp = fresh()

@@ -117,10 +117,28 @@ async def handle(ctx: ClusterView, conn: Connection, request: Request) -> KioEnt
     )
 
 
+# the partitions last described, per topic, entry type and placement: every client asks for
+# the same topics while nothing changes; forgotten at this many, as topics come and go
+_LED_REMEMBERED = 1_000
+_led: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
 def led_partitions(ctx: ClusterView, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
     """A topic's partitions as a client sees them: each led and held by its placed node, at
     the cluster's generation as leader epoch. Metadata's and DescribeTopicPartitions' entries
-    differ, hence ``build_loose``."""
+    differ, hence ``build_loose``. The placement is a function of the live nodes, so an answer
+    is remembered for as long as they, the generation and the topic's partitions stay."""
+    key = (entry, info.topic_id, ctx.leader_epoch, tuple(ctx.live_nodes), tuple(info.leaders))
+    found = _led.get(key)
+    if found is None:
+        found = _described(ctx, info, entry)
+        if len(_led) >= _LED_REMEMBERED:
+            _led.clear()
+        _led[key] = found
+    return found
+
+
+def _described(ctx: ClusterView, info: TopicInfo, entry: type[T]) -> tuple[T, ...]:
     none, epoch, topic_id = error(0), ctx.leader_epoch, info.topic_id
     return tuple(
         build_loose(

@@ -1,0 +1,45 @@
+"""Refreshes of the group configs asked for together share one read of the store, and none is
+answered by a read that began before it was asked."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from shareproxy.broker.group_configs import GroupConfigs
+from shareproxy.core.group_settings import GroupSettings
+
+
+class CountingStore:
+    """Only what a refresh reads; each version read waits until ``go`` is set."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.version = 1
+        self.go = asyncio.Event()
+
+    async def configs_version(self) -> int:
+        self.reads += 1
+        seen = self.version
+        await self.go.wait()
+        return seen
+
+    async def list_groups(self) -> list[Any]:
+        return []
+
+
+async def test_waiting_refreshes_share_one_read_begun_after_they_asked():
+    store = CountingStore()
+    configs = GroupConfigs(store, GroupSettings())  # type: ignore[arg-type]
+    first = asyncio.create_task(configs.refresh())
+    await asyncio.sleep(0)
+    assert store.reads == 1  # the first read is under way
+    store.version = 2  # a change the first read may have missed
+    waiting = [asyncio.create_task(configs.refresh()) for _ in range(50)]
+    await asyncio.sleep(0)
+    store.go.set()
+    await asyncio.gather(first, *waiting)
+    assert store.reads == 2  # one more read, begun after the 50 asked, answered them all
+    assert configs._version == 2
+    await configs.refresh()
+    assert store.reads == 3  # alone, a refresh reads
