@@ -172,18 +172,13 @@ class UpstreamFeed:
         if not wanted:
             return
         isolation = max(leader.settings.isolation_level for leader in leaders)
-        size = self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted))
-        reserved = size * len(wanted)
-        self.budget.reserved += reserved
-        try:
-            data = await self.upstream.fetch(
-                wanted,
-                max_wait_ms=max_wait_ms,
-                isolation_level=isolation,
-                partition_max_bytes=size,
-            )
-        finally:
-            self.budget.reserved -= reserved
+        # not reserved: a long poll of idle partitions must not hold read-ahead of busy ones back
+        data = await self.upstream.fetch(
+            wanted,
+            max_wait_ms=max_wait_ms,
+            isolation_level=isolation,
+            partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
+        )
         for tp, d in data.items():
             d.records = worth_keeping(d.records)  # not one partition pinning the whole frame
             for leader in owners.get(tp, []):
