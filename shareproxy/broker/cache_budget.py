@@ -11,8 +11,9 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable
 
-# the bound's default: with it, a node of 1,000 members sharing 1,000 share-partitions keeps
-# its resident memory under 250 MiB (bench.members, BENCHMARKS.md)
+# the bound's default: a node starts at ~130 MiB resident, and one serving 1,000 members on
+# 1,000 share-partitions is to stay within 250 MiB (bench.members); a few read-aheads of
+# UPSTREAM_PARTITION_BYTES per busy partition fit under it
 DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024
 MIN_LOG_CACHE_BYTES = 1024 * 1024
 # the least a read asks per partition once the bound is reached: a request's own read is never
