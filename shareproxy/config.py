@@ -22,6 +22,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from shareproxy.broker.cache_budget import DEFAULT_LOG_CACHE_BYTES, MIN_LOG_CACHE_BYTES
 from shareproxy.config_groups import (
     GROUP_DEFAULTS,
     bound,
@@ -178,6 +179,13 @@ class Settings(BaseSettings):
     )
     max_frame_bytes: int = Field(
         default=100 * 1024 * 1024, ge=1024, description="largest Kafka request accepted"
+    )
+    log_cache_bytes: int = Field(
+        default=DEFAULT_LOG_CACHE_BYTES,
+        ge=MIN_LOG_CACHE_BYTES,
+        description="the most the node's log caches hold of what they read from upstream (the "
+        "fetched frames, counted whole): past it, no partition is read ahead and a consumer's "
+        "read asks less; the cache spares the cluster re-reads by consumers sharing a partition",
     )
     max_share_sessions: int = Field(
         default=2000, ge=1, description="share sessions of the whole proxy (Kafka's default)"

@@ -221,6 +221,11 @@ class LiveState(Collector):
                 ["group", "topic", "partition"],
                 {key: values[field] for key, values in detail.items()},
             )
+        yield GaugeMetricFamily(
+            "shareproxy_log_cache_bytes",
+            "Bytes of upstream fetch responses the log caches hold (bounded by --log-cache-bytes)",
+            value=state["log_cache_bytes"],
+        )
         yield _labelled(
             GaugeMetricFamily,
             "shareproxy_open_connections",

@@ -75,5 +75,6 @@ def live_state(
         "in_flight": in_flight,
         "rebalances": {g: group.rebalances for g, group in coordinator.groups.items()},
         "partitions_detail": detail,
+        "log_cache_bytes": partitions.cache_budget.held,
         "connections": {k: v for x in listeners for k, v in x.open_connections().items()},
     }

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shareproxy.broker.cache_budget import CacheBudget
 from shareproxy.broker.census import StoredCensus
 from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.consumption import Consumption
@@ -117,6 +118,7 @@ def build_runtime(
     settings_for = configs.settings_for
     committer = GroupCommitter(store)
     sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
+    cache_budget = CacheBudget(s.log_cache_bytes)
 
     # the registry and the coordinator know each other: a share-partition's fair share counts
     # the members the coordinator assigned it, asked only once both exist
@@ -132,10 +134,11 @@ def build_runtime(
         leads=nodes.leads,
         refresh_settings=configs.refresh,
         members_assigned=members_assigned,
+        cache_budget=cache_budget,
     )
     configs.on_change(partitions.apply_settings)
     dead_letters = DeadLetterWriter(partitions, upstream, settings_for, clock)
-    feed = UpstreamFeed(upstream, clock)
+    feed = UpstreamFeed(upstream, clock, cache_budget)
     coordinator = Coordinator(
         store,
         upstream,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shareproxy import metrics
+from shareproxy.broker.cache_budget import CacheBudget
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.log_cache import LogCache, records_holding
 from shareproxy.core.acknowledgement import AckBatch
@@ -61,6 +62,7 @@ class SharePartitionLeader:
         on_refused: Callable[[SharePartitionLeader], None],
         still_led: Callable[[], bool] = lambda: True,
         members_assigned: Callable[[], int] = lambda: 0,
+        cache_budget: CacheBudget | None = None,
     ) -> None:
         self.key = key
         self.topic = topic
@@ -71,7 +73,8 @@ class SharePartitionLeader:
         self.clock_ms = clock_ms
         self.on_refused = on_refused
         self.mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
-        self.cache = LogCache(settings.isolation_level, settings.key_ordering)
+        self.cache_budget = cache_budget
+        self.cache = LogCache(settings.isolation_level, settings.key_ordering, cache_budget)
         self.valid = True  # False once a write was refused or the state replaced: reload
         # whether this node still leads the partition (placement and its lease):
         # asked under the mutex, since waiting for it may outlast either
@@ -160,7 +163,10 @@ class SharePartitionLeader:
             self.settings.isolation_level,
             self.settings.key_ordering,
         ):
-            self.cache = LogCache(settings.isolation_level, settings.key_ordering)  # refilled
+            self.cache.clear()
+            self.cache = LogCache(  # refilled
+                settings.isolation_level, settings.key_ordering, self.cache_budget
+            )
         self.settings = settings
         self._sp.change_limits(settings.limits)
         self.notify()  # a higher lock limit may let waiting fetches acquire

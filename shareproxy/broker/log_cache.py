@@ -7,6 +7,7 @@ import dataclasses
 from bisect import bisect_right
 from collections.abc import Sequence
 
+from shareproxy.broker.cache_budget import CacheBudget, FrameRefs, frame_of
 from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.inflight import AcquiredRange
@@ -46,7 +47,9 @@ class LogCache:
     read from the log itself, so this holds on brokers that do not report aborted
     transactions, and the broker's list is honoured where it does."""
 
-    def __init__(self, isolation_level: int = 0, keyed: bool = False) -> None:
+    def __init__(
+        self, isolation_level: int = 0, keyed: bool = False, budget: CacheBudget | None = None
+    ) -> None:
         self.isolation_level = isolation_level
         self.keyed = keyed  # read each record's key (key-ordered delivery)
         self.batches: list[CachedBatch] = []
@@ -58,6 +61,8 @@ class LogCache:
         self.start_offset = 0
         self._open: dict[int, list[CachedBatch]] = {}  # producer id -> undecided batches
         self._size = 0  # bytes ever cached (CachedBatch.size_to)
+        # the frames the batches are views into, counted against the node's bound
+        self._frames = FrameRefs(CacheBudget(None) if budget is None else budget, self)
 
     @property
     def end_offset(self) -> int:
@@ -119,6 +124,7 @@ class LogCache:
             # records below the cached stretch are wanted again (a release), or this answer is
             # of a later stretch: start over from it, keeping the log order that transaction
             # tracking relies on
+            self._frames.clear()
             self.batches.clear()
             self._open.clear()
         if not self.batches:
@@ -145,7 +151,9 @@ class LogCache:
                 self._track_transaction(batch, raw)
             fresh.append(batch)
             end = info.last_offset + 1
-        self.batches.extend(fresh)
+        if fresh:
+            self._frames.add(*frame_of(data.records), len(fresh))
+            self.batches.extend(fresh)
         return bool(fresh)
 
     def _track_transaction(self, batch: CachedBatch, raw: memoryview) -> None:
@@ -193,7 +201,14 @@ class LogCache:
     def trim(self, below: int) -> None:
         k = self._index(below)
         if k:
+            self._frames.drop([b.raw.obj for b in self.batches[:k]])
             del self.batches[:k]
+
+    def clear(self) -> None:
+        """Drop every cached batch (the cache is being replaced), releasing their frames."""
+        self._frames.clear()
+        self.batches.clear()
+        self._open.clear()
 
 
 def _base(b: CachedBatch) -> int:

@@ -11,6 +11,7 @@ from typing import NoReturn
 from uuid import UUID
 
 from shareproxy import metrics
+from shareproxy.broker.cache_budget import CacheBudget
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_holding
@@ -51,8 +52,11 @@ class SharePartitions:
         leads: Callable[[UUID, int], bool] = lambda topic_id, partition: True,
         refresh_settings: Callable[[], Awaitable[None]] | None = None,
         members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0,
+        cache_budget: CacheBudget | None = None,
     ) -> None:
         self.store = store
+        # the node-wide bound on what the leaders' log caches hold
+        self.cache_budget = CacheBudget(None) if cache_budget is None else cache_budget
         # read the group configs again before a load: a change through another node counts
         self.refresh_settings = refresh_settings
         self.leads = leads  # whether this node leads a partition (placement)
@@ -176,6 +180,7 @@ class SharePartitions:
             self._refused,
             still_led=lambda: self.leads(key.topic_id, key.partition),
             members_assigned=lambda: self.members_assigned(key),
+            cache_budget=self.cache_budget,
         )
         await leader.log_start_moved(await offsets.earliest_offset(), reset_cache=True)
         log.info(

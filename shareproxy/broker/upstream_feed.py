@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from uuid import UUID
 
+from shareproxy.broker.cache_budget import CacheBudget, worth_keeping
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import require_topic_name
@@ -101,11 +102,13 @@ def wanted_offset(leader: SharePartitionLeader, beyond_cache: bool = False) -> i
     return max(offset, cache.log_start_offset)
 
 
-def _read_ahead_offset(leader: SharePartitionLeader) -> int | None:
-    """Where to read on in the background, before a request finds the cache empty."""
+def _read_ahead_offset(leader: SharePartitionLeader, budget: CacheBudget) -> int | None:
+    """Where to read on in the background, before a request finds the cache empty (not while
+    the caches hold their bound)."""
     cache = leader.cache
     if (
-        not leader.valid
+        not budget.may_read_ahead()
+        or not leader.valid
         or leader.reading_ahead
         or not cache.batches
         or cache.end_offset >= cache.high_watermark
@@ -118,9 +121,15 @@ def _read_ahead_offset(leader: SharePartitionLeader) -> int | None:
 class UpstreamFeed:
     """Fills the leaders' log caches from upstream and wakes the requests waiting on them."""
 
-    def __init__(self, upstream: Upstream, clock_ms: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        upstream: Upstream,
+        clock_ms: Callable[[], int],
+        budget: CacheBudget | None = None,
+    ) -> None:
         self.upstream = upstream
         self.clock_ms = clock_ms
+        self.budget = CacheBudget(None) if budget is None else budget
         self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._watch_wakeup = asyncio.Event()
         self._polled: list[SharePartitionLeader] = []  # the last tail poll's, to wake
@@ -149,7 +158,8 @@ class UpstreamFeed:
     async def read(
         self, leaders: Sequence[SharePartitionLeader], max_wait_ms: int, beyond_cache: bool = False
     ) -> None:
-        """Fill the caches of the leaders that need data, in one upstream fetch per node."""
+        """Fill the caches of the leaders that need data, in one upstream fetch per node: always
+        (a request waits on it), but asking less per partition as the caches near their bound."""
         wanted: dict[tuple[str, int], int] = {}
         owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
         for leader in leaders:
@@ -162,13 +172,15 @@ class UpstreamFeed:
         if not wanted:
             return
         isolation = max(leader.settings.isolation_level for leader in leaders)
+        # not reserved: a long poll of idle partitions must not hold read-ahead of busy ones back
         data = await self.upstream.fetch(
             wanted,
             max_wait_ms=max_wait_ms,
             isolation_level=isolation,
-            partition_max_bytes=UPSTREAM_PARTITION_BYTES,
+            partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
         )
         for tp, d in data.items():
+            d.records = worth_keeping(d.records)  # not one partition pinning the whole frame
             for leader in owners.get(tp, []):
                 if d.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:  # the log start moved
                     await self._log_start_lost(leader)
@@ -187,7 +199,7 @@ class UpstreamFeed:
     # ------------------------------------------------------------------ read-ahead
     def read_ahead(self, leader: SharePartitionLeader) -> None:
         """Start a background upstream read for ``leader`` if its cache is running low."""
-        offset = _read_ahead_offset(leader)
+        offset = _read_ahead_offset(leader, self.budget)
         if offset is None or not reads_its_topic(self.upstream, leader):
             return
         leader.reading_ahead = True
@@ -197,12 +209,14 @@ class UpstreamFeed:
 
     async def _read_ahead(self, leader: SharePartitionLeader, offset: int) -> None:
         tp = (leader.topic, leader.key.partition)
+        size = self.budget.read_size(UPSTREAM_PARTITION_BYTES)
+        self.budget.reserved += size
         try:
             data = await self.upstream.fetch(
                 {tp: offset},
                 max_wait_ms=1,
                 isolation_level=leader.settings.isolation_level,
-                partition_max_bytes=UPSTREAM_PARTITION_BYTES,
+                partition_max_bytes=size,
             )
             d = data.get(tp)
             if d is not None and d.error_code == ErrorCode.NONE and leader.cache.add(d, offset):
@@ -210,6 +224,7 @@ class UpstreamFeed:
         except UpstreamError as exc:
             log.warning("read-ahead of %s-%d failed: %s", *tp, exc)
         finally:
+            self.budget.reserved -= size
             leader.reading_ahead = False
 
     # ------------------------------------------------------------------ the tail
