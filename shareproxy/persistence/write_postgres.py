@@ -159,7 +159,9 @@ class PostgresWriter(StateWriter):
             await greenlet_spawn(pooled.invalidate, exc)
             raise
         finally:
-            pooled.close()  # back to the pool: no transaction to roll back, no await needed
+            # back to the pool, in a greenlet: a connection past the pool's size is closed
+            # there, and closing an asyncpg connection awaits
+            await greenlet_spawn(pooled.close)
         return {keys[place - 1]: n for place, n in rows}
 
     async def _write_archiving(

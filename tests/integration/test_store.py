@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 
 from sqlalchemy import text
@@ -325,4 +326,27 @@ async def test_a_group_deleted_while_ensured_is_created_again(postgres, monkeypa
         assert await store.get_group("g1") is not None
     finally:
         await other.dispose()
+        await engine.dispose()
+
+
+async def test_writes_past_the_pools_size_close_their_connections_cleanly(postgres, caplog):
+    """Writes at once on more connections than the pool keeps: each connection past its size
+    is closed when handed back, which on asyncpg awaits; done outside a greenlet it failed,
+    logged a traceback and left the connection open."""
+    url = postgres.create_database(f"t{uuid.uuid4().hex[:8]}", "template_migrated")
+    engine = create_engine(url, pool_size=1, max_overflow=4)
+    store = SqlShareStateStore(engine)
+    keys = [key(p) for p in range(5)]
+    try:
+        for k in keys:
+            await store.initialize(k, 10)
+        caplog.set_level(logging.ERROR, logger="sqlalchemy.pool")
+        writes = [[PartitionWrite(k, 0, StateDelta(-1, (pb(10, 19, AV, 1),)))] for k in keys]
+        results = await asyncio.gather(*(store.write(w) for w in writes))
+        assert all(r[k] == ErrorCode.NONE for r, k in zip(results, keys, strict=True))
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("sqlalchemy")] == []
+        assert engine.pool.checkedout() == 0
+        for k in keys:
+            assert (await store.read(k)).state.batches == [pb(10, 19, AV, 1)]
+    finally:
         await engine.dispose()
