@@ -125,7 +125,7 @@ def main() -> None:
             produce(broker.bootstrap, TOPIC, records, args.size, partitions=args.partitions)
         url = pg.create_database("members")
         proxy = ProxyProcess(
-            broker.bootstrap, url, auto_offset_reset="earliest", group_max_size=args.members
+            broker.bootstrap, url, auto_offset_reset="earliest", group_share_max_size=args.members
         ).start()
         assert proxy.proc is not None
         pid = proxy.proc.pid

@@ -31,7 +31,7 @@ from shareproxy.config_groups import (
     group_default,
 )
 from shareproxy.core import group_config as gc
-from shareproxy.core.share_group import DEFAULT_MAX_SIZE
+from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE
 from shareproxy.exits import UsageError
 from shareproxy.security.listeners import parse_listeners, plan, split_host_port
 
@@ -187,8 +187,11 @@ class Settings(BaseSettings):
         "fetched frames, counted whole): past it, no partition is read ahead and a consumer's "
         "read asks less; the cache spares the cluster re-reads by consumers sharing a partition",
     )
-    max_share_sessions: int = Field(
-        default=2000, ge=1, description="share sessions of the whole proxy (Kafka's default)"
+    group_share_max_share_sessions: int = Field(
+        default=2000,
+        ge=1,
+        description="share sessions of the whole proxy (Kafka's group.share.max.share.sessions, "
+        "its default)",
     )
     max_share_sessions_per_client: int = Field(
         default=1000,
@@ -214,8 +217,11 @@ class Settings(BaseSettings):
         description="share groups the proxy holds at most; a heartbeat that would create one "
         "more is refused with GROUP_MAX_SIZE_REACHED (unset: no limit, as Kafka 4.1+)",
     )
-    group_max_size: int = Field(
-        default=DEFAULT_MAX_SIZE, ge=1, description="members per share group"
+    group_share_max_size: int = Field(
+        default=DEFAULT_MAX_SIZE,
+        ge=1,
+        le=MAX_MAX_SIZE,
+        description="members per share group (Kafka's group.share.max.size, its default and range)",
     )
     record_lock_duration_ms: int = group_default(gc.LOCK_DURATION)
     delivery_count_limit: int = group_default(gc.DELIVERY_COUNT_LIMIT)

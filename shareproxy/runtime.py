@@ -41,7 +41,9 @@ def clock_ms() -> int:
 
 def group_defaults(settings: Settings) -> GroupSettings:
     """Every group's settings before its own configs: the proxy-wide ones."""
-    return GroupSettings(max_size=settings.group_max_size).with_configs(settings.group_configs())
+    return GroupSettings(max_size=settings.group_share_max_size).with_configs(
+        settings.group_configs()
+    )
 
 
 @dataclass(eq=False)
@@ -117,7 +119,7 @@ def build_runtime(
     )
     settings_for = configs.settings_for
     committer = GroupCommitter(store)
-    sessions = ShareSessionCache(s.max_share_sessions, s.max_share_sessions_per_client)
+    sessions = ShareSessionCache(s.group_share_max_share_sessions, s.max_share_sessions_per_client)
     cache_budget = CacheBudget(s.log_cache_bytes)
 
     # the registry and the coordinator know each other: a share-partition's fair share counts

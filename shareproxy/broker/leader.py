@@ -234,7 +234,7 @@ class SharePartitionLeader:
             if not self.settings.renew_acknowledge and any(
                 AcknowledgeType.RENEW in b.acknowledge_types for b in batches
             ):
-                return ErrorCode.INVALID_REQUEST  # share.renew.acknowledge.enable is false
+                return ErrorCode.INVALID_RECORD_STATE  # as Kafka, where renewing is off
             try:
                 delta = self._sp.acknowledge(member_id, batches, self.clock_ms())
             except ShareError as e:

@@ -60,6 +60,7 @@ class HeartbeatResult:
 
 
 DEFAULT_MAX_SIZE = 200  # members per group, as Kafka's group.share.max.size
+MAX_MAX_SIZE = 1000  # the most Kafka lets group.share.max.size be
 
 
 class ShareGroup:

@@ -116,6 +116,21 @@ async def test_acknowledging_records_another_member_holds_changes_nothing(runtim
     assert await ack(runtime, "m1", tp, 0, 4, ACCEPT) == ErrorCode.NONE  # m1 still holds them
 
 
+async def test_renewing_where_the_group_turned_it_off_is_an_invalid_record_state(
+    runtime: Runtime,
+):
+    """share.renew.acknowledge.enable false: a Renew is refused as Kafka refuses it, and the
+    records stay acquired by their member, their lock untouched."""
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tp = await runtime.partition(t)
+    await runtime.configure(GROUP, renew_acknowledge=False)
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
+    renew = (AcknowledgeType.RENEW,)
+    assert await ack(runtime, "m1", tp, 0, 4, renew) == ErrorCode.INVALID_RECORD_STATE
+    assert await ack(runtime, "m1", tp, 0, 4, ACCEPT) == ErrorCode.NONE  # still m1's
+
+
 async def test_a_refused_write_drops_the_leader_and_the_next_use_reloads_the_stored_state(
     runtime: Runtime,
 ):

@@ -88,6 +88,27 @@ def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():
         config_io.load({"group_share_max_record_lock_duration_ms": 10})  # Kafka's own range
 
 
+@pytest.mark.parametrize(
+    ("setting", "kafka_default", "low", "high"),
+    [
+        ("group_share_max_size", 200, 1, 1000),  # GroupCoordinatorConfig: between(1, 1000)
+        ("group_share_max_share_sessions", 2000, 1, None),  # ShareGroupConfig: atLeast(1)
+    ],
+)
+def test_kafkas_share_group_limits_keep_their_names_defaults_and_ranges(
+    setting, kafka_default, low, high
+):
+    assert config.Settings.model_fields[setting].default == kafka_default
+    flag = "--" + setting.replace("_", "-")
+    assert getattr(config_io.load({setting: low}), setting) == low
+    with pytest.raises(UsageError, match=f"^{flag} {low - 1}: "):
+        config_io.load({setting: low - 1})
+    if high is not None:
+        assert getattr(config_io.load({setting: high}), setting) == high
+        with pytest.raises(UsageError, match=f"^{flag} {high + 1}: "):
+            config_io.load({setting: high + 1})
+
+
 def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
     toml = tmp_path / "proxy.toml"
     toml.write_text('delivery_count_limit = 7\nlisten = "127.0.0.1:1111"\nnode_id = 9\n')
