@@ -12,7 +12,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+
+from shareproxy.metrics_kafka import KafkaNames, aliases
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -129,6 +132,23 @@ AUTHORIZATION_DENIALS = Counter(
 )
 
 
+REGISTRY.register(
+    KafkaNames(
+        (
+            ACKNOWLEDGEMENTS,
+            PARTITION_LOAD_SECONDS,
+            DEAD_LETTERS,
+            DEAD_LETTER_FAILURES,
+            LOCK_TIMEOUTS,
+            OFFSET_EXPIRATIONS,
+            OFFSET_DELETIONS,
+            STORE_COMMIT_SECONDS,
+            REQUESTS,
+        )
+    )
+)
+
+
 Family = GaugeMetricFamily | CounterMetricFamily
 
 
@@ -149,8 +169,11 @@ class LiveState(Collector):
     def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
         self.read = read
 
-    def collect(self) -> Iterable[Family]:
-        state = self.read()
+    def collect(self) -> Iterable[Metric]:
+        families: list[Metric] = list(self._families(self.read()))
+        return [*families, *aliases(families)]
+
+    def _families(self, state: dict[str, Any]) -> Iterable[Family]:
         yield _labelled(
             GaugeMetricFamily,
             "share_groups",

@@ -73,7 +73,7 @@ def live_state(
         "groups_coordinated": len(coordinator.groups),
         "generation": nodes.placement.generation,
         "in_flight": in_flight,
-        "rebalances": {g: group.rebalances for g, group in coordinator.groups.items()},
+        "rebalances": coordinator.rebalances(),
         "partitions_detail": detail,
         "log_cache_bytes": partitions.cache_budget.held,
         "connections": {k: v for x in listeners for k, v in x.open_connections().items()},

@@ -52,6 +52,7 @@ class Coordinator:
         self.forget_group = forget_group
         self.max_groups = max_groups  # group.share.max.groups; None: no cap, as Kafka 4.1+
         self.groups: dict[str, ShareGroup] = {}
+        self._past_rebalances: dict[str, int] = {}  # of groups dropped here, so counters stay
         self._mutex = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.leave_grace_s = 5.0
@@ -253,9 +254,7 @@ class Coordinator:
         when a coordinator moves. Nothing stored is touched."""
         gone = [g for g in self.groups if everything or not self.coordinates(g)]
         for group_id in gone:
-            self.groups.pop(group_id, None)
-            self._recorded.pop(group_id, None)
-            self._recording.pop(group_id, None)
+            self._drop(group_id)
         if gone:
             log.info("%d share groups now coordinated by other nodes: let go", len(gone))
         return gone
@@ -331,10 +330,24 @@ class Coordinator:
 
     def forget(self, group_id: str) -> None:
         """The group was deleted: drop it, what was recorded of it, and its configs."""
-        self.groups.pop(group_id, None)
+        self._drop(group_id)
+        self.forget_group(group_id)
+
+    def _drop(self, group_id: str) -> None:
+        group = self.groups.pop(group_id, None)
+        if group is not None and group.rebalances:
+            past = self._past_rebalances
+            past[group_id] = past.get(group_id, 0) + group.rebalances
         self._recorded.pop(group_id, None)
         self._recording.pop(group_id, None)
-        self.forget_group(group_id)
+
+    def rebalances(self) -> dict[str, int]:
+        """Target assignments computed here per group, ever: a counter never goes down, so a
+        group deleted or moved away keeps what it had, and one made again adds to it."""
+        counts = dict(self._past_rebalances)
+        for group_id, group in self.groups.items():
+            counts[group_id] = counts.get(group_id, 0) + group.rebalances
+        return counts
 
     # ------------------------------------------------------------------ background jobs
     async def expire_members(self) -> None:

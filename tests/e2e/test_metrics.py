@@ -169,3 +169,72 @@ def test_group_and_partition_gauges_count_what_the_store_holds_after_a_restart(
         assert value(samples, "share_partitions_led") == 0  # nothing loaded since the start
     finally:
         again.stop()
+
+
+def test_kafkas_share_group_metrics_are_the_proxys_own_under_kafkas_names(proxy, topic, produce):
+    """Kafka's metric names (RecordAcknowledgementsPerSec by ackType, share-group-count by
+    state, share-coordinator write latency, …) carry the proxy's own counts, summed over what
+    Kafka's metric has no tag for; a deleted group's rebalances stay counted."""
+    p = proxy()
+    t = topic(1)
+    produce(t, 30, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([t])
+    try:
+        got = poll_until(c, 30, 30)
+        assert len(got) == 30
+        for m in got:
+            c.acknowledge(m, TYPES[("accept", "release", "reject")[m.offset() % 3]])
+        c.commit_sync()
+        live = scrape(p)
+        assert value(live, "kafka_coordinator_group_share_group_count", state="Stable") == value(
+            live, "share_groups", state="Stable"
+        )
+        assert value(live, "kafka_coordinator_group_group_count", protocol="share") == sum(
+            v for (n, _), v in live.items() if n == "share_groups"
+        )
+        where = {"group": group, "topic": t, "partition": "0"}
+        assert value(
+            live, "kafka_server_share_partition_metrics_in_flight_message_count", **where
+        ) == value(live, "share_partition_in_flight_records", **where)
+        assert value(live, "kafka_server_share_session_cache_share_sessions_count") >= 1
+    finally:
+        c.close()
+
+    def total(samples, name: str, **only: str) -> float:
+        return sum(
+            v
+            for (n, labels), v in samples.items()
+            if n == name and all(dict(labels).get(k) == x for k, x in only.items())
+        )
+
+    quiet = scrape(p)
+    for ours, kafkas in (("accept", "Accept"), ("release", "Release"), ("reject", "Reject")):
+        kafka_name = "kafka_server_share_group_metrics_record_acknowledgements_total"
+        assert (
+            value(quiet, kafka_name, ack_type=kafkas)
+            == total(quiet, "share_acknowledgements_total", type=ours)
+            == 10
+        )
+    assert value(
+        quiet, "kafka_server_broker_topic_metrics_total_share_fetch_requests_total"
+    ) == total(quiet, "shareproxy_requests_total", api="ShareFetch")
+    assert (
+        value(quiet, "kafka_coordinator_share_write_latency_seconds_count")
+        == value(quiet, "shareproxy_store_commit_duration_seconds_count")
+        > 0
+    )
+    assert value(quiet, "kafka_server_share_group_metrics_partition_load_time_seconds_count") >= 1
+    rebalanced = value(quiet, "share_group_rebalances_total", group=group)
+    assert rebalanced >= 1
+    assert value(quiet, "kafka_coordinator_group_share_group_rebalance_total") >= rebalanced
+
+    def deleted():
+        gone = httpx.delete(f"{p.admin_url}/v1/share-groups/{group}", timeout=10)
+        return gone.status_code == 204 or None  # Empty once the closed member has left
+
+    wait_for(deleted, 30, "the group deleted")
+    after = scrape(p)
+    assert value(after, "share_group_rebalances_total", group=group) == rebalanced
+    assert value(after, "kafka_coordinator_group_share_group_rebalance_total") >= rebalanced
