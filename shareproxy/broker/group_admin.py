@@ -58,10 +58,11 @@ class GroupAdmin:
         coordinator_at: Callable[[str], NodeAddress | None] = lambda group_id: None,
         peers: Callable[[], list[NodeAddress]] = list,
     ) -> None:
-        self.peers = peers  # the other live nodes
         # where a group is coordinated, for messages; None: here, though not at this moment
         self.coordinator_of = coordinator_of
+        # the node a REST call about a group is passed on to; None: this one answers it
         self.coordinator_at = coordinator_at
+        self.peers = peers  # the other live nodes, whose group lists the REST list joins
         self.dead_letter_writer = dead_letters
         self.store = store
         self.coordinator = coordinator
