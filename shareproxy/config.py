@@ -130,6 +130,12 @@ class Settings(BaseSettings):
     )
     upstream_ssl_keyfile: str | None = Field(default=None, description="its private key (PEM)")
     admin_listen: str = Field(default="127.0.0.1:8080", description="REST admin HOST:PORT")
+    admin_advertised_url: str | None = Field(
+        default=None,
+        description="http(s)://HOST:PORT where the other nodes reach this node's admin API, to "
+        "pass on calls about the groups it coordinates (default: http:// and the --admin-listen "
+        "address, this host's name for one on every address, as for --advertised-listener)",
+    )
     node_id: int | Literal["auto"] = Field(
         default=1,
         description="the broker id the proxy presents, one per node of a cluster (an id whose "
@@ -320,6 +326,16 @@ class Settings(BaseSettings):
         if value is not None:
             split_host_port(value)
         return value
+
+    @field_validator("admin_advertised_url")
+    @classmethod
+    def _admin_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        scheme, sep, rest = value.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest.strip("/"):
+            raise ValueError(f"{value!r} is not http://HOST:PORT or https://HOST:PORT")
+        return value.rstrip("/")
 
     @field_validator("listeners", "advertised_listeners")
     @classmethod

@@ -183,6 +183,8 @@ def build_runtime(
             configs,
             dead_letters,
             coordinator_of=nodes.coordinator_elsewhere,
+            coordinator_at=nodes.coordinator_admin,
+            peers=nodes.peers,
         ),
         census=StoredCensus(store),
         # a group config changed through another node applies here within a second

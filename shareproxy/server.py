@@ -30,7 +30,7 @@ from shareproxy.protocol.codec import warm
 from shareproxy.runtime import build_runtime, clock_ms, group_defaults
 from shareproxy.security import listeners
 from shareproxy.security.guard import Security
-from shareproxy.security.listeners import split_host_port
+from shareproxy.security.listeners import EVERY_ADDRESS, host_name, split_host_port
 from shareproxy.security.store import SecurityStore
 from shareproxy.startup import (
     bind_socket,
@@ -84,6 +84,18 @@ class Proxy:
             port = self.admin.port
         return f"http://{host or '0.0.0.0'}:{port}"
 
+    def _admin_advertised(self, admin_socket: socket.socket) -> str:
+        """Where the other nodes reach this node's admin API: --admin-advertised-url, or the
+        admin listener's address (this host's name for one on every address, as a Kafka
+        listener's advertised host), with the port it is bound to."""
+        if self.settings.admin_advertised_url:
+            return self.settings.admin_advertised_url
+        host, _ = split_host_port(self.settings.admin_listen)
+        if host in EVERY_ADDRESS:
+            host = host_name()
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{admin_socket.getsockname()[1]}"
+
     def listener_address(self, protocol: str) -> str:
         host, port = self.ctx.advertised[protocol]
         return f"{host}:{port}"
@@ -101,7 +113,7 @@ class Proxy:
         # joined once its ports are bound, and before any client is served: until then this
         # node would place everything on itself, and a share-partition it loaded would fence
         # the node that leads it
-        await self.runtime.nodes.join(told)
+        await self.runtime.nodes.join(told, self._admin_advertised(admin_socket))
         self._running.push_async_callback(self.runtime.nodes.leave)
         await self._serve_kafka(told, served, kafka_sockets)
         await self._serve_admin(admin_socket, admin_what)

@@ -1,15 +1,18 @@
 """REST resources for share groups: list, describe, offsets and lag, reset, delete offsets,
-delete, and group configs. The logic is GroupAdmin's, shared with the Kafka admin RPCs."""
+delete, and group configs. The logic is GroupAdmin's, shared with the Kafka admin RPCs. A call
+about one group is answered by the node that coordinates it, from whichever node it reaches
+(``forwarding.py``); the dead letters are each node's own (those of the partitions it leads)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
+from shareproxy.admin.forwarding import coordinator_answers, listed_elsewhere
 from shareproxy.admin.params import GroupId, Strict
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
@@ -129,12 +132,13 @@ def router(admin: GroupAdmin) -> APIRouter:
     @r.get("", response_model=list[GroupSummary])
     async def list_groups(
         caller: CallerDep,
+        http: Request,
         state: Annotated[list[str] | None, Query(description="Empty, Stable or Dead")] = None,
     ) -> list[GroupSummary]:
         for s in state or []:
             if s.lower() not in ("empty", "stable", "dead"):
                 raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown state {s!r}")
-        groups = await admin.list_groups(state or ())
+        groups = await admin.list_groups(state or (), await listed_elsewhere(http, admin))
         return [
             GroupSummary(group_id=g, state=s)
             for g, s in groups
@@ -142,8 +146,9 @@ def router(admin: GroupAdmin) -> APIRouter:
         ]
 
     @r.get("/{group_id}", response_model=GroupDetail)
-    async def describe(group_id: GroupId, caller: CallerDep) -> GroupDetail:
+    async def describe(group_id: GroupId, caller: CallerDep, http: Request) -> GroupDetail:
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        await coordinator_answers(http, admin, group_id)
         g = await admin.describe(group_id)
         return GroupDetail(
             group_id=g.group_id,
@@ -190,9 +195,13 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.get("/{group_id}/offsets", response_model=GroupOffsets)
     async def offsets(
-        group_id: GroupId, caller: CallerDep, topic: Annotated[list[str] | None, Query()] = None
+        group_id: GroupId,
+        caller: CallerDep,
+        http: Request,
+        topic: Annotated[list[str] | None, Query()] = None,
     ) -> GroupOffsets:
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        await coordinator_answers(http, admin, group_id)
         rows = []
         for p in await admin.offsets(group_id, topic):
             if not caller.allowed(Operation.DESCRIBE, ResourceType.TOPIC, p.topic, audit=False):
@@ -215,8 +224,11 @@ def router(admin: GroupAdmin) -> APIRouter:
         return GroupOffsets(group_id=group_id, partitions=rows, total_lag=total)
 
     @r.post("/{group_id}/offsets/reset", response_model=ResetResult)
-    async def reset(group_id: GroupId, request: ResetRequest, caller: CallerDep) -> ResetResult:
+    async def reset(
+        group_id: GroupId, request: ResetRequest, caller: CallerDep, http: Request
+    ) -> ResetResult:
         caller.require(Operation.READ, ResourceType.GROUP, group_id)
+        await coordinator_answers(http, admin, group_id)
         plan = await admin.reset_offsets(
             group_id,
             request.to,
@@ -243,26 +255,34 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.delete("/{group_id}/offsets", response_model=DeletedOffsets)
     async def delete_offsets(
-        group_id: GroupId, caller: CallerDep, topic: Annotated[list[str], Query(min_length=1)]
+        group_id: GroupId,
+        caller: CallerDep,
+        http: Request,
+        topic: Annotated[list[str], Query(min_length=1)],
     ) -> DeletedOffsets:
         caller.require_read(group_id, topic)
+        await coordinator_answers(http, admin, group_id)
         await admin.delete_offsets(group_id, topic, all_or_nothing=True)
         return DeletedOffsets(group_id=group_id, topics=topic)
 
     @r.delete("/{group_id}", status_code=204)
-    async def delete_group(group_id: GroupId, caller: CallerDep) -> Response:
+    async def delete_group(group_id: GroupId, caller: CallerDep, http: Request) -> Response:
         caller.require(Operation.DELETE, ResourceType.GROUP, group_id)
+        await coordinator_answers(http, admin, group_id)
         await admin.delete_group(group_id)
         return Response(status_code=204)
 
     @r.get("/{group_id}/config", response_model=GroupConfig)
-    async def get_config(group_id: GroupId, caller: CallerDep) -> GroupConfig:
+    async def get_config(group_id: GroupId, caller: CallerDep, http: Request) -> GroupConfig:
         caller.require(Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, group_id)
+        await coordinator_answers(http, admin, group_id)
         await admin.require(group_id)
         return _config(admin, group_id)
 
     @r.put("/{group_id}/config", response_model=GroupConfig)
-    async def put_config(group_id: GroupId, change: ConfigChange, caller: CallerDep) -> GroupConfig:
+    async def put_config(
+        group_id: GroupId, change: ConfigChange, caller: CallerDep, http: Request
+    ) -> GroupConfig:
         """Set (or with null, remove) group configs; in force for the next fetch, lock and
         heartbeat. All values are validated first: one bad value changes nothing."""
         caller.require(Operation.ALTER_CONFIGS, ResourceType.GROUP, group_id)
@@ -270,6 +290,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         if isinstance(dead_letter_topic, str) and dead_letter_topic:
             # the proxy writes there on the group's behalf: its configurer must be able to
             caller.require(Operation.WRITE, ResourceType.TOPIC, dead_letter_topic)
+        await coordinator_answers(http, admin, group_id)
         await admin.alter_configs(group_id, {k: _text(v) for k, v in change.configs.items()})
         return _config(admin, group_id)
 

@@ -25,6 +25,7 @@ from shareproxy.broker.group_views import (
     ResetPlan,
     ResetTo,
 )
+from shareproxy.broker.nodes import NodeAddress
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -54,9 +55,14 @@ class GroupAdmin:
         configs: GroupConfigs,
         dead_letters: DeadLetterWriter | None = None,
         coordinator_of: Callable[[str], str | None] = lambda group_id: "another proxy node",
+        coordinator_at: Callable[[str], NodeAddress | None] = lambda group_id: None,
+        peers: Callable[[], list[NodeAddress]] = list,
     ) -> None:
         # where a group is coordinated, for messages; None: here, though not at this moment
         self.coordinator_of = coordinator_of
+        # the node a REST call about a group is passed on to; None: this one answers it
+        self.coordinator_at = coordinator_at
+        self.peers = peers  # the other live nodes, whose group lists the REST list joins
         self.dead_letter_writer = dead_letters
         self.store = store
         self.coordinator = coordinator
@@ -65,6 +71,13 @@ class GroupAdmin:
         self.configs = configs
 
     # ------------------------------------------------------------------ reading
+    def coordinated_elsewhere(self, group_id: str) -> NodeAddress | None:
+        """The live node that coordinates the group, when that is not this one: the admin
+        API passes a call about the group on to it. None: this node answers it (acting on
+        the group, or saying why it cannot right now)."""
+        require_group_id(group_id)
+        return self.coordinator_at(group_id)
+
     async def exists(self, group_id: str) -> bool:
         """Raises INVALID_GROUP_ID for an id no group can have (it never reaches the store)."""
         require_group_id(group_id)
@@ -94,12 +107,21 @@ class GroupAdmin:
                 out.append(PendingDeadLetters(leader.topic, key.partition, waiting, problem))
         return sorted(out, key=lambda p: (p.topic, p.partition))
 
-    async def list_groups(self, states: Iterable[str] = ()) -> list[tuple[str, str]]:
+    async def list_groups(
+        self, states: Iterable[str] = (), seen: Mapping[int, Mapping[str, str]] | None = None
+    ) -> list[tuple[str, str]]:
         """(group id, state) of every share group, live or stored, optionally by state
-        (case-insensitive, as ListGroups' StatesFilter)."""
+        (case-insensitive, as ListGroups' StatesFilter). ``seen``: the groups and states other
+        nodes listed, by node id: a group's state is the one its coordinator holds (as stored
+        when that node's list is missing: it could not be asked)."""
         found = {r.group_id: GroupState.EMPTY.value for r in await self.store.list_groups()}
         for group_id, group in self.coordinator.groups.items():
             found[group_id] = group.state.value
+        for node_id, listed in (seen or {}).items():
+            for group_id, state in listed.items():
+                home = self.coordinator_at(group_id)
+                if home is not None and home.node_id == node_id:
+                    found[group_id] = state
         wanted = {s.lower() for s in states}
         return sorted((g, s) for g, s in found.items() if not wanted or s.lower() in wanted)
 

@@ -14,6 +14,8 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from uuid import UUID
 
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
@@ -31,6 +33,18 @@ LEASE_SAFETY = 0.9
 # how often a node reads the store while it waits on another: for the one losing what it
 # gained to let it go, or for the lease of the id it asked for to pass
 POLL_S = 0.2
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)  # a lease not read from the store: this node's own
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAddress:
+    """A node as an admin call passed on to it needs it: who it is and where it answers."""
+
+    node_id: int
+    described: str  # as messages name it
+    admin_url: str | None  # None: it advertises no admin API
 
 
 class NodeIdTaken(UsageError):
@@ -60,6 +74,7 @@ class ClusterNodes:
         self.incarnation = uuid.uuid4().hex
         self.live: tuple[ProxyNode, ...] = ()
         self.listeners: Mapping[str, tuple[str, int]] = {}
+        self.admin_url: str | None = None  # where this node's REST admin API answers the others
         self.replaced = False
         # until it joins, a node places everything on itself (it serves nothing yet)
         self.placement = Placement([node_id])  # type: ignore[list-item]  # None: no id leased yet
@@ -125,6 +140,29 @@ class ClusterNodes:
         owner = self.serving().group_coordinator(group_id)
         return None if owner == self.node_id else self.describe(owner)
 
+    def coordinator_admin(self, group_id: str) -> NodeAddress | None:
+        """Where the node that coordinates a group answers REST calls: None when that is this
+        node (it acts on the group itself, or answers why it cannot right now)."""
+        owner = self.serving().group_coordinator(group_id)
+        if owner == self.node_id:
+            return None
+        node = self._node(owner)
+        return NodeAddress(owner, self.describe(owner), node.admin_url if node else None)
+
+    def peers(self) -> list[NodeAddress]:
+        """The other live nodes, with where their admin APIs answer."""
+        return [
+            NodeAddress(n.node_id, self.describe(n.node_id), n.admin_url)
+            for n in self.live
+            if n.node_id != self.node_id
+        ]
+
+    def _node(self, node_id: int) -> ProxyNode | None:
+        """This node as it registered, or a live one; None for a node not live."""
+        if node_id == self.node_id:
+            return ProxyNode(node_id, self.incarnation, self.listeners, _NEVER, 0, self.admin_url)
+        return next((n for n in self.live if n.node_id == node_id), None)
+
     def _serves(self, owner: Callable[[Placement], int]) -> bool:
         """Owned now, under a lease that surely holds, and either settled or owned before
         too: two nodes never serve one partition or group at once, even while the one that
@@ -135,22 +173,27 @@ class ClusterNodes:
         return settled is self.placement or (settled is not None and owner(settled) == self.node_id)
 
     def describe(self, node_id: int) -> str:
-        """A node as messages name it: its id and advertised listeners."""
-        endpoints = (
-            self.listeners
-            if node_id == self.node_id
-            else next((n.listeners for n in self.live if n.node_id == node_id), {})
-        )
-        shown = ", ".join(f"{p}://{h}:{port}" for p, (h, port) in sorted(endpoints.items()))
-        return f"proxy node {node_id}" + (f" ({shown})" if shown else "")
+        """A node as messages name it: its id, advertised listeners and admin API."""
+        node = self._node(node_id)
+        if node is None:
+            return f"proxy node {node_id}"
+        shown = [f"{p}://{h}:{port}" for p, (h, port) in sorted(node.listeners.items())]
+        if node.admin_url:
+            shown.append(f"admin API {node.admin_url}")
+        return f"proxy node {node_id}" + (f" ({', '.join(shown)})" if shown else "")
 
-    async def join(self, listeners: Mapping[str, tuple[str, int]]) -> None:
+    async def join(
+        self, listeners: Mapping[str, tuple[str, int]], admin_url: str | None = None
+    ) -> None:
+        """Register with the listeners clients are told and the admin API address the other
+        nodes pass REST calls on to (None: this node advertises none)."""
         self.listeners = dict(listeners)
+        self.admin_url = admin_url
         waiting_on: ProxyNode | None = None
         while True:
             started = self.clock()
             registration = await self.registry.register(
-                self.asked, self.incarnation, listeners, self.lease_ms, self.replace
+                self.asked, self.incarnation, listeners, self.lease_ms, self.replace, admin_url
             )
             holder = registration.held_by
             if holder is None:
@@ -196,7 +239,12 @@ class ClusterNodes:
             return
         started = self.clock()
         renewal = await self.registry.renew(
-            self.node_id, self.incarnation, self.listeners, self.lease_ms, self.placement.generation
+            self.node_id,
+            self.incarnation,
+            self.listeners,
+            self.lease_ms,
+            self.placement.generation,
+            self.admin_url,
         )
         if renewal is Renewal.REPLACED:
             self.replaced = True

@@ -1,10 +1,11 @@
 """``serve --nodes N``: N proxy nodes on this machine, one process each, so every core serves
 (one asyncio loop per process). Node i (from 0) gets node id ``--node-id`` + i (with
 ``--node-id auto``, each leases one), its Kafka listener ports + i times the number of listeners
-and its admin port + i (port 0 stays ephemeral). This process supervises them: a node that dies
-after it started is started again with a back-off (and waits, as any process, for the dead
-one's lease to pass before it takes its id); one that cannot start stops them all with its exit
-code; SIGTERM or SIGINT stops them all, and so does the supervisor's own death."""
+and its admin port (and the port of its advertised admin URL) + i (port 0 stays ephemeral).
+This process supervises them: a node that dies after it started is started again with a
+back-off (and waits, as any process, for the dead one's lease to pass before it takes its id);
+one that cannot start stops them all with its exit code; SIGTERM or SIGINT stops them all, and
+so does the supervisor's own death."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from shareproxy.embedded import signalled_when_parent_dies
 
 # settings that differ per node; the rest is given to every node as it was given here
 PER_NODE = ("node_id", "nodes", "listen", "listeners", "advertised_listener",
-            "advertised_listeners", "admin_listen")  # fmt: skip
+            "advertised_listeners", "admin_listen", "admin_advertised_url")  # fmt: skip
 # a node that exits sooner than this after it started could not start: retrying will not help
 STARTUP_S = 10.0
 _PORT = re.compile(r":(\d+)(?=,|$)")
@@ -47,7 +48,8 @@ def node_settings(settings: config.Settings, index: int) -> dict[str, Any]:
     for name in PER_NODE[2:]:
         value = getattr(settings, name)
         if value is not None:
-            out[name] = shift_ports(value, index * (1 if name == "admin_listen" else stride))
+            admin = name.startswith("admin_")
+            out[name] = shift_ports(value, index * (1 if admin else stride))
     return out
 
 

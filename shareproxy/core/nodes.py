@@ -22,6 +22,7 @@ class ProxyNode:
     listeners: Mapping[str, tuple[str, int]]  # security protocol -> advertised (host, port)
     lease_expires_at: datetime
     seen_generation: int = 0  # the newest cluster generation the node acts on
+    admin_url: str | None = None  # where its REST admin API answers (None: none advertised)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,7 @@ class NodeRegistry(Protocol):
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
         replace: bool = False,
+        admin_url: str | None = None,
     ) -> Registration:
         """Hold the node id's lease from now on, unless a live process holds it and
         ``replace`` is off; ``node_id`` None: the lowest id no live node holds, taken in one
@@ -68,6 +70,7 @@ class NodeRegistry(Protocol):
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
         seen_generation: int = 0,
+        admin_url: str | None = None,
     ) -> Renewal:
         """Extend the lease; register again if it lapsed and was reaped meanwhile (a node cut
         off from the store for longer than its lease comes back as a new member)."""

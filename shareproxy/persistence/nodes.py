@@ -7,6 +7,7 @@ of the live set is counted exactly once."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,6 +19,15 @@ from shareproxy.persistence.boundary import store_boundary
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.sql import dialect_insert
 from shareproxy.persistence.tables import proxy_cluster, proxy_nodes
+
+
+@dataclass(frozen=True, slots=True)
+class _Registrant:
+    """What a process registers a node id with."""
+
+    incarnation: str
+    listeners: Mapping[str, tuple[str, int]]
+    admin_url: str | None
 
 
 async def _now(conn: AsyncConnection) -> datetime:
@@ -32,7 +42,9 @@ def _node(row: Any) -> ProxyNode:
     listeners = {p: (h, int(port)) for p, (h, port) in row.listeners.items()}
     expires = aware_utc(row.lease_expires_at)
     assert expires is not None
-    return ProxyNode(row.node_id, row.incarnation, listeners, expires, row.seen_generation)
+    return ProxyNode(
+        row.node_id, row.incarnation, listeners, expires, row.seen_generation, row.admin_url
+    )
 
 
 async def _next_generation(conn: AsyncConnection) -> None:
@@ -57,15 +69,17 @@ class NodeRecords:
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
         replace: bool = False,
+        admin_url: str | None = None,
     ) -> Registration:
+        you = _Registrant(incarnation, listeners, admin_url)
         async with self.engine.begin() as conn:
             now = await _now(conn)
             if node_id is None:
-                return Registration(await _lease_id(conn, incarnation, listeners, now, lease_ms))
+                return Registration(await _lease_id(conn, you, now, lease_ms))
             before = await _live_holder(conn, node_id, now)
             if before is not None and not replace:
                 return Registration(node_id, held_by=before)
-            if not await _upsert(conn, node_id, incarnation, listeners, now, lease_ms, replace):
+            if not await _upsert(conn, node_id, you, now, lease_ms, replace):
                 # registered by another process since it was read
                 return Registration(node_id, held_by=await _live_holder(conn, node_id, now))
         return Registration(node_id, replaced=before)
@@ -77,6 +91,7 @@ class NodeRecords:
         listeners: Mapping[str, tuple[str, int]],
         lease_ms: int,
         seen_generation: int = 0,
+        admin_url: str | None = None,
     ) -> Renewal:
         async with self.engine.begin() as conn:
             now = await _now(conn)
@@ -101,7 +116,8 @@ class NodeRecords:
             if held is not None:
                 return Renewal.REPLACED
             # only if still free: a process that registered the id since it was reaped keeps it
-            if not await _upsert(conn, node_id, incarnation, listeners, now, lease_ms, False):
+            you = _Registrant(incarnation, listeners, admin_url)
+            if not await _upsert(conn, node_id, you, now, lease_ms, False):
                 return Renewal.REPLACED
             return Renewal.REJOINED
 
@@ -156,13 +172,7 @@ async def _live_holder(conn: AsyncConnection, node_id: int, now: datetime) -> Pr
     return None if row is None else _node(row)
 
 
-async def _lease_id(
-    conn: AsyncConnection,
-    incarnation: str,
-    listeners: Mapping[str, tuple[str, int]],
-    now: datetime,
-    lease_ms: int,
-) -> int:
+async def _lease_id(conn: AsyncConnection, you: _Registrant, now: datetime, lease_ms: int) -> int:
     """The lowest id (from 1) no live node holds, now this process's; one that another process
     took since it was read is passed over."""
     taken = set(
@@ -174,7 +184,7 @@ async def _lease_id(
     while True:
         while node_id in taken:
             node_id += 1
-        if await _upsert(conn, node_id, incarnation, listeners, now, lease_ms, replace=False):
+        if await _upsert(conn, node_id, you, now, lease_ms, replace=False):
             return node_id
         taken.add(node_id)
 
@@ -182,8 +192,7 @@ async def _lease_id(
 async def _upsert(
     conn: AsyncConnection,
     node_id: int,
-    incarnation: str,
-    listeners: Mapping[str, tuple[str, int]],
+    you: _Registrant,
     now: datetime,
     lease_ms: int,
     replace: bool,
@@ -192,8 +201,9 @@ async def _upsert(
     Without ``replace``, only an id whose lease passed (in one statement: a process that
     registered it meanwhile keeps it); whether it was taken."""
     values = {
-        "incarnation": incarnation,
-        "listeners": {p: [h, port] for p, (h, port) in listeners.items()},
+        "incarnation": you.incarnation,
+        "listeners": {p: [h, port] for p, (h, port) in you.listeners.items()},
+        "admin_url": you.admin_url,
         "registered_at": now,
         "lease_expires_at": now + timedelta(milliseconds=lease_ms),
         "seen_generation": 0,

@@ -170,6 +170,8 @@ proxy_nodes = Table(
     Column("lease_expires_at", DateTime(timezone=True), nullable=False),
     # the newest generation the node acts on: others take over from it once it has seen theirs
     Column("seen_generation", BigInteger, nullable=False, server_default="0"),
+    # where its REST admin API answers other nodes (null: a node that advertises none)
+    Column("admin_url", String(2048), nullable=True),
 )
 
 # one row (id 1): the generation of the live node set, raised with each change of it

@@ -88,13 +88,15 @@ def test_two_proxy_nodes_share_one_store_each_with_its_own_id_and_ports(compose)
     assert a["SHAREPROXY_STATE_URL"] == b["SHAREPROXY_STATE_URL"]
     assert a["SHAREPROXY_BOOTSTRAP_SERVERS"] == b["SHAREPROXY_BOOTSTRAP_SERVERS"]
     assert (a["SHAREPROXY_NODE_ID"], b["SHAREPROXY_NODE_ID"]) == ("1", "2")
-    for service, env in ((one, a), (two, b)):
+    for name, service, env in (("shareproxy", one, a), ("shareproxy-2", two, b)):
         kafka_port = env["SHAREPROXY_LISTEN"].rpartition(":")[2]
         assert env["SHAREPROXY_ADVERTISED_LISTENER"] == f"localhost:{kafka_port}"
         assert f"{kafka_port}:{kafka_port}" in service["ports"]
         admin_port = env["SHAREPROXY_ADMIN_LISTEN"].rpartition(":")[2]
         assert f"{admin_port}:{admin_port}" in service["ports"]
         assert admin_port in " ".join(service["healthcheck"]["test"])
+        # the other node passes admin calls on to it by its service name
+        assert env["SHAREPROXY_ADMIN_ADVERTISED_URL"] == f"http://{name}:{admin_port}"
 
 
 def _mounts(service: dict) -> dict[str, str]:

@@ -214,3 +214,39 @@ async def test_a_node_stalled_inside_a_transaction_does_not_hold_its_row_locks(p
         await stalled.invalidate()
     finally:
         await engine.dispose()
+
+
+async def test_each_node_tells_the_others_where_its_admin_api_answers(registry: NodeRecords):
+    one = ClusterNodes(registry, 1, 1_000, lambda why: None)
+    two = ClusterNodes(registry, 2, 60_000, lambda why: None)
+    await one.join(HERE, "http://node-1:8080")
+    await one.rounds.stop()  # renewals by hand
+    await two.join({"PLAINTEXT": ("127.0.0.1", 9093)}, "http://node-2:8081")
+    await two.rounds.stop()
+    try:
+        await one.renew()
+        assert {n.node_id: n.admin_url for n in one.live} == {
+            1: "http://node-1:8080",
+            2: "http://node-2:8081",
+        }
+        groups = [f"g{i}" for i in range(40)]
+        theirs = [g for g in groups if one.placement.group_coordinator(g) == 2]
+        mine = [g for g in groups if one.placement.group_coordinator(g) == 1]
+        assert theirs and mine
+        assert all(one.coordinator_admin(g) is None for g in mine)
+        away = one.coordinator_admin(theirs[0])
+        assert away is not None and (away.node_id, away.admin_url) == (2, "http://node-2:8081")
+        assert away.described == (
+            "proxy node 2 (PLAINTEXT://127.0.0.1:9093, admin API http://node-2:8081)"
+        )
+        # a node whose lease was reaped registers its admin address again when it comes back
+        await asyncio.sleep(1.2)
+        await two.renew()
+        assert [n.node_id for n in two.live] == [2]
+        await one.renew()
+        assert {n.node_id: n.admin_url for n in two.live} == {2: "http://node-2:8081"}
+        await two.renew()
+        assert {n.node_id: n.admin_url for n in two.live}[1] == "http://node-1:8080"
+    finally:
+        await two.leave()
+        await one.leave()

@@ -61,3 +61,14 @@ def test_several_listeners_step_by_their_number_so_nodes_never_share_a_port():
     assert node_settings(s, 0)["listeners"] == "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"
     assert node_settings(s, 1)["listeners"] == "PLAINTEXT://:9094,SASL_PLAINTEXT://:9095"
     assert node_settings(s, 1)["admin_listen"] == "127.0.0.1:8081"
+
+
+def test_each_node_advertises_its_own_admin_url_and_a_bad_one_is_refused():
+    s = config_io.load({"state_url": PG, "nodes": "3", "admin_listen": "0.0.0.0:8080",
+                        "admin_advertised_url": "http://proxy.example:8080/"})  # fmt: skip
+    assert s.admin_advertised_url == "http://proxy.example:8080"
+    assert node_settings(s, 2)["admin_advertised_url"] == "http://proxy.example:8082"
+    assert "admin_advertised_url" not in node_settings(config_io.load({"state_url": PG}), 0)
+    for bad in ("proxy.example:8080", "ftp://proxy.example:8080", "http://"):
+        with pytest.raises(CommandError, match="admin"):
+            config_io.load({"state_url": PG, "admin_advertised_url": bad})

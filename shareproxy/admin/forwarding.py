@@ -1,0 +1,132 @@
+"""A REST call about a share group that reaches a node which does not coordinate the group is
+passed on to the node that does, and its answer (status and body) returned unchanged, so the
+admin API and the CLI work against any node. The caller is authenticated and authorized where
+it arrived first (a refused caller is answered there); its credentials travel with the call,
+so the coordinator checks them again. A call passed on once is marked and never passed on
+again: a node that receives one for a group it does not coordinate answers 421."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import httpx
+from fastapi import Request, Response
+
+from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.broker.nodes import NodeAddress
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.exits import first_line
+
+log = logging.getLogger(__name__)
+
+# marks a call one node passed on to another: it is answered where it lands
+FORWARDED_HEADER = "x-shareproxy-forwarded"
+# what of the caller's request travels with it, and what of the answer comes back
+REQUEST_HEADERS = ("authorization", "content-type", "accept")
+ANSWER_HEADERS = ("content-type", "www-authenticate", "retry-after")
+# a node that does not answer within this is taken to be down (its lease passes soon)
+CONNECT_TIMEOUT_S = 3.0
+ANSWER_TIMEOUT_S = 30.0  # within the CLI's own 60 s, so its caller hears the 503
+
+
+class Answered(Exception):  # not an error: the coordinator's answer, to return
+    """The coordinating node's answer to a call passed on to it."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+class CoordinatorUnreachable(Exception):
+    """The node that coordinates the group did not answer (HTTP 503, retriable)."""
+
+
+async def coordinator_answers(request: Request, admin: GroupAdmin, group_id: str) -> None:
+    """Return when this node answers the call itself; raise Answered with the coordinating
+    node's answer when another live node coordinates the group. Called once the caller is
+    authenticated and authorized here."""
+    elsewhere = admin.coordinated_elsewhere(group_id)
+    if elsewhere is None:
+        return
+    if request.headers.get(FORWARDED_HEADER) is not None:
+        raise ShareError(
+            ErrorCode.NOT_COORDINATOR,
+            f"share group {group_id!r} is coordinated by {elsewhere.described}, and this call "
+            "was already passed on by another node that took this one for its coordinator: "
+            "the nodes' views of the live nodes differ for a moment (a node joined or left); "
+            "retry",
+        )
+    if not elsewhere.admin_url:
+        raise ShareError(
+            ErrorCode.NOT_COORDINATOR,
+            f"share group {group_id!r} is coordinated by {elsewhere.described}, which "
+            "advertises no admin API address to pass the call on to: call that node's admin "
+            "API, or give it --admin-advertised-url",
+        )
+    raise Answered(await _passed_on(request, elsewhere, elsewhere.admin_url))
+
+
+async def _passed_on(request: Request, node: NodeAddress, admin_url: str) -> Response:
+    headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
+    headers[FORWARDED_HEADER] = "1"
+    url = admin_url.rstrip("/") + request.url.path
+    timeout = httpx.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            answer = await client.request(
+                request.method,
+                url,
+                params=request.url.query or None,
+                content=await request.body(),
+                headers=headers,
+            )
+    except httpx.HTTPError as exc:
+        why = first_line(exc) or type(exc).__name__
+        log.warning(
+            "passing %s %s on to %s failed: %s",
+            request.method,
+            request.url.path,
+            node.described,
+            why,
+            extra={"node": node.node_id},
+        )
+        raise CoordinatorUnreachable(
+            f"the share group is coordinated by {node.described}, which cannot be reached "
+            f"({why}); retry: if that node is down, another one takes the group over once "
+            "its lease passes"
+        ) from None
+    kept = {h: v for h in ANSWER_HEADERS if (v := answer.headers.get(h)) is not None}
+    return Response(answer.content, answer.status_code, headers=kept)
+
+
+async def listed_elsewhere(request: Request, admin: GroupAdmin) -> dict[int, dict[str, str]]:
+    """Each other live node's list of groups, by node id: each knows the state of the groups
+    it coordinates. A node that cannot be asked is left out (its groups are listed as stored);
+    a call passed on lists only what this node knows."""
+    if request.headers.get(FORWARDED_HEADER) is not None:
+        return {}
+    peers = [p for p in admin.peers() if p.admin_url]
+    answers = await asyncio.gather(*(_listed_by(request, p) for p in peers))
+    return {p.node_id: listed for p, listed in zip(peers, answers, strict=True) if listed}
+
+
+async def _listed_by(request: Request, node: NodeAddress) -> dict[str, str] | None:
+    headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
+    headers[FORWARDED_HEADER] = "1"
+    url = f"{(node.admin_url or '').rstrip('/')}{request.url.path}"
+    timeout = httpx.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            answer = await client.get(url, headers=headers)
+        if answer.status_code != 200:
+            raise ValueError(f"HTTP {answer.status_code}: {answer.text[:200]}")
+        return {g["group_id"]: g["state"] for g in answer.json()}
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        log.warning(
+            "listing the groups of %s failed: %s; its groups are listed as stored",
+            node.described,
+            first_line(exc) or type(exc).__name__,
+            extra={"node": node.node_id},
+        )
+        return None

@@ -1,0 +1,207 @@
+"""The admin API and the CLI against any node of a cluster: a call about a group that another
+node coordinates is passed on to it, so every node gives the coordinator's answer; the caller is
+checked where it arrived before anything is passed on; a coordinator that cannot be reached is
+a 503 until its lease passes and another node takes the group over. One cluster of three nodes
+(then two, once the coordinator of a group is killed) serves the whole module."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from confluent_kafka import ShareConsumer
+from typer.testing import CliRunner
+
+from shareproxy.admin.forwarding import FORWARDED_HEADER
+from shareproxy.cli.app import app
+from tests.support.cluster import LEASE_MS, owned
+from tests.support.proxy import ProxyProcess
+from tests.support.secure import PASSWORDS, add_user
+from tests.support.topics import create_topic
+
+ADMIN = ("admin", PASSWORDS["admin"])
+ALICE = ("alice", PASSWORDS["alice"])  # a user with no ACLs
+
+
+@pytest.fixture(scope="module")
+def nodes(broker, postgres) -> Iterator[list[ProxyProcess]]:
+    url = postgres.create_database(f"fleet_{uuid.uuid4().hex[:8]}", "template_migrated")
+    for name in ("admin", "alice"):
+        add_user(url, name, PASSWORDS[name])
+    started = [
+        ProxyProcess(
+            broker.bootstrap,
+            url,
+            node_id=i,
+            node_lease_ms=LEASE_MS,
+            auto_offset_reset="earliest",
+            authorization="on",
+            super_users="User:admin",
+        )
+        for i in (1, 2, 3)
+    ]
+    try:
+        for node in started:
+            node.start()
+        # Kafka clients on the PLAINTEXT listener are anonymous: let them consume
+        grant = [
+            {"principal": "User:ANONYMOUS", "resource_type": kind, "resource_name": "*",
+             "operation": "All"}
+            for kind in ("Group", "Topic")
+        ]  # fmt: skip
+        for node in started:  # on each: in force there at once, not at its next reload
+            made = httpx.post(f"{node.admin_url}/v1/acls", json=grant, auth=ADMIN, timeout=10)
+            assert made.status_code == 201, made.text
+        yield started
+    finally:
+        for node in started:
+            node.stop()
+    for node in started:  # an outage of another node is a warning, never an error
+        assert "Traceback" not in node.log(), node.log_path
+        assert " ERROR " not in node.log(), node.log_path
+
+
+def _member(nodes: list[ProxyProcess], topic: str) -> tuple[ShareConsumer, str, ProxyProcess]:
+    """A share group with one member, and the node that coordinates it."""
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = ShareConsumer({"bootstrap.servers": nodes[0].bootstrap, "group.id": group})
+    c.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not any(group in owned(n)["groups_coordinated"] for n in nodes):
+            c.poll(0.5)
+            assert time.monotonic() < deadline, "the group never joined"
+    except BaseException:
+        c.close()
+        raise
+    home = next(n for n in nodes if group in owned(n)["groups_coordinated"])
+    return c, group, home
+
+
+def _rest(node: ProxyProcess, method: str, path: str, auth=ADMIN, **kw) -> httpx.Response:
+    return httpx.request(method, node.admin_url + path, auth=auth, timeout=30, **kw)
+
+
+def _cli(node: ProxyProcess, *args: str) -> tuple[int, str]:
+    env = {"SHAREPROXY_ADMIN_USER": ADMIN[0], "SHAREPROXY_ADMIN_PASSWORD": ADMIN[1]}
+    done = CliRunner().invoke(app, ["groups", *args, "--admin-url", node.admin_url], env=env)
+    return done.exit_code, done.output
+
+
+def _everywhere(nodes: list[ProxyProcess], ask) -> object:
+    """The one answer every node gives (tried again for a few seconds while a member's
+    assignment settles); the answers if they never agree."""
+    deadline = time.monotonic() + 15
+    while True:
+        answers = [ask(n) for n in nodes]
+        if all(a == answers[0] for a in answers):
+            return answers[0]
+        assert time.monotonic() < deadline, answers
+        time.sleep(0.5)
+
+
+def _reads(group: str, topic: str) -> list:
+    """Every REST read of one group, as (status, body), and every CLI read, as (exit, text)."""
+    base = f"/v1/share-groups/{group}"
+    return [
+        lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", base)),
+        lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", f"{base}/offsets")),
+        lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", f"{base}/config")),
+        lambda n: _cli(n, "describe", group, "-o", "json"),
+        lambda n: _cli(n, "offsets", group, "-o", "json"),
+        lambda n: _cli(n, "config", group, "-o", "json"),
+        lambda n: _cli(n, "list", "-o", "json"),
+        # a dry run changes nothing: the coordinator's plan from every node
+        lambda n: _cli(n, "reset-offsets", group, "--to-latest", "-o", "json"),
+    ]
+
+
+def test_every_group_route_and_command_answers_alike_from_every_node(nodes, broker):
+    topic = create_topic(broker.bootstrap, 3)
+    c, group, home = _member(nodes, topic)
+    others = [n for n in nodes if n is not home]
+    base = f"/v1/share-groups/{group}"
+    try:
+        for ask in _reads(group, topic):
+            _everywhere(nodes, ask)
+        described = _rest(others[0], "GET", base)
+        assert described.status_code == 200 and len(described.json()["members"]) == 1
+        # what the coordinator refuses while the group has a member, it refuses from anywhere
+        for node in others:
+            gone = _rest(node, "DELETE", base)
+            assert gone.status_code == 409, gone.text
+            assert gone.json()["error_code"] == "NON_EMPTY_GROUP"
+            subscribed = _rest(node, "DELETE", f"{base}/offsets", params={"topic": topic})
+            assert subscribed.status_code == 409, subscribed.text
+            assert _cli(node, "delete", group) == _cli(home, "delete", group)
+            assert _cli(node, "delete", group)[0] == 1
+            assert _cli(node, "delete-offsets", group, "--topic", topic)[0] == 1
+        # a config changed through a node that does not coordinate the group
+        changed = _cli(others[0], "config", group, "--set", "share.record.lock.duration.ms=20000")
+        assert changed[0] == 0, changed[1]
+        entry = _rest(others[1], "GET", f"{base}/config").json()["configs"]
+        assert entry["share.record.lock.duration.ms"]["value"] == "20000"
+    finally:
+        c.close()
+    _everywhere(nodes, lambda n: _rest(n, "GET", base).json()["state"])
+    # empty now: changes through a node that does not coordinate it, answered by the one that does
+    reset = _rest(
+        others[0], "POST", f"{base}/offsets/reset", json={"to": "latest", "dry_run": False}
+    )
+    assert reset.status_code == 200 and reset.json()["dry_run"] is False, reset.text
+    assert _cli(others[1], "delete-offsets", group, "--topic", topic)[0] == 0
+    assert _rest(others[0], "DELETE", base).status_code == 204
+    assert _everywhere(nodes, lambda n: _rest(n, "GET", base).status_code) == 404
+    assert _everywhere(nodes, lambda n: _cli(n, "describe", group))[0] == 1
+
+
+def test_a_caller_is_checked_where_it_arrives_and_a_call_is_passed_on_once(nodes, broker):
+    topic = create_topic(broker.bootstrap, 1)
+    c, group, home = _member(nodes, topic)
+    c.close()
+    base = f"/v1/share-groups/{group}"
+    for node in nodes:
+        refused = _rest(node, "GET", base, auth=ALICE)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error_code"] == "GROUP_AUTHORIZATION_FAILED"
+        assert _rest(node, "GET", base, auth=("alice", "wrong")).status_code == 401
+        assert _rest(node, "GET", base, auth=None).status_code == 401
+    # a call another node passed on, landing on a node that does not coordinate the group
+    for node in (n for n in nodes if n is not home):
+        looped = _rest(node, "GET", base, headers={FORWARDED_HEADER: "1"})
+        assert looped.status_code == 421, looped.text
+        assert looped.json()["error_code"] == "NOT_COORDINATOR"
+        assert f"proxy node {home.options['node_id']}" in looped.json()["message"]
+        assert f"admin API {home.admin_url}" in looped.json()["message"]
+
+
+def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
+    """Last in the module: it kills a node, and the two left are checked alike."""
+    topic = create_topic(broker.bootstrap, 3)
+    c, group, home = _member(nodes, topic)
+    c.close()
+    left = [n for n in nodes if n is not home]
+    base = f"/v1/share-groups/{group}"
+    _everywhere(nodes, lambda n: _rest(n, "GET", base).json()["state"])
+    home.kill()
+    for answer in [_rest(n, "GET", base) for n in left]:  # well within its 3 s lease
+        assert answer.status_code == 503, answer.text
+        problem = answer.json()
+        assert problem["error_code"] == "COORDINATOR_NOT_AVAILABLE"
+        assert f"proxy node {home.options['node_id']}" in problem["message"]
+        assert "cannot be reached" in problem["message"]
+    # a caller refused where it arrives is refused there, coordinator or not
+    for node in left:
+        assert _rest(node, "GET", base, auth=ALICE).status_code == 403
+        assert _rest(node, "GET", base, auth=("alice", "wrong")).status_code == 401
+    deadline = time.monotonic() + LEASE_MS / 1000 * 5
+    while (statuses := {_rest(n, "GET", base).status_code for n in left}) != {200}:
+        assert statuses <= {200, 503}, statuses  # retriable until taken over, nothing else
+        assert time.monotonic() < deadline, "no node took the group over"
+        time.sleep(0.3)
+    for ask in _reads(group, topic):
+        _everywhere(left, ask)
+    assert _rest(left[0], "GET", base).json()["state"] == "Empty"
