@@ -246,7 +246,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         group_id: GroupId, caller: CallerDep, topic: Annotated[list[str], Query(min_length=1)]
     ) -> DeletedOffsets:
         caller.require_read(group_id, topic)
-        await admin.delete_offsets(group_id, topic, all_or_nothing=True)
+        await admin.delete_offsets(group_id, topic, live=True)
         return DeletedOffsets(group_id=group_id, topics=topic)
 
     @r.delete("/{group_id}", status_code=204)
