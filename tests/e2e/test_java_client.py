@@ -137,8 +137,8 @@ def test_share_group_admin_calls_answer_as_kafkas_coordinator(java, endpoint, to
     even for a topic no member subscribes to; a leaving member bumps the group epoch and not the
     assignment epoch (nothing is assigned in an empty group); altering offsets bumps neither."""
     name, other = topic(1), topic(1)
-    produce(name, 5)
-    produce(other, 5)
+    produce(name, 5, partitions=1)
+    produce(other, 5, partitions=1)
     group = f"java-admin-{uuid.uuid4().hex[:8]}"
     out = _run(java, "shareadmin", endpoint.bootstrap, name, other, group)
     assert out == {
