@@ -262,7 +262,7 @@ def router(admin: GroupAdmin) -> APIRouter:
     ) -> DeletedOffsets:
         caller.require_read(group_id, topic)
         await coordinator_answers(http, admin, group_id)
-        await admin.delete_offsets(group_id, topic, all_or_nothing=True)
+        await admin.delete_offsets(group_id, topic, live=True)
         return DeletedOffsets(group_id=group_id, topics=topic)
 
     @r.delete("/{group_id}", status_code=204)

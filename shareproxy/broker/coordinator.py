@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from uuid import UUID
 
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.core.names import topic_name_problem
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import ShareStateStore, StoreUnavailable
@@ -144,7 +145,9 @@ class Coordinator:
                 # deleted or recreated (a new topic id), which the periodic refresh would
                 # notice only later; Kafka's coordinator reads its current metadata
                 missing = [
-                    t for t in subscribed if member_epoch == 0 or t not in self.upstream.topics
+                    t
+                    for t in _topic_names(subscribed)
+                    if member_epoch == 0 or t not in self.upstream.topics
                 ]
                 if missing:
                     try:
@@ -377,10 +380,18 @@ class Coordinator:
     async def refresh_topics(self) -> None:
         """Read the subscribed topics from the cluster again (created, deleted, partitions
         added), and give the groups what changed."""
-        names = sorted({t for g in self.groups.values() for t in g.subscribed_topic_names()})
+        names = sorted(
+            _topic_names({t for g in self.groups.values() for t in g.subscribed_topic_names()})
+        )
         if not names:
             return
         await self.upstream.refresh_metadata(names)
         async with self._mutex:
             for group in self.groups.values():
                 group.update_topics(self._topics(group.subscribed_topic_names()))
+
+
+def _topic_names(subscribed: Iterable[str]) -> list[str]:
+    """The subscribed names a topic can have: only those are asked of the cluster (any other,
+    such as a ``^name$`` pattern, matches no topic, as in Kafka's coordinator)."""
+    return [t for t in subscribed if topic_name_problem(t) is None]

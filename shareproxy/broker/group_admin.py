@@ -36,7 +36,7 @@ from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import RecordState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
-from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -323,46 +323,55 @@ class GroupAdmin:
     async def alter_offsets(
         self, group_id: str, offsets: Mapping[tuple[str, int], int]
     ) -> dict[tuple[str, int], ErrorCode]:
-        """AlterShareGroupOffsets: explicit start offsets per topic-partition."""
-        if not await self.exists(group_id):
-            await self.store.ensure_group(group_id)  # as Kafka: altering creates the group
-        self._require_empty(group_id)
+        """AlterShareGroupOffsets: explicit start offsets per topic-partition, of a group that
+        exists and is empty, as Kafka's coordinator alters them (GROUP_ID_NOT_FOUND,
+        NON_EMPTY_GROUP otherwise); like Kafka's, it raises no epoch of the group."""
+        await self.require(group_id)
+        topics = {topic: await self._known_topic(topic) for topic in {t for t, _ in offsets}}
         result: dict[tuple[str, int], ErrorCode] = {}
         keys = []
-        for (topic, partition), start in offsets.items():
-            info = self.upstream.topics.get(topic)
-            if info is None or partition not in info.leaders or start < 0:
-                result[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            key = SharePartitionKey(group_id, info.topic_id, partition)
-            await self.store.reset(key, start, topic)
-            keys.append(key)
-            result[(topic, partition)] = ErrorCode.NONE
-        self.partitions.evict(keys)
+        async with self.coordinator.held():  # no member joins meanwhile
+            self._require_empty(group_id)
+            for (topic, partition), start in offsets.items():
+                info = topics[topic]
+                if info is None or partition not in info.leaders or start < 0:
+                    result[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                key = SharePartitionKey(group_id, info.topic_id, partition)
+                await self.store.reset(key, start, topic)
+                keys.append(key)
+                result[(topic, partition)] = ErrorCode.NONE
+            self.partitions.evict(keys)
         if keys:
             log.info("offsets altered", extra={"group": group_id, "partitions": len(keys)})
         return result
 
     async def delete_offsets(
-        self, group_id: str, topics: Iterable[str], *, all_or_nothing: bool = False
+        self, group_id: str, topics: Iterable[str], *, live: bool = False
     ) -> dict[str, ErrorCode]:
-        """Per topic: refused while the group subscribes to it (GROUP_SUBSCRIBED_TO_TOPIC, as
-        KIP-496 for consumer groups), done at once otherwise. ``all_or_nothing``: one refused
-        topic refuses the whole call (raised), as the REST API does."""
+        """Kafka's rule: only in an empty group (NON_EMPTY_GROUP, nothing deleted, as its
+        coordinator refuses), each topic then deleted or UNKNOWN_TOPIC_OR_PARTITION. ``live``,
+        the REST API's rule: members may be consuming, and the call is refused whole if the group
+        subscribes to one of the topics (GROUP_SUBSCRIBED_TO_TOPIC, as KIP-496 for consumer
+        groups) or one does not exist."""
         await self.require(group_id)
-        async with self.coordinator.held():  # no member subscribes meanwhile
-            return await self._delete_offsets(group_id, topics, all_or_nothing)
+        topics = list(dict.fromkeys(topics))
+        known = {name: await self._known_topic(name) for name in topics}
+        async with self.coordinator.held():  # no member joins or subscribes meanwhile
+            if not live:
+                self._require_empty(group_id)
+            return await self._delete_offsets(group_id, known, live)
 
     async def _delete_offsets(
-        self, group_id: str, topics: Iterable[str], all_or_nothing: bool
+        self, group_id: str, topics: Mapping[str, TopicInfo | None], all_or_nothing: bool
     ) -> dict[str, ErrorCode]:
         group = self.coordinator.groups.get(group_id)
         subscribed = group.subscribed_topic_names() if group is not None else set()
         verdicts: dict[str, ErrorCode] = {}
-        for name in topics:
+        for name, info in topics.items():
             if name in subscribed:
                 verdicts[name] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            elif name not in self.upstream.topics:
+            elif info is None:
                 verdicts[name] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 verdicts[name] = ErrorCode.NONE
@@ -377,9 +386,9 @@ class GroupAdmin:
             raise ShareError(code, why + "; nothing was deleted")
         stored = await self.store.list_partitions(group_id)
         for name, verdict in verdicts.items():
-            if verdict == ErrorCode.NONE:
-                topic_id = self.upstream.topics[name].topic_id
-                keys = [k for k in stored if k.topic_id == topic_id]
+            info = topics[name]
+            if verdict == ErrorCode.NONE and info is not None:
+                keys = [k for k in stored if k.topic_id == info.topic_id]
                 await self.store.delete(keys)
                 self.partitions.evict(keys)
                 metrics.OFFSET_DELETIONS.inc(len(keys))
@@ -403,6 +412,15 @@ class GroupAdmin:
         log.info("group deleted", extra={"group": group_id, "partitions": len(keys)})
 
     # ------------------------------------------------------------------ helpers
+    async def _known_topic(self, name: str) -> TopicInfo | None:
+        """The upstream topic, asked for when this node has not looked it up yet (as Kafka's
+        coordinator reads its metadata image); None when it does not exist or cannot be
+        looked up now."""
+        try:
+            return await topic_named(self.upstream, name)
+        except (ShareError, UpstreamError):
+            return None
+
     def _topic_names(self) -> dict[UUID, str]:
         return {info.topic_id: name for name, info in self.upstream.topics.items()}
 

@@ -60,6 +60,14 @@ def topic_name_problem(name: str) -> str | None:
     return None
 
 
+def subscribed_name_problem(name: str) -> str | None:
+    """A name in a share group's subscription. Kafka's coordinator takes any string there (one
+    that is no topic name matches no topic; librdkafka sends ``^name$`` patterns); the proxy
+    keeps subscriptions in the store, so it refuses only what it cannot keep: a name longer
+    than a stored name, or with a NUL."""
+    return stored_name_problem("subscribed topic name", name, controls=False) if name else None
+
+
 def user_name_problem(name: str) -> str | None:
     """SCRAM user names: besides a stored name's rules, no ',' or '=' (SCRAM escapes them and
     clients disagree on how) and no ':' (it separates a principal's type from its name)."""

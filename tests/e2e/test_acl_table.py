@@ -235,6 +235,13 @@ def test_every_row_of_the_acl_table_has_a_denied_and_an_allowed_case(secure, top
         assert delete_idle()[0] == GA
         assert delete_group() == GA
         grant("GROUP", idle, "READ")
+        assert alter_idle() == (69, {})  # GROUP_ID_NOT_FOUND: altering creates no group (Kafka)
+        member = uuid.uuid4().hex  # so the group exists, empty: one member joins and leaves
+        for epoch, topics in ((0, (t,)), (-1, None)):
+            beat = hb.ShareGroupHeartbeatRequest(
+                group_id=idle, member_id=member, member_epoch=epoch, subscribed_topic_names=topics
+            )
+            assert call(beat).error_code.value == 0
         assert alter_idle() == (0, {t: 0, t2: TA})  # Read on t, not on t2
         described = describe_idle()
         assert described.error_code.value == 0

@@ -343,3 +343,25 @@ def test_an_upstream_answer_the_client_could_not_read_is_answered_readably(share
         answer = c.call(asked)  # readable
         assert answer.topics == ()
         assert versions(c) == 0  # and the connection still serves
+
+
+def test_a_subscription_kafka_takes_is_kept_and_one_the_store_cannot_keep_is_refused(proxy, topic):
+    """Kafka's coordinator takes any subscribed name (one no topic has matches nothing); the
+    proxy stores subscriptions, so a name longer than the store keeps is refused, clearly."""
+    import httpx
+
+    t = topic(1)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    names = Names(t, uuid.uuid4(), group, member=uuid.uuid4().hex)
+    odd = (t, f"^{t}$", "a b", "é" * 40)
+    with KafkaConnection(p.port) as c:
+        long = c.call(
+            request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, names, subscribed_topic_names=(t, "x" * 256))
+        )
+        assert long.error_code == INVALID_REQUEST and "256 characters" in long.error_message
+        kept = c.call(request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, names, subscribed_topic_names=odd))
+        assert kept.error_code == 0
+        assert [tp.partitions for tp in kept.assignment.topic_partitions] == [(0,)]
+    described = httpx.get(f"{p.admin_url}/v1/share-groups/{group}", timeout=10).json()
+    assert [m["subscriptions"] for m in described["members"]] == [sorted(odd)]

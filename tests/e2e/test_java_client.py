@@ -128,3 +128,27 @@ def test_a_record_the_java_client_rejects_is_in_the_groups_dead_letter_topic(
         h["__dlq.errors.delivery.count"],
         h["__dlq.errors.message"],
     ) == (name, partition, offset, group, "1", REJECTED)
+
+
+def test_share_group_admin_calls_answer_as_kafkas_coordinator(java, endpoint, topic, produce):
+    """As Kafka's group coordinator (GroupCoordinatorShard, GroupMetadataManager) answers:
+    altering the offsets of a group that does not exist fails and creates nothing; deleting or
+    altering offsets while the group has a member is refused whole (GroupNotEmptyException),
+    even for a topic no member subscribes to; a leaving member bumps the group epoch and not the
+    assignment epoch (nothing is assigned in an empty group); altering offsets bumps neither."""
+    name, other = topic(1), topic(1)
+    produce(name, 5, partitions=1)
+    produce(other, 5, partitions=1)
+    group = f"java-admin-{uuid.uuid4().hex[:8]}"
+    out = _run(java, "shareadmin", endpoint.bootstrap, name, other, group)
+    assert out == {
+        "alter.unknown": "GroupIdNotFoundException",
+        "describe.unknown": "GroupIdNotFoundException",
+        "delete.live": "GroupNotEmptyException",
+        "alter.live": "GroupNotEmptyException",
+        "live.kept.other": "true",
+        "epochs.left": "EMPTY/4/3",
+        "alter.empty": "NONE",
+        "epochs.altered": "EMPTY/4/3",
+        "delete.empty": "NONE",
+    }

@@ -11,7 +11,7 @@ import uuid
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.support.cluster import LEASE_MS
-from tests.support.consumers import poll_until, readiness, share_consumer
+from tests.support.consumers import accept_all, poll_until, readiness, share_consumer
 
 
 def test_three_consumers_share_10k_records_each_accepted_once(proxy, topic, produce):
@@ -348,3 +348,18 @@ def test_plain_log_lines_name_each_events_group_member_and_topic(proxy, topic, p
     assert loaded and f"topic={t} partition=0 spso=0" in loaded[0], text
     assert "SharePartitionKey(" not in text and "UUID(" not in text, text
     assert f"admin API and metrics on http://127.0.0.1:{p.admin_port}" in text, text
+
+
+def test_a_pattern_in_a_subscription_matches_no_topic_and_is_no_error(proxy, topic, produce):
+    """Kafka's coordinator takes a subscribed name that no topic can have, and it matches no
+    topic: librdkafka, which sends ``^name$`` patterns as they are, reads the topic it also
+    names, with no fatal error."""
+    t = topic(1)
+    produce(t, 20, partitions=1)
+    p = proxy()
+    c = share_consumer(p, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([t, f"^{t}-none$"])
+    try:
+        assert len(accept_all(c, 20, timeout=30)) == 20
+    finally:
+        c.close()

@@ -8,7 +8,7 @@ from kio.schema.share_group_heartbeat.v1 import response as r
 
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.names import group_id_problem, topic_name_problem
+from shareproxy.core.names import group_id_problem, subscribed_name_problem
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareGroupContext
 from shareproxy.kafka.responses import error
@@ -40,7 +40,7 @@ async def handle(
     problem = group_id_problem(body.group_id)
     if problem is not None:
         return refuse(ErrorCode.INVALID_GROUP_ID, problem)
-    bad_topics = [p for p in map(topic_name_problem, body.subscribed_topic_names or ()) if p]
+    bad_topics = [p for p in map(subscribed_name_problem, body.subscribed_topic_names or ()) if p]
     if bad_topics:
         return refuse(ErrorCode.INVALID_REQUEST, f"SubscribedTopicNames: {bad_topics[0]}")
     if not ctx.allowed(conn, Operation.READ, ResourceType.GROUP, body.group_id):

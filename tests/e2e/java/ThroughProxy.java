@@ -15,7 +15,10 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.ShareGroupDescription;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -50,6 +53,7 @@ public final class ThroughProxy {
             case "transactions" -> transactions(bootstrap, args[2], args[3]);
             case "group" -> group(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
             case "share" -> share(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
+            case "shareadmin" -> shareAdmin(bootstrap, args[2], args[3], args[4]);
             case "keyed" -> keyed(bootstrap, args[2], args[3], Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
@@ -237,6 +241,83 @@ public final class ThroughProxy {
         out("share.rejected", rejected);
         out("share.released.redelivered.count", redeliveredCount);
         out("share.problems", problems);
+    }
+
+    /** The simple name of what ``call`` threw (its cause, for a future's failure), or NONE. */
+    private static String outcome(KafkaFutureCall call) {
+        try {
+            call.run();
+            return "NONE";
+        } catch (ExecutionException e) {
+            return e.getCause().getClass().getSimpleName();
+        } catch (Exception e) {
+            return e.getClass().getSimpleName();
+        }
+    }
+
+    @FunctionalInterface
+    private interface KafkaFutureCall {
+        void run() throws Exception;
+    }
+
+    /** Reads (and accepts) at least one record of ``topic`` in ``groupId``, then stays. */
+    private static KafkaShareConsumer<String, String> member(
+            String bootstrap, String topic, String groupId) {
+        Properties c = consumerProps(bootstrap);
+        c.put("group.id", groupId);
+        KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(c);
+        consumer.subscribe(List.of(topic));
+        long until = System.currentTimeMillis() + DEADLINE_MS;
+        int read = 0;
+        while (read == 0 && System.currentTimeMillis() < until) read += consumer.poll(POLL).count();
+        consumer.commitSync();
+        if (read == 0) throw new IllegalStateException("no record of " + topic + " arrived");
+        return consumer;
+    }
+
+    /** The group as describeShareGroups shows it once it is empty: state/groupEpoch/assignmentEpoch. */
+    private static String emptyGroup(Admin admin, String groupId) throws Exception {
+        long until = System.currentTimeMillis() + 30_000;
+        ShareGroupDescription d;
+        do {
+            d = admin.describeShareGroups(List.of(groupId)).all().get().get(groupId);
+            if (d.members().isEmpty()) break;
+            Thread.sleep(200);
+        } while (System.currentTimeMillis() < until);
+        return d.groupState().name() + "/" + d.groupEpoch() + "/" + d.targetAssignmentEpoch();
+    }
+
+    /**
+     * The share-group admin calls against a group that does not exist, one with a member, and
+     * the same group once empty: which exception each throws, and the epochs it describes.
+     */
+    private static void shareAdmin(String bootstrap, String topic, String other, String groupId)
+            throws Exception {
+        TopicPartition tp = new TopicPartition(topic, 0);
+        TopicPartition otherTp = new TopicPartition(other, 0);
+        try (Admin admin = Admin.create(props(bootstrap))) {
+            out("alter.unknown", outcome(() ->
+                    admin.alterShareGroupOffsets(groupId, Map.of(tp, 0L)).all().get()));
+            out("describe.unknown", outcome(() ->
+                    admin.describeShareGroups(List.of(groupId)).all().get()));
+            member(bootstrap, other, groupId).close();
+            try (KafkaShareConsumer<String, String> live = member(bootstrap, topic, groupId)) {
+                out("delete.live", outcome(() ->
+                        admin.deleteShareGroupOffsets(groupId, Set.of(other)).all().get()));
+                out("alter.live", outcome(() ->
+                        admin.alterShareGroupOffsets(groupId, Map.of(tp, 0L)).all().get()));
+                Map<TopicPartition, SharePartitionOffsetInfo> kept = admin
+                        .listShareGroupOffsets(Map.of(groupId, new ListShareGroupOffsetsSpec()))
+                        .partitionsToOffsetInfo(groupId).get();
+                out("live.kept.other", kept.containsKey(otherTp));
+            }
+            out("epochs.left", emptyGroup(admin, groupId));
+            out("alter.empty", outcome(() ->
+                    admin.alterShareGroupOffsets(groupId, Map.of(tp, 0L)).all().get()));
+            out("epochs.altered", emptyGroup(admin, groupId));
+            out("delete.empty", outcome(() ->
+                    admin.deleteShareGroupOffsets(groupId, Set.of(other)).all().get()));
+        }
     }
 
     /** One delivery as a consumer processed it: from its poll to its acknowledgement. */
