@@ -236,6 +236,11 @@ class LiveState(Collector):
                 "share_partition_in_flight_batches",
                 "In-flight batches (ranges of one state) of a share-partition",
             ),
+            (
+                "start_offset",
+                "share_partition_start_offset",
+                "A share-partition's SPSO: below it every record is acknowledged or archived",
+            ),
         ):
             yield _labelled(
                 GaugeMetricFamily,
@@ -244,6 +249,33 @@ class LiveState(Collector):
                 ["group", "topic", "partition"],
                 {key: values[field] for key, values in detail.items()},
             )
+        yield _labelled(
+            GaugeMetricFamily,
+            "share_partition_oldest_waiting_timestamp_seconds",
+            "Timestamp of the first cached batch at or past SPSO while records wait there: the "
+            "oldest record not yet acknowledged is at most this old (absent while none waits "
+            "or that stretch is not cached)",
+            ["group", "topic", "partition"],
+            state["oldest_waiting"],
+        )
+        for field, name, doc in (
+            (
+                "store_up",
+                "shareproxy_store_up",
+                "1 while the state store answers, 0 from a failed call to it until one succeeds",
+            ),
+            (
+                "upstream_up",
+                "shareproxy_upstream_up",
+                "1 when the latest request to the upstream cluster was answered, else 0",
+            ),
+            (
+                "lease_held",
+                "shareproxy_node_lease_held",
+                "1 while this node's lease in the store surely holds (it serves what it owns)",
+            ),
+        ):
+            yield GaugeMetricFamily(name, doc, value=int(state[field]))
         yield GaugeMetricFamily(
             "shareproxy_log_cache_bytes",
             "Bytes of upstream fetch responses the log caches hold (bounded by --log-cache-bytes)",

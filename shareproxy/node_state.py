@@ -14,6 +14,8 @@ from shareproxy.core.lag import partition_lag
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.kafka.listener import KafkaListener
+from shareproxy.logs import STORE_OUTAGE
+from shareproxy.upstream.client import Upstream
 
 
 def owned(
@@ -38,8 +40,10 @@ def live_state(
     census: StoredCensus,
     sessions: ShareSessionCache,
     listeners: Iterable[KafkaListener],
+    upstream: Upstream,
 ) -> dict[str, Any]:
-    """The gauges' values (``metrics.install_live_state``), read at each scrape."""
+    """The gauges' values (``metrics.install_live_state``), read at each scrape: from what
+    the runtime keeps anyway, so a scrape adds no work to serving."""
     by_state: dict[str, int] = {s.value: 0 for s in GroupState}
     for group in coordinator.groups.values():
         by_state[group.state.value] += 1
@@ -47,6 +51,7 @@ def live_state(
     by_state[GroupState.EMPTY.value] += len(census.group_ids - coordinator.groups.keys())
     in_flight: dict[tuple[str, str], int] = {}
     detail: dict[tuple[str, str, int], dict[str, int]] = {}
+    oldest: dict[tuple[str, str, int], float] = {}
     loaded = partitions.loaded()
     for leader in loaded:
         key = leader.key
@@ -59,11 +64,17 @@ def live_state(
             ((r.first, r.last, r.state) for r in leader.ranges),
             max(leader.cache.high_watermark, leader.speo),
         )
-        detail[(key.group_id, leader.topic, key.partition)] = {
+        labels = (key.group_id, leader.topic, key.partition)
+        detail[labels] = {
             "lag": lag.lag or 0,  # known: the cache's high watermark is given
             "records": sum(lag.in_flight.values()),
             "batches": len(leader.ranges),
+            "start_offset": leader.spso,
         }
+        if lag.lag:  # records wait: the first of them is at or past SPSO
+            timestamp_ms = leader.cache.timestamp_from(leader.spso)
+            if timestamp_ms is not None:
+                oldest[labels] = timestamp_ms / 1000
     return {
         "groups_by_state": by_state,
         "partitions": max(census.partitions, len(loaded)),
@@ -75,6 +86,10 @@ def live_state(
         "in_flight": in_flight,
         "rebalances": coordinator.rebalances(),
         "partitions_detail": detail,
+        "oldest_waiting": oldest,
         "log_cache_bytes": partitions.cache_budget.held,
         "connections": {k: v for x in listeners for k, v in x.open_connections().items()},
+        "store_up": not STORE_OUTAGE.down,
+        "upstream_up": upstream.answering,
+        "lease_held": nodes.holds_lease(),
     }

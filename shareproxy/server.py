@@ -231,7 +231,13 @@ class Proxy:
         )
         metrics.install_live_state(
             lambda: node_state.live_state(
-                rt.nodes, rt.partitions, rt.coordinator, rt.census, rt.sessions, self.listeners
+                rt.nodes,
+                rt.partitions,
+                rt.coordinator,
+                rt.census,
+                rt.sessions,
+                self.listeners,
+                rt.upstream,
             )
         )
         self.admin = AdminServer(

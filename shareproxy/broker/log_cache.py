@@ -15,6 +15,7 @@ from shareproxy.protocol.record_batch import (
     ABORT_MARKER,
     BatchInfo,
     control_marker,
+    first_timestamp,
     scan_batches,
 )
 from shareproxy.protocol.record_keys import batch_key_hashes
@@ -189,6 +190,15 @@ class LogCache:
             if not batches[j].decided:
                 return batches[i:j]
         return batches[i:stop]
+
+    def timestamp_from(self, offset: int) -> int | None:
+        """The timestamp (ms) of the first cached batch holding records at or past ``offset``:
+        how old the oldest of them is, at most. None when the cache does not hold that stretch
+        (not read yet, or dropped to stay under the bound)."""
+        if offset < self.start_offset:
+            return None
+        i = self._index(offset)
+        return first_timestamp(self.batches[i].data) if i < len(self.batches) else None
 
     def waiting_on_transaction(self, offset: int) -> bool:
         """True when the next batch to deliver belongs to a transaction still open."""

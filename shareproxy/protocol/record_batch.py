@@ -18,9 +18,11 @@ from shareproxy.core.errors import ErrorCode
 
 _HEAD = struct.Struct(">qiib")
 _ATTRS = struct.Struct(">hi")
+_ATTRS_ONLY = struct.Struct(">h")
 _PRODUCER = struct.Struct(">q")
 _MAX_TS = struct.Struct(">q")
 HEADER_BYTES = 61
+_LOG_APPEND_TIME = 0x08
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
 
@@ -72,6 +74,15 @@ def scan_batches(data: bytes | memoryview) -> list[BatchInfo]:
         )
         pos = end
     return out
+
+
+def first_timestamp(batch: bytes | memoryview) -> int:
+    """The timestamp (ms) of a batch's first record, ``batch`` starting at its header: the
+    base timestamp, or the broker's append time (maxTimestamp) under LogAppendTime, which
+    stands for every record's."""
+    (attrs,) = _ATTRS_ONLY.unpack_from(batch, 21)
+    (ts,) = _MAX_TS.unpack_from(batch, 35 if attrs & _LOG_APPEND_TIME else 27)
+    return int(ts)
 
 
 ABORT_MARKER = 0

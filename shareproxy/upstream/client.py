@@ -100,6 +100,8 @@ class Upstream:
         self.topics_by_id: dict[UUID, TopicInfo] = {}
         self.cluster_id: str | None = None
         self.controller_id = -1  # -1: unknown (a KRaft broker forwards controller requests)
+        # whether the latest request to the cluster was answered (a gauge reads it)
+        self.answering = True
 
     def connection_options(self) -> dict[str, Any]:
         """How to reach and authenticate to an upstream broker, for aiokafka."""
@@ -161,9 +163,12 @@ class Upstream:
         if self._conns is None:
             raise UpstreamError("upstream client is not started")
         try:
-            return await self._conns.send(node_id, KioRequest(body, decoder), lane=int(long_poll))
+            answer = await self._conns.send(node_id, KioRequest(body, decoder), lane=int(long_poll))
         except Exception as exc:
+            self.answering = False
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
+        self.answering = True
+        return answer
 
     async def any_node(self) -> int:
         node = self.client.get_random_node()
@@ -171,6 +176,7 @@ class Upstream:
             try:
                 await self.client.force_metadata_update()
             except Exception as exc:
+                self.answering = False
                 raise UpstreamError(f"no upstream broker reachable: {exc}") from exc
             node = self.client.get_random_node()
         if node is None:

@@ -28,10 +28,19 @@ def _varint(n: int) -> bytes:
 
 
 def batch(
-    base: int, count: int, *, pid: int = -1, txn: bool = False, marker: int | None = None
+    base: int,
+    count: int,
+    *,
+    pid: int = -1,
+    txn: bool = False,
+    marker: int | None = None,
+    timestamps: tuple[int, int] = (0, 0),
+    log_append_time: bool = False,
 ) -> bytes:
-    """A v2 record batch as a broker stores it (CRC left 0: the proxy never checks it)."""
+    """A v2 record batch as a broker stores it (CRC left 0: the proxy never checks it);
+    ``timestamps``: its base and max timestamps."""
     attrs = (0x10 if txn else 0) | (0x20 if marker is not None else 0)
+    attrs |= 0x08 if log_append_time else 0
     records = b""
     for i in range(count):
         key = struct.pack(">hh", 0, marker) if marker is not None else b"k"
@@ -48,7 +57,8 @@ def batch(
         )
         records += _varint(len(body)) + body
     after_length = (
-        struct.pack(">ibIhiqqqhii", 0, 2, 0, attrs, count - 1, 0, 0, pid, 0, 0, count) + records
+        struct.pack(">ibIhiqqqhii", 0, 2, 0, attrs, count - 1, *timestamps, pid, 0, 0, count)
+        + records
     )
     return struct.pack(">qi", base, len(after_length)) + after_length
 
@@ -127,3 +137,20 @@ def test_offsets_no_batch_holds_are_known_from_where_the_fetch_asked():
     cache = LogCache()
     cache.add(data(batch(10, 5)), fetch_offset=4)  # 4-9 hold no batch (compacted away)
     assert [b.header.base_offset for b in cache.from_offset(4, 10**9)] == [10]
+
+
+def test_the_timestamp_from_an_offset_is_its_batchs_first_or_the_append_time():
+    cache = LogCache()
+    cache.add(
+        data(
+            batch(0, 5, timestamps=(1_000, 1_400)),
+            batch(5, 5, timestamps=(2_000, 2_400), log_append_time=True),
+        ),
+        fetch_offset=0,
+    )
+    assert [cache.timestamp_from(o) for o in (0, 3, 5, 9)] == [1_000, 1_000, 2_400, 2_400]
+    assert cache.timestamp_from(10) is None  # not read yet
+    cache.trim(5)
+    cache.add(data(batch(20, 1, timestamps=(3_000, 3_000))), fetch_offset=20)
+    assert cache.timestamp_from(3) is None  # the cached stretch begins past it
+    assert cache.timestamp_from(20) == 3_000
