@@ -30,6 +30,7 @@ from shareproxy.config_groups import (
     defaults_problem,
     group_default,
 )
+from shareproxy.core import assignor
 from shareproxy.core import group_config as gc
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE
 from shareproxy.exits import UsageError
@@ -229,6 +230,11 @@ class Settings(BaseSettings):
         le=MAX_MAX_SIZE,
         description="members per share group (Kafka's group.share.max.size, its default and range)",
     )
+    group_share_assignors: str = Field(
+        default=assignor.DEFAULT,
+        description="the assignor every share group on this node uses (Kafka's "
+        f"group.share.assignors, one name): {', '.join(assignor.ASSIGNORS)}",
+    )
     record_lock_duration_ms: int = group_default(gc.LOCK_DURATION)
     delivery_count_limit: int = group_default(gc.DELIVERY_COUNT_LIMIT)
     partition_max_record_locks: int = group_default(gc.MAX_RECORD_LOCKS)
@@ -289,6 +295,13 @@ class Settings(BaseSettings):
     def group_configs(self) -> dict[str, str]:
         """The group-config defaults under their config names, as strings."""
         return {name: config_text(getattr(self, s)) for s, name in GROUP_DEFAULTS.items()}
+
+    @field_validator("group_share_assignors")
+    @classmethod
+    def _known_assignor(cls, value: str) -> str:
+        if value not in assignor.ASSIGNORS:
+            raise ValueError(f"unknown assignor (known: {', '.join(assignor.ASSIGNORS)})")
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

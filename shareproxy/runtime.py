@@ -41,9 +41,9 @@ def clock_ms() -> int:
 
 def group_defaults(settings: Settings) -> GroupSettings:
     """Every group's settings before its own configs: the proxy-wide ones."""
-    return GroupSettings(max_size=settings.group_share_max_size).with_configs(
-        settings.group_configs()
-    )
+    return GroupSettings(
+        max_size=settings.group_share_max_size, assignor=settings.group_share_assignors
+    ).with_configs(settings.group_configs())
 
 
 @dataclass(eq=False)

@@ -40,6 +40,7 @@ class GroupDetail(BaseModel):
     state: str
     group_epoch: int
     assignment_epoch: int
+    assignor: str = Field(description="the assignor that computed the members' targets")
     members: list[Member]
 
 
@@ -155,6 +156,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             state=g.state,
             group_epoch=g.group_epoch,
             assignment_epoch=g.assignment_epoch,
+            assignor=g.assignor,
             members=[
                 Member(
                     member_id=m.member_id,

@@ -138,7 +138,8 @@ class Coordinator:
                 # group since (forgotten here only at the next check), and only this creates it
                 await self.store.ensure_group(group_id)
             if group is None:
-                group = ShareGroup(group_id, self.settings_for(group_id).max_size)
+                settings = self.settings_for(group_id)
+                group = ShareGroup(group_id, settings.max_size, settings.assignor)
                 self.groups[group_id] = group
             if subscribed:
                 # a joining member's topics are looked up afresh: one may just have been

@@ -133,7 +133,8 @@ class GroupAdmin:
         if group is None:
             if not await self.exists(group_id):
                 raise _not_found(group_id)
-            return GroupView(group_id, GroupState.EMPTY.value, 0, 0)
+            assignor = self.coordinator.settings_for(group_id).assignor
+            return GroupView(group_id, GroupState.EMPTY.value, 0, 0, assignor=assignor)
         names = self._topic_names()
         members = [
             MemberView(
@@ -151,7 +152,12 @@ class GroupAdmin:
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
         ]
         return GroupView(
-            group_id, group.state.value, group.group_epoch, group.assignment_epoch, members
+            group_id,
+            group.state.value,
+            group.group_epoch,
+            group.assignment_epoch,
+            members,
+            group.assignor,
         )
 
     async def offsets(

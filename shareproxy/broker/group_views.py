@@ -8,6 +8,7 @@ from typing import Literal
 from uuid import UUID
 
 from shareproxy.broker.dead_letters import Problem
+from shareproxy.core.assignor import DEFAULT as DEFAULT_ASSIGNOR
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.lag import PartitionLag
 
@@ -39,6 +40,7 @@ class GroupView:
     group_epoch: int
     assignment_epoch: int
     members: list[MemberView] = field(default_factory=list)
+    assignor: str = DEFAULT_ASSIGNOR
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,8 @@ def describe(group: str, admin_url: Url = DEFAULT_URL, output: OutputOpt = Outpu
         return as_json(data)
     out.print(
         f"group [bold]{data['group_id']}[/bold]: {data['state']}, group epoch "
-        f"{data['group_epoch']}, assignment epoch {data['assignment_epoch']}"
+        f"{data['group_epoch']}, assignment epoch {data['assignment_epoch']} "
+        f"({data['assignor']} assignor)"
     )
     table = Table("MEMBER", "CLIENT", "HOST", "SUBSCRIPTIONS", "ASSIGNMENT")
     for m in data["members"]:

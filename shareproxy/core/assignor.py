@@ -10,13 +10,15 @@ most partitions and others sharing one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from uuid import UUID
+
+from shareproxy.core import simple_assignor
 
 Assignment = dict[UUID, tuple[int, ...]]
 
-# what ShareGroupDescribe names: not Kafka's "simple" assignor (which hashes partitions to
-# members), but this balanced, sticky one
+# what ShareGroupDescribe names for this balanced, sticky assignor; Kafka's own ``simple``
+# assignor is ``core.simple_assignor``, and ``ASSIGNORS`` (end of module) offers both by name
 NAME = "sticky-balanced"
 
 
@@ -100,3 +102,12 @@ def _share_partitions(
             break
         sharers[small].append(sharers[big].pop())
     return {m: [p] for p, ms in sharers.items() for m in ms}
+
+
+AssignFn = Callable[
+    [Mapping[str, Sequence[str]], Mapping[str, tuple[UUID, int]], Mapping[str, Assignment] | None],
+    dict[str, Assignment],
+]
+# group.share.assignors: the assignors a node may use, by name; the proxy's own by default
+ASSIGNORS: dict[str, AssignFn] = {NAME: assign, simple_assignor.NAME: simple_assignor.assign}
+DEFAULT = NAME

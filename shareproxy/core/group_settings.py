@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shareproxy.core.acquisition import PartitionLimits
+from shareproxy.core.assignor import DEFAULT as DEFAULT_ASSIGNOR
 from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.group_config import (
     AUTO_OFFSET_RESET,
@@ -50,6 +51,7 @@ class GroupSettings:
     session_timeout_ms: int = int(_DEFAULT[SESSION_TIMEOUT])
     heartbeat_interval_ms: int = int(_DEFAULT[HEARTBEAT_INTERVAL])
     max_size: int = DEFAULT_MAX_SIZE
+    assignor: str = DEFAULT_ASSIGNOR  # node-wide, as Kafka's group.share.assignors
     renew_acknowledge: bool = _DEFAULT[RENEW_ACKNOWLEDGE] == "true"
     redelivery_backoff: RedeliveryBackoff = field(
         default_factory=lambda: RedeliveryBackoff(

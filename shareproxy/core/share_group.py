@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from uuid import UUID
 
-from shareproxy.core.assignor import Assignment, assign
+from shareproxy.core.assignor import ASSIGNORS, DEFAULT, Assignment
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -64,9 +64,12 @@ MAX_MAX_SIZE = 1000  # the most Kafka lets group.share.max.size be
 
 
 class ShareGroup:
-    def __init__(self, group_id: str, max_size: int = DEFAULT_MAX_SIZE) -> None:
+    def __init__(
+        self, group_id: str, max_size: int = DEFAULT_MAX_SIZE, assignor: str = DEFAULT
+    ) -> None:
         self.group_id = group_id
         self.max_size = max_size
+        self.assignor = assignor  # a name in ASSIGNORS (group.share.assignors)
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.rebalances = 0  # target assignments computed, ever (for metrics)
@@ -218,7 +221,7 @@ class ShareGroup:
     def _reassign_if_needed(self) -> None:
         if self.assignment_epoch >= self.group_epoch:
             return
-        targets = assign(
+        targets = ASSIGNORS[self.assignor](
             {m.member_id: m.subscribed_topics for m in self.members.values()},
             self.topics,
             {m.member_id: m.target for m in self.members.values()},

@@ -5,7 +5,6 @@ from __future__ import annotations
 from kio.schema.share_group_describe.v1 import response as r
 
 from shareproxy.broker.group_admin import GroupView
-from shareproxy.core import assignor
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
@@ -55,7 +54,7 @@ def _described(view: GroupView, authorized_operations: int) -> r.DescribedGroup:
         group_state=view.state,
         group_epoch=as_i32(view.group_epoch),
         assignment_epoch=as_i32(view.assignment_epoch),
-        assignor_name=assignor.NAME,
+        assignor_name=view.assignor,
         members=tuple(
             r.Member(
                 member_id=m.member_id,
