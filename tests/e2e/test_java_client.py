@@ -151,6 +151,11 @@ def test_a_share_group_is_no_classic_group_to_the_admin_client(java, endpoint, t
         theirs, ours = call(endpoint.port, ask).groups
     finally:
         c.close()
+    assert out == {
+        "describe.classic": "Dead",
+        "describe.classic.members": "0",
+        "offset.delete": "GroupIdNotFoundException",
+    }
     assert (ours.group_id, ours.error_code, ours.group_state, ours.protocol_type) == (
         group,
         0,
@@ -159,8 +164,3 @@ def test_a_share_group_is_no_classic_group_to_the_admin_client(java, endpoint, t
     )
     assert (theirs.group_id, theirs.error_code) == (other, 0)
     assert theirs.group_state != "Dead"  # the upstream's answer
-    assert out == {
-        "describe.classic": "Dead",
-        "describe.classic.members": "0",
-        "offset.delete": "GroupIdNotFoundException",
-    }

@@ -11,6 +11,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.consumers import poll_until, share_consumer
 
+DROPPED = "topic deleted upstream: its share-partition is dropped"
+
 
 def _recreate(bootstrap: str, name: str, delete_only: bool = False) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -43,6 +45,34 @@ def test_acknowledging_records_of_a_deleted_topic_is_an_error_the_application_se
         results = c.commit_sync()
         assert results, "commit_sync reported nothing"
         assert all(error is not None for error in results.values()), results
+    finally:
+        c.close()
+
+
+def test_a_deleted_topic_is_noticed_at_once(proxy, broker, topic, produce):
+    """Kafka's broker learns of a deletion from its metadata log at once: the share-partitions
+    go, and acknowledging their records answers UNKNOWN_TOPIC_ID per partition
+    (KafkaApis.getAcknowledgeBatchesFromShareAcknowledgeRequest). The proxy reads the topics in
+    use every second, so 3 seconds later it answers the same."""
+    p = proxy()
+    name = topic(1)
+    produce(name, 10, partitions=1)
+    c = share_consumer(p, f"deleted-{uuid.uuid4().hex[:6]}", mode="explicit")
+    try:
+        c.subscribe([name])
+        got = poll_until(c, 10, 60)
+        assert len(got) == 10
+        _recreate(broker.bootstrap, name, delete_only=True)
+        deadline = time.monotonic() + 3
+        while DROPPED not in p.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert DROPPED in p.log(), "the share-partition of the deleted topic was kept"
+        for m in got:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        results = c.commit_sync()
+        assert results, "commit_sync reported nothing"
+        errors = {e.args[0].name() if e is not None else None for e in results.values()}
+        assert errors == {"UNKNOWN_TOPIC_ID"}, results
     finally:
         c.close()
 
