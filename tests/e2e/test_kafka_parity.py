@@ -3,6 +3,8 @@ librdkafka share consumers against the proxy, on what Kafka's broker does."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import uuid
 
@@ -105,6 +107,53 @@ def test_a_recreated_topic_never_delivers_the_records_of_the_deleted_one(proxy, 
         assert sorted(_values(broker.bootstrap, name)) == sorted(seen)
     finally:
         c.close()
+
+
+def test_a_producer_writes_on_while_its_topic_is_deleted_and_created_again(proxy, broker, topic):
+    """Tansu answers UNKNOWN_SERVER_ERROR for a write that meets the deletion, which the
+    producer does not retry: the record is lost. Kafka's broker answers a retriable code
+    (UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER), so the client refreshes its
+    metadata and writes on once the topic exists again: no record fails."""
+    from confluent_kafka import Producer
+
+    name = topic(1)
+    p = proxy()
+    failed: list[str] = []
+    delivered = [0]
+
+    def done(err, msg) -> None:
+        if err is not None:
+            failed.append(err.name())
+        else:
+            delivered[0] += 1
+
+    producer = Producer({"bootstrap.servers": p.bootstrap, "linger.ms": 5})
+    stop = threading.Event()
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            with contextlib.suppress(BufferError):
+                producer.produce(name, f"v{i}".encode(), partition=0, on_delivery=done)
+                i += 1
+            producer.poll(0.01)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        time.sleep(2)
+        for _ in range(5):  # how a write meets the deletion is a race: run it a few times
+            _recreate(broker.bootstrap, name)
+            time.sleep(1)
+        before = delivered[0]
+        time.sleep(4)
+    finally:
+        stop.set()
+        writer.join()
+    assert producer.flush(30) == 0
+    assert failed == []
+    assert delivered[0] > before, "nothing was written to the topic created again"
+    assert _values(broker.bootstrap, name), "the topic created again holds nothing"
 
 
 def _produce(bootstrap: str, name: str, values: list[str]) -> None:
