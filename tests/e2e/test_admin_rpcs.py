@@ -87,6 +87,10 @@ def test_admin_rpcs_agree_with_rest_and_refuse_what_it_refuses(proxy, broker, to
         assert [r.error_code.value for r in no_delete.responses] == [86]  # subscribed
         busy = call(p.port, delete_groups.DeleteGroupsRequest(groups_names=(group,)))
         assert busy.results[0].error_code.value == 68
+        # with an upstream group beside it, the share group keeps its own answer: only the
+        # other id goes upstream
+        mixed = call(p.port, delete_groups.DeleteGroupsRequest(groups_names=(group, "nobody")))
+        assert [(r.group_id, r.error_code.value) for r in mixed.results][0] == (group, 68)
 
         c.close()
         wait_for(lambda: http.get(f"/v1/share-groups/{group}").json()["state"] == "Empty")
