@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 # how often members are checked for a timeout and share sessions for idleness, and how soon
 # after the first group exists the topics it subscribes to are looked up
 MAINTAIN_EVERY_S = 0.5
+# how often the topics in use are read from the cluster: a Kafka broker learns of a deleted
+# topic from the metadata log at once, so the proxy's stand-in must not take long either
+TOPICS_REFRESH_MS = 1_000
 
 
 class Coordinator:
@@ -38,6 +41,7 @@ class Coordinator:
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
         metadata_refresh_ms: int = 5_000,
+        topics_refresh_ms: int = TOPICS_REFRESH_MS,
         forget_group: Callable[[str], None] = lambda group_id: None,
         max_groups: int | None = None,
         coordinates: Callable[[str], bool] = lambda group_id: True,
@@ -50,6 +54,7 @@ class Coordinator:
         self.settings_for = settings_for
         self.clock_ms = clock_ms
         self.metadata_refresh_ms = metadata_refresh_ms
+        self.topics_refresh_ms = topics_refresh_ms
         self.forget_group = forget_group
         self.max_groups = max_groups  # group.share.max.groups; None: no cap, as Kafka 4.1+
         self.groups: dict[str, ShareGroup] = {}
@@ -60,8 +65,7 @@ class Coordinator:
         self._recorded: dict[str, tuple[str, ...]] = {}  # membership last written to the store
         self._recording: dict[str, asyncio.Lock] = {}
 
-        # what the store and the cluster say of the groups: every metadata_refresh_ms once a
-        # group exists
+        # what the store says of the groups: every metadata_refresh_ms once a group exists
         refresh = every(
             lambda: self.metadata_refresh_ms / 1000 if self.groups else MAINTAIN_EVERY_S
         )
@@ -92,7 +96,7 @@ class Coordinator:
             ),
             Periodic(
                 "topic-metadata",
-                refresh,
+                every(lambda: self.topics_refresh_ms / 1000),
                 self.refresh_topics,
                 "upstream metadata refresh",
                 at_once=False,
@@ -379,17 +383,21 @@ class Coordinator:
             log.info("share session of %s in %s evicted: idle", member_id, group_id)
 
     async def refresh_topics(self) -> None:
-        """Read the subscribed topics from the cluster again (created, deleted, partitions
-        added), and give the groups what changed."""
-        names = sorted(
+        """Read the topics in use from the cluster again (created, deleted, partitions added):
+        those the groups subscribe to and those of the share-partitions loaded here (a
+        partition leader need not coordinate the group). The groups get what changed, and the
+        share-partitions of a deleted topic are dropped at once."""
+        names = set(
             _topic_names({t for g in self.groups.values() for t in g.subscribed_topic_names()})
         )
+        names |= self.partitions.topics_loaded()
         if not names:
             return
-        await self.upstream.refresh_metadata(names)
+        await self.upstream.refresh_metadata(sorted(names))
         async with self._mutex:
             for group in self.groups.values():
                 group.update_topics(self._topics(group.subscribed_topic_names()))
+        await self.partitions.drop_deleted()
 
 
 def _topic_names(subscribed: Iterable[str]) -> list[str]:

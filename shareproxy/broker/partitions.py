@@ -5,6 +5,7 @@ state is replaced, and swept for acquisition locks past their deadline."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
@@ -211,6 +212,14 @@ class SharePartitions:
             f"topic {leader.topic!r} ({leader.key.topic_id}) was deleted",
         )
 
+    async def drop_deleted(self) -> None:
+        """Drop the share-partitions whose topic left the metadata (confirmed, as on use), so a
+        deleted topic's go away at once, not at their next use."""
+        for leader in self.loaded():
+            if leader.valid and leader.key.topic_id not in self.upstream.topics_by_id:
+                with contextlib.suppress(ShareError):
+                    await self._confirm_gone(leader)
+
     def _refused(self, leader: SharePartitionLeader) -> None:
         """A write of ``leader`` was refused: the next use of its key loads it afresh (unless
         that has happened already: a successor loaded meanwhile stays)."""
@@ -221,6 +230,10 @@ class SharePartitions:
     def loaded(self) -> list[SharePartitionLeader]:
         """Every leader this node holds now (a copy: loads and evictions go on meanwhile)."""
         return list(self._leaders.values())
+
+    def topics_loaded(self) -> set[str]:
+        """The names of the topics whose share-partitions this node holds now."""
+        return {leader.topic for leader in self._leaders.values() if leader.valid}
 
     def loaded_leader(self, key: SharePartitionKey) -> SharePartitionLeader | None:
         """The leader of ``key`` if this node holds it now; loads nothing."""

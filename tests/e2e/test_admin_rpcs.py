@@ -88,6 +88,11 @@ def test_admin_rpcs_agree_with_rest_and_refuse_what_it_refuses(proxy, broker, to
         assert (no_delete.error_code.value, no_delete.responses) == (68, ())  # NON_EMPTY_GROUP
         busy = call(p.port, delete_groups.DeleteGroupsRequest(groups_names=(group,)))
         assert busy.results[0].error_code.value == 68
+        # with an upstream group beside it, the share group keeps its own answer: only the
+        # other id goes upstream
+        mixed = call(p.port, delete_groups.DeleteGroupsRequest(groups_names=(group, "nobody")))
+        first = mixed.results[0]
+        assert (first.group_id, first.error_code.value) == (group, 68)
 
         c.close()
         wait_for(lambda: http.get(f"/v1/share-groups/{group}").json()["state"] == "Empty")

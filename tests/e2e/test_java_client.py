@@ -9,11 +9,14 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 
 from shareproxy.core import group_config as gc
 from tests.e2e.test_dead_letters import REJECTED, new_topic, read_all
 from tests.e2e.test_redelivery_backoff import alter_group_configs
+from tests.support.consumers import poll_until, share_consumer
 from tests.support.java import run_java as _run
+from tests.support.kafka_client import call
 
 
 @pytest.fixture
@@ -152,3 +155,36 @@ def test_share_group_admin_calls_answer_as_kafkas_coordinator(java, endpoint, to
         "epochs.altered": "EMPTY/4/3",
         "delete.empty": "NONE",
     }
+
+
+def test_a_share_group_is_no_classic_group_to_the_admin_client(java, endpoint, topic, produce):
+    """DescribeGroups and OffsetDelete naming a share group are answered as Kafka's group
+    coordinator answers them for a group of another type, never by the upstream cluster, which
+    has not seen the group and would call it an empty classic group."""
+    name = topic(1)
+    produce(name, 2, partitions=1)
+    group = f"java-classic-{uuid.uuid4().hex[:8]}"
+    c = share_consumer(endpoint, group)
+    try:
+        c.subscribe([name])
+        assert len(poll_until(c, 2, 60)) == 2
+        out = _run(java, "classic", endpoint.bootstrap, group, name)
+        # with an upstream group in the same request, each is answered by its own
+        other = f"java-other-{uuid.uuid4().hex[:8]}"
+        ask = DescribeGroupsRequest(groups=(other, group), include_authorized_operations=False)
+        theirs, ours = call(endpoint.port, ask).groups
+    finally:
+        c.close()
+    assert out == {
+        "describe.classic": "Dead",
+        "describe.classic.members": "0",
+        "offset.delete": "GroupIdNotFoundException",
+    }
+    assert (ours.group_id, ours.error_code, ours.group_state, ours.protocol_type) == (
+        group,
+        0,
+        "Dead",
+        "",
+    )
+    assert (theirs.group_id, theirs.error_code) == (other, 0)
+    assert theirs.group_state != "Dead"  # the upstream's answer

@@ -3,6 +3,8 @@ librdkafka share consumers against the proxy, on what Kafka's broker does."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import uuid
 
@@ -10,6 +12,8 @@ from confluent_kafka import AcknowledgeType
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.consumers import poll_until, share_consumer
+
+DROPPED = "topic deleted upstream: its share-partition is dropped"
 
 
 def _recreate(bootstrap: str, name: str, delete_only: bool = False) -> None:
@@ -47,6 +51,34 @@ def test_acknowledging_records_of_a_deleted_topic_is_an_error_the_application_se
         c.close()
 
 
+def test_a_deleted_topic_is_noticed_at_once(proxy, broker, topic, produce):
+    """Kafka's broker learns of a deletion from its metadata log at once: the share-partitions
+    go, and acknowledging their records answers UNKNOWN_TOPIC_ID per partition
+    (KafkaApis.getAcknowledgeBatchesFromShareAcknowledgeRequest). The proxy reads the topics in
+    use every second, so 3 seconds later it answers the same."""
+    p = proxy()
+    name = topic(1)
+    produce(name, 10, partitions=1)
+    c = share_consumer(p, f"deleted-{uuid.uuid4().hex[:6]}", mode="explicit")
+    try:
+        c.subscribe([name])
+        got = poll_until(c, 10, 60)
+        assert len(got) == 10
+        _recreate(broker.bootstrap, name, delete_only=True)
+        deadline = time.monotonic() + 3
+        while DROPPED not in p.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert DROPPED in p.log(), "the share-partition of the deleted topic was kept"
+        for m in got:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        results = c.commit_sync()
+        assert results, "commit_sync reported nothing"
+        errors = {e.args[0].name() if e is not None else None for e in results.values()}
+        assert errors == {"UNKNOWN_TOPIC_ID"}, results
+    finally:
+        c.close()
+
+
 def test_a_recreated_topic_never_delivers_the_records_of_the_deleted_one(proxy, broker, topic):
     """Records released (Available again) when the topic is deleted must not come back once a
     topic of the same name exists: a share consumer gets only the new topic's records, as a
@@ -75,6 +107,53 @@ def test_a_recreated_topic_never_delivers_the_records_of_the_deleted_one(proxy, 
         assert sorted(_values(broker.bootstrap, name)) == sorted(seen)
     finally:
         c.close()
+
+
+def test_a_producer_writes_on_while_its_topic_is_deleted_and_created_again(proxy, broker, topic):
+    """Tansu answers UNKNOWN_SERVER_ERROR for a write that meets the deletion, which the
+    producer does not retry: the record is lost. Kafka's broker answers a retriable code
+    (UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER), so the client refreshes its
+    metadata and writes on once the topic exists again: no record fails."""
+    from confluent_kafka import Producer
+
+    name = topic(1)
+    p = proxy()
+    failed: list[str] = []
+    delivered = [0]
+
+    def done(err, msg) -> None:
+        if err is not None:
+            failed.append(err.name())
+        else:
+            delivered[0] += 1
+
+    producer = Producer({"bootstrap.servers": p.bootstrap, "linger.ms": 5})
+    stop = threading.Event()
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            with contextlib.suppress(BufferError):
+                producer.produce(name, f"v{i}".encode(), partition=0, on_delivery=done)
+                i += 1
+            producer.poll(0.01)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        time.sleep(2)
+        for _ in range(5):  # how a write meets the deletion is a race: run it a few times
+            _recreate(broker.bootstrap, name)
+            time.sleep(1)
+        before = delivered[0]
+        time.sleep(4)
+    finally:
+        stop.set()
+        writer.join()
+    assert producer.flush(30) == 0
+    assert failed == []
+    assert delivered[0] > before, "nothing was written to the topic created again"
+    assert _values(broker.bootstrap, name), "the topic created again holds nothing"
 
 
 def _produce(bootstrap: str, name: str, values: list[str]) -> None:

@@ -15,12 +15,14 @@ from collections import defaultdict
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
 from shareproxy.kafka.context import Connection, Pending
 from shareproxy.kafka.contexts import RelayContext
+from shareproxy.kafka.handlers import produce_errors
 from shareproxy.kafka.responses import KioEntity, build_loose, error, schema_module
 from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
@@ -65,6 +67,7 @@ async def handle(
     by_leader: dict[int, dict[int, list[Any]]] = defaultdict(lambda: defaultdict(list))
     topics = getattr(body, topics_f)
     failed: list[Failed] = []
+    routed: dict[str, UUID | None] = {}  # Produce: each topic's id as the request was routed
     refused = request_problem(request.api_key, request.api_version, body)
     if refused is not None:  # Fetch or ListOffsets: never without an answer
         return _errors_response(
@@ -88,6 +91,9 @@ async def handle(
                 continue
             leader = await _leader(ctx, name, index)
             by_leader[leader][ti].append(part)
+        if request.api_key == ApiKey.PRODUCE:
+            info = ctx.topic(name)
+            routed[name] = info.topic_id if info is not None else None
     acks_zero = request.api_key == ApiKey.PRODUCE and getattr(body, "acks", 1) == 0
     if failed and not by_leader:  # nothing left to forward
         return None if acks_zero else _errors_response(request, [], failed)
@@ -103,7 +109,10 @@ async def handle(
             answer = await link.start_relay(leader, request)
         except UpstreamError as e:
             return _relay_failed(request, topics, parts_f, e)
-        return Pending(_relayed(answer, request, topics, parts_f))
+        relayed = _relayed(answer, request, topics, parts_f)
+        if request.api_key == ApiKey.PRODUCE:
+            return Pending(produce_errors.awaited(ctx, relayed, routed))
+        return Pending(relayed)
     if acks_zero:  # sent with acks=1 and the answer dropped: an upstream that answers acks=0
         body = dataclasses.replace(body, acks=1)  # anyway would otherwise desynchronise the link
     subs = [
@@ -140,9 +149,13 @@ async def handle(
         else:
             responses.append(result)
     if not failed and len(responses) == 1:
-        return responses[0]
-    merged = tuple(t for r in responses for t in getattr(r, resp_f))
-    return _errors_response(request, merged, failed, responses[0] if responses else None)
+        joined = responses[0]
+    else:
+        merged = tuple(t for r in responses for t in getattr(r, resp_f))
+        joined = _errors_response(request, merged, failed, responses[0] if responses else None)
+    if request.api_key == ApiKey.PRODUCE:
+        return await produce_errors.retriable_if_deleted(ctx, joined, routed)
+    return joined
 
 
 _DENIED = "not authorized for the topic"

@@ -248,8 +248,8 @@ async def delete_groups(ctx: AdminRpcContext, conn: Connection, request: Request
         results[group_id] = build(m.DeletableGroupResult, group_id=group_id, error_code=error(code))
     theirs = tuple(g for g in names if g not in results)
     if theirs:
-        asked = dataclasses.replace(
-            request, body=dataclasses.replace(request.body, groups_names=theirs)
+        asked = dataclasses.replace(  # without the client's bytes, which name every group
+            request, body=dataclasses.replace(request.body, groups_names=theirs), raw_body=b""
         )
         answer = await relay.split(
             ctx, conn, asked, UPSTREAM_DELETE_GROUPS, UPSTREAM_DELETE_GROUPS_SPLIT

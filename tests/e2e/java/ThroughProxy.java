@@ -54,6 +54,7 @@ public final class ThroughProxy {
             case "group" -> group(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
             case "share" -> share(bootstrap, args[2], args[3], Integer.parseInt(args[4]));
             case "shareadmin" -> shareAdmin(bootstrap, args[2], args[3], args[4]);
+            case "classic" -> classic(bootstrap, args[2], args[3]);
             case "keyed" -> keyed(bootstrap, args[2], args[3], Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
@@ -105,6 +106,30 @@ public final class ThroughProxy {
                 }
             }
             out("deleted", gone);
+        }
+    }
+
+    /**
+     * The classic-group calls an operator's tool makes, for a group that may be a share group:
+     * describeClassicGroups (DescribeGroups) and deleteConsumerGroupOffsets (OffsetDelete). Each
+     * prints what it got: the state, or the exception's class.
+     */
+    private static void classic(String bootstrap, String groupId, String topic) throws Exception {
+        try (Admin admin = Admin.create(props(bootstrap))) {
+            try {
+                var d = admin.describeClassicGroups(List.of(groupId)).all().get().get(groupId);
+                out("describe.classic", d.state());
+                out("describe.classic.members", d.members().size());
+            } catch (ExecutionException e) {
+                out("describe.classic", e.getCause().getClass().getSimpleName());
+            }
+            try {
+                admin.deleteConsumerGroupOffsets(groupId, Set.of(new TopicPartition(topic, 0)))
+                    .all().get();
+                out("offset.delete", "NONE");
+            } catch (ExecutionException e) {
+                out("offset.delete", e.getCause().getClass().getSimpleName());
+            }
         }
     }
 

@@ -1,0 +1,108 @@
+"""A Produce the upstream failed because its topic was deleted under it.
+
+Tansu answers UNKNOWN_SERVER_ERROR for a partition whose topic is deleted (or deleted and
+created again) while a producer writes to it. That code is not retriable, so the producer
+drops the records. Kafka's broker answers such a write with a retriable code
+(``ReplicaManager.getPartitionOrError``): UNKNOWN_TOPIC_OR_PARTITION while its metadata lacks
+the partition, NOT_LEADER_OR_FOLLOWER while the metadata has it but the broker does not host
+it (the partition of a topic created again). Either way the client refreshes its metadata and
+sends again, and its writes succeed once the topic exists.
+
+So a Produce partition answered UNKNOWN_SERVER_ERROR is looked at again: where its topic is now
+missing, or has another topic id than when the request was routed, the code becomes Kafka's.
+Any other UNKNOWN_SERVER_ERROR is passed on as it came."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Awaitable, Mapping
+from typing import Any
+from uuid import UUID
+
+from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.contexts import RelayContext
+from shareproxy.kafka.responses import KioEntity, error
+from shareproxy.logs import RateLimit
+from shareproxy.protocol.codec import RawResponse, reader_for, response_type
+from shareproxy.upstream.client import UpstreamError
+
+log = logging.getLogger(__name__)
+log.addFilter(RateLimit())
+
+_DELETED = "the topic was deleted: its metadata will name it once it exists again"
+_RECREATED = "the topic was deleted and created again: refresh the metadata"
+
+
+async def awaited(
+    ctx: RelayContext,
+    answer: Awaitable[RawResponse | KioEntity],
+    routed: Mapping[str, UUID | None],
+) -> RawResponse | KioEntity:
+    """``retriable_if_deleted`` of an answer still on its way."""
+    return await retriable_if_deleted(ctx, await answer, routed)
+
+
+async def retriable_if_deleted(
+    ctx: RelayContext, answer: RawResponse | KioEntity, routed: Mapping[str, UUID | None]
+) -> RawResponse | KioEntity:
+    """``answer`` with each UNKNOWN_SERVER_ERROR of a topic deleted since ``routed`` (the
+    topic ids when the request was routed) turned into Kafka's retriable code."""
+    read = _read(answer)
+    if read is None:
+        return answer
+    failed = {
+        t.name
+        for t in read.responses
+        for p in t.partition_responses
+        if p.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    }
+    if not failed:
+        return answer
+    with contextlib.suppress(UpstreamError):  # not known afresh: passed on as it came
+        await ctx.refresh_metadata(sorted(failed))
+        codes = {name: _code_now(ctx, name, routed.get(name)) for name in failed}
+        for name, code in codes.items():
+            if code is not None:
+                log.info("Produce to %s: the topic was deleted; answered %s", name, code[0])
+        return dataclasses.replace(
+            read, responses=tuple(_mapped(t, codes.get(t.name)) for t in read.responses)
+        )
+    return answer
+
+
+def _read(answer: RawResponse | KioEntity) -> Any:
+    """The answer as an entity; None where it cannot be read (passed on as it came)."""
+    if not isinstance(answer, RawResponse):
+        return answer
+    try:
+        return reader_for(response_type(answer.api_key, answer.api_version))(bytes(answer.body), 0)[
+            0
+        ]
+    except Exception:
+        return None
+
+
+def _code_now(ctx: RelayContext, name: str, routed: UUID | None) -> tuple[int, str] | None:
+    info = ctx.topic(name)
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, _DELETED
+    if routed is not None and info.topic_id != routed:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, _RECREATED
+    return None  # the same topic as before: not a deletion
+
+
+def _mapped(topic: Any, code: tuple[int, str] | None) -> Any:
+    if code is None:
+        return topic
+    changed: dict[str, Any] = {"error_code": error(code[0])}
+    parts = tuple(
+        dataclasses.replace(
+            p, **changed, **({"error_message": code[1]} if hasattr(p, "error_message") else {})
+        )
+        if p.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        else p
+        for p in topic.partition_responses
+    )
+    return dataclasses.replace(topic, partition_responses=parts)
