@@ -13,6 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from shareproxy import metrics
+from shareproxy.broker import partition_views
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dead_letters import DeadLetterWriter
 from shareproxy.broker.group_configs import GroupConfigs
@@ -30,11 +31,10 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.lag import PartitionLag, partition_lag
+from shareproxy.core.lag import PartitionLag
 from shareproxy.core.names import require_group_id
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.states import RecordState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
 
@@ -93,19 +93,9 @@ class GroupAdmin:
         """The share-partitions this node leads whose records wait for the group's dead-letter
         topic, and why they are not written yet."""
         await self.require(group_id)
-        writer = self.dead_letter_writer
-        out = []
-        for leader in self.partitions.loaded():
-            key = leader.key
-            if key.group_id != group_id:
-                continue
-            waiting = sum(
-                r.last - r.first + 1 for r in leader.ranges if r.state == RecordState.ARCHIVING
-            )
-            problem = writer.problems.get(key) if writer is not None else None
-            if waiting or problem is not None:
-                out.append(PendingDeadLetters(leader.topic, key.partition, waiting, problem))
-        return sorted(out, key=lambda p: (p.topic, p.partition))
+        return partition_views.pending_dead_letters(
+            self.partitions, self.dead_letter_writer, group_id
+        )
 
     async def list_groups(
         self, states: Iterable[str] = (), seen: Mapping[int, Mapping[str, str]] | None = None
@@ -191,23 +181,7 @@ class GroupAdmin:
         return out
 
     async def _lag(self, key: SharePartitionKey, topic: str) -> PartitionLag | None:
-        leader = self.partitions.loaded_leader(key)
-        if leader is not None and leader.valid:
-            async with leader.mutex:  # a snapshot of the live engine
-                spso, speo = leader.spso, leader.speo
-                ranges = [(r.first, r.last, r.state) for r in leader.ranges]
-        else:
-            loaded = await self.store.read(key)
-            if loaded is None:
-                return None
-            sp = SharePartition.from_persisted(loaded.state)
-            spso, speo, ranges = sp.spso, sp.speo, [(r.first, r.last, r.state) for r in sp.ranges]
-        offsets = UpstreamOffsets(self.upstream, topic, key.partition)
-        try:
-            hwm: int | None = await offsets.latest_offset()
-        except UpstreamError:  # the lag is unknown; the stored offsets are still worth answering
-            hwm = None
-        return partition_lag(spso, speo, ranges, hwm)
+        return await partition_views.lag(self.partitions, self.store, self.upstream, key, topic)
 
     # ------------------------------------------------------------------ changing
     def _members(self, group_id: str) -> int:
@@ -282,19 +256,7 @@ class GroupAdmin:
         plan = []
         for key in keys:
             offsets = UpstreamOffsets(self.upstream, names[key.topic_id], key.partition)
-            earliest = await offsets.earliest_offset()
-            latest = await offsets.latest_offset()
-            if to == "earliest":
-                target = earliest
-            elif to == "latest":
-                target = latest
-            elif to == "datetime":
-                assert at is not None
-                found = await offsets.offset_for_timestamp(int(at.timestamp() * 1000))
-                target = latest if found is None else found
-            else:
-                assert offset is not None
-                target = min(max(offset, earliest), latest)
+            target = await partition_views.reset_target(offsets, to, at, offset)
             loaded = await self.store.read(key)
             current = (
                 SharePartition.from_persisted(loaded.state).spso if loaded is not None else None

@@ -1,0 +1,83 @@
+"""What GroupAdmin reads of one share-partition, live or stored: its lag, the dead letters it
+holds back, where a reset would move its SPSO. Kept apart so the use cases read as steps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from shareproxy.broker.dead_letters import DeadLetterWriter
+from shareproxy.broker.group_views import PendingDeadLetters, ResetTo
+from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.upstream_feed import UpstreamOffsets
+from shareproxy.core.lag import PartitionLag, partition_lag
+from shareproxy.core.share_partition import SharePartition
+from shareproxy.core.states import RecordState
+from shareproxy.core.store import SharePartitionKey, ShareStateStore
+from shareproxy.upstream.client import Upstream, UpstreamError
+
+
+async def lag(
+    partitions: SharePartitions,
+    store: ShareStateStore,
+    upstream: Upstream,
+    key: SharePartitionKey,
+    topic: str,
+) -> PartitionLag | None:
+    """From the live engine where this node leads the share-partition, else from the store;
+    None: it has no state. The high watermark unknown (upstream down) leaves the lag unknown."""
+    leader = partitions.loaded_leader(key)
+    if leader is not None and leader.valid:
+        async with leader.mutex:  # a snapshot of the live engine
+            spso, speo = leader.spso, leader.speo
+            ranges = [(r.first, r.last, r.state) for r in leader.ranges]
+    else:
+        loaded = await store.read(key)
+        if loaded is None:
+            return None
+        sp = SharePartition.from_persisted(loaded.state)
+        spso, speo, ranges = sp.spso, sp.speo, [(r.first, r.last, r.state) for r in sp.ranges]
+    offsets = UpstreamOffsets(upstream, topic, key.partition)
+    try:
+        hwm: int | None = await offsets.latest_offset()
+    except UpstreamError:  # the lag is unknown; the stored offsets are still worth answering
+        hwm = None
+    return partition_lag(spso, speo, ranges, hwm)
+
+
+def pending_dead_letters(
+    partitions: SharePartitions, writer: DeadLetterWriter | None, group_id: str
+) -> list[PendingDeadLetters]:
+    """The share-partitions this node leads whose records wait for the group's dead-letter
+    topic, and why they are not written yet."""
+    out = []
+    for leader in partitions.loaded():
+        key = leader.key
+        if key.group_id != group_id:
+            continue
+        waiting = sum(
+            r.last - r.first + 1 for r in leader.ranges if r.state == RecordState.ARCHIVING
+        )
+        problem = writer.problems.get(key) if writer is not None else None
+        if waiting or problem is not None:
+            out.append(PendingDeadLetters(leader.topic, key.partition, waiting, problem))
+    return sorted(out, key=lambda p: (p.topic, p.partition))
+
+
+async def reset_target(
+    offsets: UpstreamOffsets, to: ResetTo, at: datetime | None, offset: int | None
+) -> int:
+    """Where a reset moves SPSO, as kafka-share-groups.sh --reset-offsets: the log's start or
+    end, the first offset at a time (the end when none is that late), or an offset held within
+    the log."""
+    earliest = await offsets.earliest_offset()
+    latest = await offsets.latest_offset()
+    if to == "earliest":
+        return earliest
+    if to == "latest":
+        return latest
+    if to == "datetime":
+        assert at is not None
+        found = await offsets.offset_for_timestamp(int(at.timestamp() * 1000))
+        return latest if found is None else found
+    assert offset is not None
+    return min(max(offset, earliest), latest)
