@@ -275,10 +275,6 @@ class Coordinator:
             return 0
         return group.members_on(topic_id, partition)
 
-    def is_member(self, group_id: str, member_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and member_id in group.members
-
     def _leaving(self, group_id: str, member_id: str) -> None:
         """A member left. Its client closes its share sessions separately (ShareAcknowledge -1,
         carrying its last acknowledgements), often after the leave heartbeat; releasing first
