@@ -432,3 +432,20 @@ async def test_records_waiting_on_their_key_do_not_stop_reading_upstream(runtime
     produce_keyed(t, [b"k%d" % i for i in range(20)])
     got = await fetch(runtime, "m2", tp, wait_ms=5_000)
     assert got and all(first >= 10 for first, _, _ in got), got
+
+
+async def test_a_fetch_reads_upstream_for_what_it_can_still_take_beyond_the_cache(
+    runtime: Runtime,
+):
+    """KIP-932's worked example, "fetch records 110, 120": a released record is cached, the
+    next one is upstream only; one ShareFetch takes both, as Kafka's broker reads its log up
+    to MaxRecords / MaxBytes in one go (DelayedShareFetch), not only what is cached."""
+    await runtime.configure(GROUP, fair_acquisition=False)
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 9, 1)]
+    assert await ack(runtime, "m1", tp, 1, 9, ACCEPT) == ErrorCode.NONE
+    assert await ack(runtime, "m1", tp, 0, 0, RELEASE) == ErrorCode.NONE
+    runtime.produce(t, 1)  # offset 10: upstream, not in the cache
+    assert await fetch(runtime, "m1", tp, wait_ms=3_000) == [(0, 0, 2), (10, 10, 1)]
