@@ -165,7 +165,7 @@ def build_runtime(
         feed=feed,
         consumption=consumption,
         coordinator=coordinator,
-        consumers=ShareConsumers(consumption, sessions, coordinator, nodes, clock),
+        consumers=ShareConsumers(consumption, sessions, nodes, clock),
         retention=GroupRetention(
             store,
             coordinator,

@@ -17,19 +17,21 @@ from typing import Protocol
 from uuid import UUID
 
 from shareproxy.broker.consumption import Consumption
-from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.leader import Acquisition, SharePartitionLeader
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.upstream_feed import topic_named
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import group_id_problem
 from shareproxy.core.share_session import (
     CLOSE_EPOCH,
+    MAX_MEMBER_ID_LENGTH,
     OPEN_EPOCH,
     ClientKey,
     ShareSession,
     ShareSessionCache,
     TopicPartition,
+    valid_member_id,
 )
 from shareproxy.core.states import AcquireMode
 
@@ -112,11 +114,6 @@ class NamedTopic:
     partitions: tuple[int, ...]
 
 
-def not_a_member(group_id: str, member_id: str) -> str:
-    """The message of UNKNOWN_MEMBER_ID for a fetch or an acknowledgement."""
-    return f"{member_id!r} is not a member of share group {group_id!r}: join with a heartbeat"
-
-
 class ShareConsumers:
     """Fetch and acknowledge for the members of share groups, with their share sessions."""
 
@@ -124,13 +121,11 @@ class ShareConsumers:
         self,
         consumption: Consumption,
         sessions: ShareSessionCache,
-        coordinator: Coordinator,
         cluster: ClusterNodes,
         clock_ms: Callable[[], int],
     ) -> None:
         self._consumption = consumption
         self._sessions = sessions
-        self._coordinator = coordinator
         self._cluster = cluster
         self._clock_ms = clock_ms
 
@@ -150,10 +145,9 @@ class ShareConsumers:
         """Acknowledge, then acquire from every partition of the share session, waiting up to
         ``limits.max_wait_ms`` while there is nothing to give; epoch -1 acknowledges and closes
         the session instead."""
-        if not group_id or not member_id:
-            return Fetched(
-                ShareError(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set")
-            )
+        refused = _group_refusal(group_id)
+        if refused is not None:
+            return Fetched(refused)
         if session.epoch == OPEN_EPOCH and acks:
             return Fetched(
                 ShareError(ErrorCode.INVALID_REQUEST, "acknowledgements cannot open a session")
@@ -196,10 +190,9 @@ class ShareConsumers:
     ) -> Acknowledged:
         """Acknowledgements outside a fetch, each durable before the answer; epoch -1 also
         closes the share session and releases the member's remaining locks."""
-        if not group_id or not member_id:
-            return Acknowledged(
-                ShareError(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set")
-            )
+        refused = _group_refusal(group_id)
+        if refused is not None:
+            return Acknowledged(refused)
         try:
             self._begin(group_id, member_id, session, access, acknowledging_only=True)
         except ShareError as refusal:
@@ -220,25 +213,23 @@ class ShareConsumers:
         *,
         acknowledging_only: bool,
     ) -> ShareSession:
-        """The share session the request works in, for a client that may Read the group. A
-        member id the group does not know opens
-        nothing and acquires nothing; one that has just left may still finish its open session
-        (its last acknowledgements). Membership is known only where the group is coordinated: a
-        partition leader elsewhere trusts the share session, as a Kafka broker that is not the
-        coordinator does."""
+        """The share session the request works in, for a client that may Read the group.
+
+        As a Kafka broker (KafkaApis.handleShareFetchRequest / handleShareAcknowledgeRequest),
+        the member id is checked for form only, never against the group: share groups fence
+        no one, so a member the coordinator removed (its heartbeats stopped past the session
+        timeout) goes on fetching and acknowledging in its session until it rejoins, and one
+        that never joined is served too. Sessions stay bounded per client and in all."""
         if not access.may_read_group(group_id):
             raise ShareError(
                 ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}"
             )
+        if not valid_member_id(member_id):
+            raise ShareError(
+                ErrorCode.INVALID_REQUEST,
+                f"MemberId must be set, at most {MAX_MEMBER_ID_LENGTH} characters",
+            )
         key = (group_id, member_id, self._cluster.node_id)
-        member = not self._cluster.coordinates(group_id) or self._coordinator.is_member(
-            group_id, member_id
-        )
-        if not member and (
-            (session.epoch == OPEN_EPOCH and not acknowledging_only)
-            or self._sessions.get(key) is None
-        ):
-            raise ShareError(ErrorCode.UNKNOWN_MEMBER_ID, not_a_member(group_id, member_id))
         return self._sessions.begin(
             key,
             session.epoch,
@@ -330,6 +321,15 @@ class ShareConsumers:
     def lock_expiry_ms(self, group_id: str) -> int:
         """When an acquisition lock taken now ends (the group's share.record.lock.duration.ms)."""
         return self._consumption.lock_expiry_ms(group_id)
+
+
+def _group_refusal(group_id: str) -> ShareError | None:
+    """An empty group id is INVALID_REQUEST, as Kafka answers it; one the store cannot hold
+    is INVALID_GROUP_ID, as the proxy answers it everywhere (it never reaches the store)."""
+    if not group_id:
+        return ShareError(ErrorCode.INVALID_REQUEST, "GroupId must be set")
+    problem = group_id_problem(group_id)
+    return None if problem is None else ShareError(ErrorCode.INVALID_GROUP_ID, problem)
 
 
 def _denied(topic_ids: Iterable[UUID], access: Access) -> set[UUID]:

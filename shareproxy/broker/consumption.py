@@ -121,7 +121,7 @@ class Consumption:
             changed = [leader.changed() for leader in leaders]
             # an unreachable upstream leaves the caches as they are: answered empty, retried
             with contextlib.suppress(UpstreamError):
-                await self.feed.read(leaders, max_wait_ms=1)
+                await self.feed.read(leaders, max_wait_ms=1, room=(max_records, max_bytes))
             budget, room = max_records, max_bytes
             remaining = deadline - self.clock_ms()
             if remaining > 0 and min_bytes > 1 and not _min_bytes_ready(leaders, min_bytes):

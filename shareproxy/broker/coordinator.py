@@ -1,5 +1,7 @@
 """The share-group coordinator at run time: ShareGroup state machines fed with heartbeats,
-upstream topic metadata and the clock; expired members lose their share sessions and locks."""
+upstream topic metadata and the clock. Membership is the coordinator's alone: a member that
+times out leaves the group, and its share sessions and locks stay (the share-partitions' own
+business, as on a Kafka broker)."""
 
 from __future__ import annotations
 
@@ -275,10 +277,6 @@ class Coordinator:
             return 0
         return group.members_on(topic_id, partition)
 
-    def is_member(self, group_id: str, member_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and member_id in group.members
-
     def _leaving(self, group_id: str, member_id: str) -> None:
         """A member left. Its client closes its share sessions separately (ShareAcknowledge -1,
         carrying its last acknowledgements), often after the leave heartbeat; releasing first
@@ -359,8 +357,16 @@ class Coordinator:
 
     # ------------------------------------------------------------------ background jobs
     async def expire_members(self) -> None:
-        """Members past their session timeout leave: their sessions close, their locks end,
-        and the group's membership is recorded again."""
+        """Members past their session timeout leave the group (the others are given their
+        partitions), and the group's membership is recorded again.
+
+        Their share sessions and acquisition locks stay, as Kafka's: the coordinator's
+        session timeout (GroupMetadataManager.scheduleShareGroupSessionTimeout, then
+        shareGroupFenceMember) only writes the member out of the group, and a broker releases
+        a member's records when its share session ends (SharePartitionManager.releaseSession,
+        on epoch -1 or, from ShareSessionCache, on disconnect). A member that merely missed
+        heartbeats goes on acknowledging what it holds; one that is gone loses its locks when
+        they time out (its idle session is evicted later still)."""
         now = self.clock_ms()
         gone: list[tuple[str, str]] = []
         async with self._mutex:
@@ -372,7 +378,6 @@ class Coordinator:
                     gone.append((group.group_id, member_id))
         for group_id, member_id in gone:
             log.info("member %s of %s timed out", member_id, group_id)
-            await self._member_gone(group_id, member_id)
         for group_id in {g for g, _ in gone}:
             if group_id in self.groups:
                 await self._record_membership(self.groups[group_id])

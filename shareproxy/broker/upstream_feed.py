@@ -28,6 +28,8 @@ READ_AHEAD_LOW_BYTES = 4 * 1024 * 1024
 # how long one upstream long poll for idle partitions may wait
 TAIL_POLL_MS = 250
 
+FetchRoom = tuple[int, int]  # the records and bytes a fetch may still take
+
 
 async def topic_named(upstream: Upstream, name: str) -> TopicInfo:
     """The upstream topic, asking the cluster if it is not known yet."""
@@ -84,9 +86,12 @@ class UpstreamOffsets:
         return found
 
 
-def wanted_offset(leader: SharePartitionLeader, beyond_cache: bool = False) -> int | None:
+def wanted_offset(
+    leader: SharePartitionLeader, beyond_cache: bool = False, room: FetchRoom | None = None
+) -> int | None:
     """Where upstream must be read for this share-partition to make progress, if anywhere
-    (``beyond_cache``: past what is cached too, for a fetch waiting on MinBytes)."""
+    (``beyond_cache``: past what is cached too, for a fetch waiting on MinBytes; ``room``:
+    what a fetch may still take, read on when the cache holds less)."""
     if not leader.valid or not leader.has_acquirable():
         return None
     offset = leader.next_fetch_offset()
@@ -98,8 +103,24 @@ def wanted_offset(leader: SharePartitionLeader, beyond_cache: bool = False) -> i
             # key order: the first Available record may wait on its key while records of
             # other keys are still upstream
             return cache.end_offset
+        if room is not None and _cache_short(leader, offset, room):
+            return cache.end_offset
         return None
     return max(offset, cache.log_start_offset)
+
+
+def _cache_short(leader: SharePartitionLeader, offset: int, room: FetchRoom) -> bool:
+    """Whether a fetch could take more than the cache holds from ``offset``, so the log past
+    it is read too, as Kafka's broker reads its log up to MaxRecords and MaxBytes in one go
+    (DelayedShareFetch) rather than only what a cache happens to hold. Not while a read-ahead
+    is under way: it brings those records, and a second read would fetch them again."""
+    cache = leader.cache
+    max_records, max_bytes = room
+    return (
+        not leader.reading_ahead
+        and cache.end_offset - offset < max_records
+        and cache.bytes_from(offset) < max_bytes
+    )
 
 
 def _read_ahead_offset(leader: SharePartitionLeader, budget: CacheBudget) -> int | None:
@@ -156,14 +177,19 @@ class UpstreamFeed:
                 await task
 
     async def read(
-        self, leaders: Sequence[SharePartitionLeader], max_wait_ms: int, beyond_cache: bool = False
+        self,
+        leaders: Sequence[SharePartitionLeader],
+        max_wait_ms: int,
+        beyond_cache: bool = False,
+        room: FetchRoom | None = None,
     ) -> None:
         """Fill the caches of the leaders that need data, in one upstream fetch per node: always
-        (a request waits on it), but asking less per partition as the caches near their bound."""
+        (a request waits on it), but asking less per partition as the caches near their bound.
+        ``room``: the records and bytes the fetch may take, read for where the cache is short."""
         wanted: dict[tuple[str, int], int] = {}
         owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
         for leader in leaders:
-            offset = wanted_offset(leader, beyond_cache)
+            offset = wanted_offset(leader, beyond_cache, room)
             if offset is not None and reads_its_topic(self.upstream, leader):
                 tp = (leader.topic, leader.key.partition)
                 if tp not in wanted or offset < wanted[tp]:

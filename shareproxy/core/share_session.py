@@ -4,11 +4,13 @@ requests (0 opens, then 1, 2, … wrapping to 1; -1 closes and releases its lock
 Keyed by (group, member, node) — never by connection: the client opens several connections to
 one node. A request with epoch n > 0 must carry exactly the session's next epoch.
 
-Sessions are a bounded resource of the whole proxy, so each is charged to the client that
-opened it — its principal and host, which a client cannot multiply by making up member ids —
-and one client may hold at most ``max_per_client`` of the ``max_sessions``. Only a member the
-group knows may open one (the handlers check); a session ends when its member leaves or
-expires, and one left idle past its timeout is evicted. Time comes in as an argument.
+As on a Kafka broker, a session does not depend on the group's membership: any well-formed
+member id may open one (``valid_member_id``), and a member the coordinator has removed keeps
+its session. Sessions are a bounded resource of the whole proxy, so each is charged to the
+client that opened it — its principal and host, which a client cannot multiply by making up
+member ids — and one client may hold at most ``max_per_client`` of the ``max_sessions``. A
+session ends when it is closed (epoch -1) or its member leaves, and one left idle past its
+timeout is evicted. Time comes in as an argument.
 """
 
 from __future__ import annotations
@@ -22,10 +24,17 @@ from shareproxy.core.errors import ErrorCode, ShareError
 OPEN_EPOCH = 0
 CLOSE_EPOCH = -1
 _MAX_EPOCH = 2**31 - 1
+MAX_MEMBER_ID_LENGTH = 36  # a UUID's text: Kafka's KafkaApis.isMemberIdValid
 
 TopicPartition = tuple[UUID, int]
 SessionKey = tuple[str, str, int]  # group id, member id, node id
 ClientKey = tuple[str, str]  # principal, client host
+
+
+def valid_member_id(member_id: str) -> bool:
+    """Whether a ShareFetch or ShareAcknowledge may use this member id: the only check a Kafka
+    broker makes of it (set, and no longer than a UUID's text)."""
+    return 0 < len(member_id) <= MAX_MEMBER_ID_LENGTH
 
 
 def next_epoch(epoch: int) -> int:

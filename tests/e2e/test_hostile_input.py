@@ -1,7 +1,7 @@
 """Hostile and malformed input: nothing a client sends crashes the proxy, starves other
-clients, breaks the upstream connection others use, or gets past a group's membership. Each
-case is answered the way Kafka's broker answers it — an error code, or a closed connection
-where Kafka closes it — and the proxy logs no error (the ``proxy`` fixture checks)."""
+clients, breaks the upstream connection others use, or takes more than its share of share
+sessions. Each case is answered the way Kafka's broker answers it — an error code, or a closed
+connection where Kafka closes it — and the proxy logs no error (the ``proxy`` fixture checks)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from tests.support.kafka_client import KafkaConnection
 from tests.support.proxy import ProxyProcess
 from tests.support.typical_requests import Names, build, typical
 
-UNKNOWN_MEMBER_ID, INVALID_GROUP_ID, INVALID_REQUEST, INVALID_CONFIG = 25, 24, 42, 40
-NETWORK_EXCEPTION, INVALID_RECORD = 13, 87
+INVALID_GROUP_ID, INVALID_REQUEST, INVALID_CONFIG = 24, 42, 40
+NETWORK_EXCEPTION, INVALID_RECORD, UNKNOWN_TOPIC_ID = 13, 87, 100
+SHARE_SESSION_NOT_FOUND, SHARE_SESSION_LIMIT_REACHED = 122, 133
 BOMB = bytes.fromhex("004d000100000001ffff00ffffffff0f")  # ShareGroupDescribe, 2^32-1 ids
 
 
@@ -86,21 +87,27 @@ def test_before_authentication_only_the_sasl_exchange_is_read(broker, postgres):
         p.stop()
 
 
-def test_made_up_member_ids_open_no_session_and_acquire_nothing(proxy, topic, produce):
-    t = topic(1)
+def test_made_up_member_ids_are_served_but_cannot_take_every_share_session(proxy, topic, produce):
+    """As Kafka's broker, ShareFetch checks a member id's form, not the group's membership, so
+    member ids a client makes up each open a share session. Sessions are charged to the client
+    (principal and host): one flooding them reaches its own limit, and a consumer on another
+    host is served as ever."""
+    t, empty = topic(1), topic(1)
     produce(t, 3_000, partitions=1)
-    p = proxy()
+    p = proxy(max_share_sessions_per_client=100)
     group, other = f"g-{uuid.uuid4().hex[:8]}", f"o-{uuid.uuid4().hex[:8]}"
-    tid = topic_id(p.port, t)
-    with KafkaConnection(p.port) as c:
-        for i in range(1_500):
-            names = Names(t, tid, group if i % 2 else other, member=uuid.uuid4().hex)
-            fetched = c.call(request(ApiKey.SHARE_FETCH, 1, names))
-            assert fetched.error_code == UNKNOWN_MEMBER_ID, fetched
-            assert fetched.responses == ()
+    tid = topic_id(p.port, empty)
+    with KafkaConnection(p.port, source="127.0.0.2") as c:
+        codes = []
+        for i in range(150):
+            names = Names(empty, tid, group if i % 2 else other, member=uuid.uuid4().hex)
+            codes.append(c.call(request(ApiKey.SHARE_FETCH, 1, names)).error_code)
+        assert codes == [0] * 100 + [SHARE_SESSION_LIMIT_REACHED] * 50
+        too_long = Names(empty, tid, group, member="m" * 37)  # Kafka: at most a UUID's 36
+        assert c.call(request(ApiKey.SHARE_FETCH, 1, too_long)).error_code == INVALID_REQUEST
         acked = c.call(request(ApiKey.SHARE_ACKNOWLEDGE, 1, Names(t, tid, group, "x")))
-        assert acked.error_code == UNKNOWN_MEMBER_ID
-    assert "share_sessions 0.0" in _metrics(p)
+        assert acked.error_code == SHARE_SESSION_NOT_FOUND
+    assert "share_sessions 100.0" in _metrics(p)
 
     consumer = share_consumer(p, group)
     consumer.subscribe([t])
@@ -110,9 +117,9 @@ def test_made_up_member_ids_open_no_session_and_acquire_nothing(proxy, topic, pr
     assert sorted(m.offset() for m in got) == list(range(3_000))  # all, once, none stolen
     assert {m.delivery_count() for m in got} == {1}
     deadline = time.monotonic() + 15  # the member left: its session is gone too
-    while "share_sessions 0.0" not in _metrics(p) and time.monotonic() < deadline:
+    while "share_sessions 100.0" not in _metrics(p) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert "share_sessions 0.0" in _metrics(p)
+    assert "share_sessions 100.0" in _metrics(p)
 
 
 def _metrics(p: ProxyProcess) -> str:
@@ -269,6 +276,9 @@ def test_group_ids_the_store_cannot_hold_get_invalid_group_id(shared_proxy, grou
         assert deleted.error_code == INVALID_GROUP_ID
         (result,) = c.call(request(ApiKey.DELETE_GROUPS, 2, names)).results
         assert result.error_code == INVALID_GROUP_ID
+        assert c.call(request(ApiKey.SHARE_FETCH, 2, names)).error_code == INVALID_GROUP_ID
+        acked = c.call(request(ApiKey.SHARE_ACKNOWLEDGE, 2, names))
+        assert acked.error_code == INVALID_GROUP_ID
         (config,) = c.call(request(ApiKey.DESCRIBE_CONFIGS, 4, names)).results
         assert config.error_code == INVALID_GROUP_ID
         (alter,) = c.call(request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, names)).responses
@@ -325,11 +335,18 @@ def test_out_of_range_values_get_error_responses_and_the_connection_stays(shared
 
 @pytest.mark.parametrize("version", [1, 2], ids=lambda v: f"v{v}")
 def test_share_fetch_and_acknowledge_versions_answer_without_a_session(shared_proxy, version):
-    names = Names("t", uuid.uuid4(), "g", member="m")
+    """A member that never joined opens a session as on Kafka's broker; a topic id nobody
+    has is that partition's error; an acknowledgement outside any session is refused."""
+    names = Names("t", uuid.uuid4(), "g", member=uuid.uuid4().hex)
     with KafkaConnection(shared_proxy.port) as c:
-        assert c.call(request(ApiKey.SHARE_FETCH, version, names)).error_code == UNKNOWN_MEMBER_ID
-        fetch = request(ApiKey.SHARE_FETCH, version, names, max_wait=timedelta(0))
-        assert c.call(fetch).error_code == UNKNOWN_MEMBER_ID
+        for wait in (timedelta(milliseconds=10), timedelta(0)):
+            fetched = c.call(request(ApiKey.SHARE_FETCH, version, names, max_wait=wait))
+            assert fetched.error_code == 0, fetched
+            codes = [x.error_code for t in fetched.responses for x in t.partitions]
+            assert codes == [UNKNOWN_TOPIC_ID], fetched
+        alone = dataclasses.replace(names, member=uuid.uuid4().hex)
+        acked = c.call(request(ApiKey.SHARE_ACKNOWLEDGE, version, alone))
+        assert acked.error_code == SHARE_SESSION_NOT_FOUND
 
 
 def test_an_upstream_answer_the_client_could_not_read_is_answered_readably(shared_proxy):

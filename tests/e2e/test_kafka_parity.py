@@ -11,7 +11,7 @@ import uuid
 from confluent_kafka import AcknowledgeType
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.support.consumers import poll_until, share_consumer
+from tests.support.consumers import poll_until, share_consumer, wait_for
 
 DROPPED = "topic deleted upstream: its share-partition is dropped"
 
@@ -297,3 +297,74 @@ def test_share_fetch_waits_for_min_bytes_until_max_wait(proxy, topic, produce):
     assert [(r.first_offset, r.last_offset) for r in got[0].acquired_records] == [(5, 9)]
     assert time.monotonic() - started < 3
     m.k.close()
+
+
+def _group_state(p, group: str) -> str | None:
+    import httpx
+
+    listed = httpx.get(f"{p.admin_url}/v1/share-groups", timeout=10).json()
+    return {g["group_id"]: g["state"] for g in listed}.get(group)
+
+
+def test_a_member_removed_by_session_timeout_keeps_fetching_and_acknowledging(
+    proxy, topic, produce
+):
+    """KIP-932 fences no one: a member whose heartbeats stopped past the session timeout is
+    written out of the group, yet it goes on fetching and acknowledging, and the records it
+    holds stay its own (Kafka's broker never checks membership on ShareFetch or
+    ShareAcknowledge, and the coordinator's timeout releases nothing). A librdkafka consumer
+    joining the group meanwhile gets none of them, and none again once acknowledged."""
+    from kio.schema.share_acknowledge.v1 import request as sa
+
+    p = proxy(
+        group_share_min_session_timeout_ms=1000,
+        session_timeout_ms=1500,
+        group_share_min_heartbeat_interval_ms=500,
+        heartbeat_interval_ms=500,
+    )
+    name = topic(1)
+    produce(name, 6, partitions=1)
+    produce(name, 4, partitions=1)  # another batch: the member takes only the first
+    m = RawMember(p.port, name)  # joins once, then never heartbeats
+    got = m.fetch(max_records=6)[0]
+    assert [(r.first_offset, r.last_offset) for r in got.acquired_records] == [(0, 5)]
+    wait_for(lambda: _group_state(p, m.group) == "Empty", 20, "the member to time out")
+
+    c = share_consumer(p, m.group)
+    try:
+        c.subscribe([name])
+        taken = poll_until(c, 4, 30)  # the records no one holds, never the expired member's
+        assert sorted(x.offset() for x in taken) == [6, 7, 8, 9]
+        c.commit_sync()  # implicit mode: accepts them
+
+        accept = sa.AcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=(1,))
+        fetched = m.fetch(acks=(accept,), wait_ms=10)[0]  # asserts the request is served
+        assert fetched.acknowledge_error_code == 0
+        rest = sa.AcknowledgementBatch(first_offset=3, last_offset=5, acknowledge_types=(1,))
+        closed = m.k.call(
+            sa.ShareAcknowledgeRequest(
+                group_id=m.group,
+                member_id=m.member,
+                share_session_epoch=-1,
+                topics=(
+                    sa.AcknowledgeTopic(
+                        topic_id=m.topic_id,
+                        partitions=(
+                            sa.AcknowledgePartition(
+                                partition_index=0, acknowledgement_batches=(rest,)
+                            ),
+                        ),
+                    ),
+                ),
+            )
+        )
+        assert closed.error_code == 0, closed
+        assert [x.error_code for t in closed.responses for x in t.partitions] == [0]
+
+        produce(name, 2, partitions=1)
+        later = poll_until(c, 3, 5)  # the acknowledged records are never delivered again
+        assert sorted(x.offset() for x in later) == [10, 11]
+        assert {x.delivery_count() for x in later} == {1}
+    finally:
+        c.close()
+        m.k.close()

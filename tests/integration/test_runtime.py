@@ -378,6 +378,41 @@ async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_st
     assert await fetch(runtime, "m2", tp) == [(5, 7, 1)]  # an even share of what is left
 
 
+async def test_a_member_id_the_group_does_not_know_takes_a_fair_share_of_a_partition(
+    runtime: Runtime,
+):
+    """ShareFetch does not ask the group about its member (as Kafka's broker), so fair work and
+    key order meet member ids the coordinator does not know: such a member is one more sharer,
+    never a crash, and the members the coordinator assigned keep their share."""
+    from shareproxy.broker.coordinator import Coordinator
+    from shareproxy.core.share_session import ShareSessionCache
+
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    await runtime.configure(GROUP, key_ordering=True)
+    coordinator = Coordinator(
+        runtime.store,
+        runtime.upstream,
+        runtime.partitions,
+        ShareSessionCache(),
+        runtime.settings_for,
+        lambda: int(time.time() * 1000),
+    )
+    runtime.partitions.members_assigned = lambda k: coordinator.members_assigned(
+        k.group_id, k.topic_id, k.partition
+    )
+    for member in ("m1", "m2"):
+        joined = await coordinator.heartbeat(
+            GROUP, member, 0, subscribed=[t], rack_id=None, client_id="c", client_host="h"
+        )
+        assert joined.error is None
+    assert await fetch(runtime, "stranger", tp) == [(0, 4, 1)]  # two assigned: half
+    mine = await fetch(runtime, "m1", tp)  # its keys, of what the stranger does not hold
+    assert mine and all(5 <= first <= last <= 9 for first, last, _ in mine), mine
+    assert await ack(runtime, "stranger", tp, 0, 4, ACCEPT) == ErrorCode.NONE
+
+
 async def test_records_waiting_on_their_key_do_not_stop_reading_upstream(runtime: Runtime):
     """Key order: the first Available record may be one waiting on its key; records of other
     keys produced after it must still be read from upstream and delivered."""
@@ -397,3 +432,20 @@ async def test_records_waiting_on_their_key_do_not_stop_reading_upstream(runtime
     produce_keyed(t, [b"k%d" % i for i in range(20)])
     got = await fetch(runtime, "m2", tp, wait_ms=5_000)
     assert got and all(first >= 10 for first, _, _ in got), got
+
+
+async def test_a_fetch_reads_upstream_for_what_it_can_still_take_beyond_the_cache(
+    runtime: Runtime,
+):
+    """KIP-932's worked example, "fetch records 110, 120": a released record is cached, the
+    next one is upstream only; one ShareFetch takes both, as Kafka's broker reads its log up
+    to MaxRecords / MaxBytes in one go (DelayedShareFetch), not only what is cached."""
+    await runtime.configure(GROUP, fair_acquisition=False)
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 9, 1)]
+    assert await ack(runtime, "m1", tp, 1, 9, ACCEPT) == ErrorCode.NONE
+    assert await ack(runtime, "m1", tp, 0, 0, RELEASE) == ErrorCode.NONE
+    runtime.produce(t, 1)  # offset 10: upstream, not in the cache
+    assert await fetch(runtime, "m1", tp, wait_ms=3_000) == [(0, 0, 2), (10, 10, 1)]

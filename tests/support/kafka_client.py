@@ -15,8 +15,12 @@ from shareproxy.protocol.codec import decode_response, encode_request
 
 
 class KafkaConnection:
-    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
-        self.sock = socket.create_connection((host, port), timeout=15)
+    def __init__(self, port: int, host: str = "127.0.0.1", source: str | None = None) -> None:
+        """``source``: the local address to connect from (another loopback address is another
+        client host to the proxy)."""
+        self.sock = socket.create_connection(
+            (host, port), timeout=15, source_address=(source, 0) if source else None
+        )
         self.correlation = 0
 
     def call(self, body: Any) -> Any:

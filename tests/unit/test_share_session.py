@@ -11,6 +11,7 @@ from shareproxy.core.share_session import (
     OPEN_EPOCH,
     ShareSessionCache,
     next_epoch,
+    valid_member_id,
 )
 
 ALICE = ("User:alice", "10.0.0.1")
@@ -118,3 +119,9 @@ def test_of_member_finds_a_members_sessions():
     cache.begin(("g", "m", 2), OPEN_EPOCH, 0, ALICE)
     cache.begin(("g", "n", 1), OPEN_EPOCH, 0, ALICE)
     assert {s.key for s in cache.of_member("g", "m")} == {("g", "m", 1), ("g", "m", 2)}
+
+
+def test_a_member_id_is_checked_for_form_only_as_kafka_checks_it():
+    """Set and no longer than a UUID's text: KafkaApis.isMemberIdValid, nothing more."""
+    assert valid_member_id("a") and valid_member_id("x" * 36)
+    assert not valid_member_id("") and not valid_member_id("x" * 37)
