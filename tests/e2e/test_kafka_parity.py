@@ -29,10 +29,9 @@ def _recreate(bootstrap: str, name: str, delete_only: bool = False) -> None:
             f.result(30)
 
 
-def test_acknowledging_records_of_a_deleted_topic_is_an_error_the_application_sees(
-    proxy, broker, topic, produce
-):
-    p = proxy()
+def _ten_held_then_topic_deleted(p, broker, topic, produce):
+    """An explicit-mode share consumer holding a new topic's ten records; the topic then
+    deleted upstream."""
     name = topic(1)
     produce(name, 10, partitions=1)
     c = share_consumer(p, f"deleted-{uuid.uuid4().hex[:6]}", mode="explicit")
@@ -41,6 +40,18 @@ def test_acknowledging_records_of_a_deleted_topic_is_an_error_the_application_se
         got = poll_until(c, 10, 60)
         assert len(got) == 10
         _recreate(broker.bootstrap, name, delete_only=True)
+    except BaseException:
+        c.close()
+        raise
+    return c, got
+
+
+def test_acknowledging_records_of_a_deleted_topic_is_an_error_the_application_sees(
+    proxy, broker, topic, produce
+):
+    p = proxy()
+    c, got = _ten_held_then_topic_deleted(p, broker, topic, produce)
+    try:
         time.sleep(6)  # the proxy's metadata refresh (5 s) has seen the deletion
         for m in got:
             c.acknowledge(m, AcknowledgeType.ACCEPT)
@@ -57,14 +68,8 @@ def test_a_deleted_topic_is_noticed_at_once(proxy, broker, topic, produce):
     (KafkaApis.getAcknowledgeBatchesFromShareAcknowledgeRequest). The proxy reads the topics in
     use every second, so 3 seconds later it answers the same."""
     p = proxy()
-    name = topic(1)
-    produce(name, 10, partitions=1)
-    c = share_consumer(p, f"deleted-{uuid.uuid4().hex[:6]}", mode="explicit")
+    c, got = _ten_held_then_topic_deleted(p, broker, topic, produce)
     try:
-        c.subscribe([name])
-        got = poll_until(c, 10, 60)
-        assert len(got) == 10
-        _recreate(broker.bootstrap, name, delete_only=True)
         deadline = time.monotonic() + 3
         while DROPPED not in p.log() and time.monotonic() < deadline:
             time.sleep(0.1)

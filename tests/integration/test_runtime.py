@@ -346,17 +346,12 @@ async def test_members_sharing_a_partition_each_get_an_even_share_unless_the_gro
     assert await fetch(runtime, "m1", tp) == [(0, 4, 3), (5, 9, 3)]  # m2 asked lately: all
 
 
-async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_start(
-    runtime: Runtime,
-):
-    """Before any other member has fetched, the first one to fetch is alone as a fetcher; the
-    coordinator's assignment says who else will come, so it takes its share, not the backlog."""
+async def _m1_and_m2_assigned(runtime: Runtime, topic: str):
+    """A coordinator (no proxy around it) whose group has members m1 and m2 on ``topic``, and
+    whose assignment the partitions registry reads."""
     from shareproxy.broker.coordinator import Coordinator
     from shareproxy.core.share_session import ShareSessionCache
 
-    t = runtime.topic()
-    runtime.produce(t, 10)
-    tp = await runtime.partition(t)
     coordinator = Coordinator(
         runtime.store,
         runtime.upstream,
@@ -370,9 +365,21 @@ async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_st
     )
     for member in ("m1", "m2"):
         joined = await coordinator.heartbeat(
-            GROUP, member, 0, subscribed=[t], rack_id=None, client_id="c", client_host="h"
+            GROUP, member, 0, subscribed=[topic], rack_id=None, client_id="c", client_host="h"
         )
         assert joined.error is None
+    return coordinator
+
+
+async def test_members_the_coordinator_assigned_share_the_first_fetch_after_a_start(
+    runtime: Runtime,
+):
+    """Before any other member has fetched, the first one to fetch is alone as a fetcher; the
+    coordinator's assignment says who else will come, so it takes its share, not the backlog."""
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    coordinator = await _m1_and_m2_assigned(runtime, t)
     assert coordinator.members_assigned(GROUP, *tp) == 2  # one partition, shared by both
     assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]  # m2 has not asked yet: half
     assert await fetch(runtime, "m2", tp) == [(5, 7, 1)]  # an even share of what is left
@@ -384,29 +391,11 @@ async def test_a_member_id_the_group_does_not_know_takes_a_fair_share_of_a_parti
     """ShareFetch does not ask the group about its member (as Kafka's broker), so fair work and
     key order meet member ids the coordinator does not know: such a member is one more sharer,
     never a crash, and the members the coordinator assigned keep their share."""
-    from shareproxy.broker.coordinator import Coordinator
-    from shareproxy.core.share_session import ShareSessionCache
-
     t = runtime.topic()
     runtime.produce(t, 10)
     tp = await runtime.partition(t)
     await runtime.configure(GROUP, key_ordering=True)
-    coordinator = Coordinator(
-        runtime.store,
-        runtime.upstream,
-        runtime.partitions,
-        ShareSessionCache(),
-        runtime.settings_for,
-        lambda: int(time.time() * 1000),
-    )
-    runtime.partitions.members_assigned = lambda k: coordinator.members_assigned(
-        k.group_id, k.topic_id, k.partition
-    )
-    for member in ("m1", "m2"):
-        joined = await coordinator.heartbeat(
-            GROUP, member, 0, subscribed=[t], rack_id=None, client_id="c", client_host="h"
-        )
-        assert joined.error is None
+    await _m1_and_m2_assigned(runtime, t)
     assert await fetch(runtime, "stranger", tp) == [(0, 4, 1)]  # two assigned: half
     mine = await fetch(runtime, "m1", tp)  # its keys, of what the stranger does not hold
     assert mine and all(5 <= first <= last <= 9 for first, last, _ in mine), mine
