@@ -179,6 +179,9 @@ def test_a_node_takes_its_id_from_its_ordinal_and_advertises_its_own_dns_name(k8
         )
         assert settings["listen"].rpartition(":")[2] == str(ports["kafka"])
         assert settings["admin_listen"] == f"0.0.0.0:{ports['admin']}"
+        assert settings["admin_advertised_url"] == (  # a group's calls reach its coordinator
+            f"http://{pod}.shareproxy-nodes.queues.svc.cluster.local:{ports['admin']}"
+        )
         assert settings["auto_migrate"] is False  # the Job migrates; nodes at once would race
 
 
