@@ -203,16 +203,15 @@ class Acquiring:
         return i + 1
 
     def _acquire_new(self, run: AcquisitionRun, batch: BatchHeader) -> bool:
-        """Acquire the batch's records past SPEO (first deliveries) while the in-flight count
-        is below the cap. False when the acquisition must end here."""
+        """Acquire the batch's records past SPEO (first deliveries) up to the in-flight cap,
+        which holds exactly: a batch crossing it is cut there, in both acquire modes (Kafka
+        takes the whole batch in batch-optimized mode; the cap's users and the KIP expect it
+        to bound the locks). False when the acquisition must end here."""
         if batch.base_offset > self.speo:
             self._archive_unreadable(self.speo, batch.base_offset - 1)
         room = self.limits.max_record_locks - self.in_flight_count
         take = batch.last_offset - self.speo + 1
-        if run.strict:
-            take = min(take, room, run.limit - run.count)
-        elif room <= 0:
-            take = 0  # the cap gates new batches; a batch is not cut (as Kafka does)
+        take = min(take, room, run.limit - run.count) if run.strict else min(take, room)
         if take <= 0:
             return False
         self._append_acquired(run, self.speo, self.speo + take - 1)

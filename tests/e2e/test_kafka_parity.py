@@ -8,9 +8,10 @@ import threading
 import time
 import uuid
 
-from confluent_kafka import AcknowledgeType
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.consumers import poll_until, share_consumer, wait_for
 
 DROPPED = "topic deleted upstream: its share-partition is dropped"
@@ -373,3 +374,38 @@ def test_a_member_removed_by_session_timeout_keeps_fetching_and_acknowledging(
     finally:
         c.close()
         m.k.close()
+
+
+def test_the_in_flight_cap_holds_within_one_producer_batch(proxy, topic):
+    """With share.partition.max.record.locks at 100, a 200-record producer batch is cut at the
+    cap: no poll gets more than 100, and all 200 arrive once the first are acknowledged."""
+    p = proxy()
+    name = topic(1)
+    group = f"cap-{uuid.uuid4().hex[:6]}"
+    alter_group_configs(p, group, {"share.partition.max.record.locks": "100"})
+    producer = Producer({"bootstrap.servers": p.bootstrap, "linger.ms": 1000})
+    for i in range(200):  # one batch: all queued within the linger
+        producer.produce(name, value=f"msg-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    c = ShareConsumer(
+        {
+            "bootstrap.servers": p.bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+            "max.poll.records": 200,
+        }
+    )
+    try:
+        c.subscribe([name])
+        polls: list[int] = []
+        deadline = time.monotonic() + 60
+        while sum(polls) < 200 and time.monotonic() < deadline:
+            batch = [m for m in c.poll(2.0) or [] if m.error() is None]
+            if batch:
+                polls.append(len(batch))
+                for m in batch:
+                    c.acknowledge(m, AcknowledgeType.ACCEPT)
+        assert sum(polls) == 200, polls
+        assert max(polls) <= 100, polls
+    finally:
+        c.close()

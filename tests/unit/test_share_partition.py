@@ -35,16 +35,16 @@ def test_record_limit_takes_exactly_max_records():
     assert inflight(sp) == [(0, 11, ACQ, 1, "m"), (12, 23, ACQ, 1, "n")]
 
 
-def test_in_flight_cap_gates_whole_batches_until_spso_moves():
+def test_in_flight_cap_cuts_a_batch_that_crosses_it_until_spso_moves():
     sp = fresh(max_record_locks=15)
-    # batch-optimized: below the cap a whole batch is taken (0-9, then 10-19), then no more
-    assert sp.acquire("m", LOG, 0, 500) == [AcquiredRange(0, 19, 1)]
+    # batch-optimized: whole batches below the cap (0-9), the batch crossing it cut (10-14)
+    assert sp.acquire("m", LOG, 0, 500) == [AcquiredRange(0, 14, 1)]
     assert sp.acquire("n", LOG, 0, 500) == []
     assert not sp.has_acquirable()
     sp.acknowledge("m", [AckBatch(0, 9, ACCEPT)], 1)
     assert sp.has_acquirable()
-    assert sp.acquire("n", LOG, 2, 500) == [AcquiredRange(20, 29, 1)]
-    assert sp.in_flight_count == 20
+    assert sp.acquire("n", LOG, 2, 500) == [AcquiredRange(15, 24, 1)]
+    assert sp.in_flight_count == 15
 
 
 def test_in_flight_cap_is_exact_in_record_limit_mode():
