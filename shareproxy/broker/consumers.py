@@ -25,7 +25,7 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
 from shareproxy.core.share_session import (
     CLOSE_EPOCH,
-    MAX_MEMBER_ID_LENGTH,
+    INVALID_MEMBER_ID,
     OPEN_EPOCH,
     ClientKey,
     ShareSession,
@@ -225,10 +225,7 @@ class ShareConsumers:
                 ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id!r}"
             )
         if not valid_member_id(member_id):
-            raise ShareError(
-                ErrorCode.INVALID_REQUEST,
-                f"MemberId must be set, at most {MAX_MEMBER_ID_LENGTH} characters",
-            )
+            raise ShareError(ErrorCode.INVALID_REQUEST, INVALID_MEMBER_ID)
         key = (group_id, member_id, self._cluster.node_id)
         return self._sessions.begin(
             key,

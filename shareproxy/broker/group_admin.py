@@ -40,6 +40,9 @@ from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
 
+# DeleteShareGroupOffsets for a topic the group has no state for (Kafka's message)
+NO_OFFSETS = "There is no offset information to delete."
+
 
 def _not_found(group_id: str) -> ShareError:
     return ShareError(ErrorCode.GROUP_ID_NOT_FOUND, f"share group {group_id!r} does not exist")
@@ -316,9 +319,10 @@ class GroupAdmin:
 
     async def delete_offsets(
         self, group_id: str, topics: Iterable[str], *, live: bool = False
-    ) -> dict[str, ErrorCode]:
+    ) -> dict[str, tuple[ErrorCode, str | None]]:
         """Kafka's rule: only in an empty group (NON_EMPTY_GROUP, nothing deleted, as its
-        coordinator refuses), each topic then deleted or UNKNOWN_TOPIC_OR_PARTITION. ``live``,
+        coordinator refuses), each topic then deleted, or UNKNOWN_TOPIC_OR_PARTITION where it
+        does not exist or the group has no state for it. ``live``,
         the REST API's rule: members may be consuming, and the call is refused whole if the group
         subscribes to one of the topics (GROUP_SUBSCRIBED_TO_TOPIC, as KIP-496 for consumer
         groups) or one does not exist."""
@@ -332,7 +336,7 @@ class GroupAdmin:
 
     async def _delete_offsets(
         self, group_id: str, topics: Mapping[str, TopicInfo | None], all_or_nothing: bool
-    ) -> dict[str, ErrorCode]:
+    ) -> dict[str, tuple[ErrorCode, str | None]]:
         group = self.coordinator.groups.get(group_id)
         subscribed = group.subscribed_topic_names() if group is not None else set()
         verdicts: dict[str, ErrorCode] = {}
@@ -353,10 +357,18 @@ class GroupAdmin:
             )
             raise ShareError(code, why + "; nothing was deleted")
         stored = await self.store.list_partitions(group_id)
+        answers: dict[str, tuple[ErrorCode, str | None]] = {
+            n: (c, f"topic {n!r} does not exist" if topics[n] is None else None)
+            for n, c in verdicts.items()
+        }
         for name, verdict in verdicts.items():
             info = topics[name]
             if verdict == ErrorCode.NONE and info is not None:
                 keys = [k for k in stored if k.topic_id == info.topic_id]
+                if not keys and not all_or_nothing:
+                    # as Kafka's coordinator (sharePartitionsEligibleForOffsetDeletion)
+                    answers[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS)
+                    continue
                 await self.store.delete(keys)
                 self.partitions.evict(keys)
                 metrics.OFFSET_DELETIONS.inc(len(keys))
@@ -364,7 +376,7 @@ class GroupAdmin:
                     "offsets deleted",
                     extra={"group": group_id, "topic": name, "partitions": len(keys)},
                 )
-        return verdicts
+        return answers
 
     async def delete_group(self, group_id: str) -> None:
         """Only an empty group, and no member may join while it goes (the coordinator holds

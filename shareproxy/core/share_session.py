@@ -25,6 +25,7 @@ OPEN_EPOCH = 0
 CLOSE_EPOCH = -1
 _MAX_EPOCH = 2**31 - 1
 MAX_MEMBER_ID_LENGTH = 36  # a UUID's text: Kafka's KafkaApis.isMemberIdValid
+INVALID_MEMBER_ID = f"MemberId must be set, at most {MAX_MEMBER_ID_LENGTH} characters"
 
 TopicPartition = tuple[UUID, int]
 SessionKey = tuple[str, str, int]  # group id, member id, node id
@@ -32,8 +33,8 @@ ClientKey = tuple[str, str]  # principal, client host
 
 
 def valid_member_id(member_id: str) -> bool:
-    """Whether a ShareFetch or ShareAcknowledge may use this member id: the only check a Kafka
-    broker makes of it (set, and no longer than a UUID's text)."""
+    """Whether a ShareGroupHeartbeat, ShareFetch or ShareAcknowledge may use this member id:
+    the only check a Kafka broker makes of it (set, and no longer than a UUID's text)."""
     return 0 < len(member_id) <= MAX_MEMBER_ID_LENGTH
 
 

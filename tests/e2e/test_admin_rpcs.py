@@ -157,6 +157,17 @@ def test_admin_rpcs_agree_with_rest_and_refuse_what_it_refuses(proxy, broker, to
         )
         assert [r.error_code.value for r in deleted.responses] == [0]
         assert http.get(f"/v1/share-groups/{group}/offsets").json()["partitions"] == []
+        again = call(
+            p.port,
+            delete_offsets.DeleteShareGroupOffsetsRequest(
+                group_id=group,
+                topics=(delete_offsets.DeleteShareGroupOffsetsRequestTopic(topic_name=t),),
+            ),
+        )
+        # no state left for the topic: UNKNOWN_TOPIC_OR_PARTITION, as Kafka's coordinator
+        assert [(r.error_code.value, r.error_message) for r in again.responses] == [
+            (3, "There is no offset information to delete.")
+        ]
         gone = call(p.port, delete_groups.DeleteGroupsRequest(groups_names=(group, "nobody")))
         # a group id that is not a share group is the upstream cluster's to answer (Kafka:
         # GROUP_ID_NOT_FOUND; Tansu: NONE)

@@ -409,3 +409,29 @@ def test_the_in_flight_cap_holds_within_one_producer_batch(proxy, topic):
         assert max(polls) <= 100, polls
     finally:
         c.close()
+
+
+def test_a_heartbeat_member_id_longer_than_a_uuid_is_refused(proxy):
+    """KafkaApis.isMemberIdValid: set and at most 36 characters, else INVALID_REQUEST."""
+    from kio.schema.share_group_heartbeat.v1 import request as hb
+
+    from tests.support.kafka_client import KafkaConnection
+
+    k = KafkaConnection(proxy().port)
+    try:
+
+        def beat(member_id: str) -> int:
+            return k.call(
+                hb.ShareGroupHeartbeatRequest(
+                    group_id=f"long-{uuid.uuid4().hex[:6]}",
+                    member_id=member_id,
+                    member_epoch=0,
+                    subscribed_topic_names=("anything",),
+                )
+            ).error_code
+
+        assert beat("m" * 37) == 42  # INVALID_REQUEST
+        assert beat("") == 42
+        assert beat("m" * 36) == 0
+    finally:
+        k.close()

@@ -207,7 +207,9 @@ async def delete_share_group_offsets(
         results = await ctx.admin.delete_offsets(body.group_id, [n for n in names if n in readable])
     except ShareError as e:
         return _offsets_envelope(cls, (), e.code, e.message)
-    results.update({n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in names if n not in readable})
+    results.update(
+        {n: (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None) for n in names if n not in readable}
+    )
     return _offsets_envelope(
         cls,
         tuple(
@@ -216,9 +218,9 @@ async def delete_share_group_offsets(
                 topic_name=topic,
                 topic_id=_topic_id(ctx, topic),
                 error_code=error(code),
-                error_message=None,
+                error_message=message,
             )
-            for topic, code in results.items()
+            for topic, (code, message) in results.items()
         ),
     )
 

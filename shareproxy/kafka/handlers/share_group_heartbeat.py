@@ -9,6 +9,7 @@ from kio.schema.share_group_heartbeat.v1 import response as r
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import group_id_problem, subscribed_name_problem
+from shareproxy.core.share_session import INVALID_MEMBER_ID, valid_member_id
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareGroupContext
 from shareproxy.kafka.responses import error
@@ -35,8 +36,6 @@ async def handle(
 
     if not body.group_id:
         return refuse(ErrorCode.INVALID_REQUEST, "GroupId must be set")
-    if not body.member_id:
-        return refuse(ErrorCode.INVALID_REQUEST, "MemberId must be set")
     problem = group_id_problem(body.group_id)
     if problem is not None:
         return refuse(ErrorCode.INVALID_GROUP_ID, problem)
@@ -47,6 +46,8 @@ async def handle(
         return refuse(
             ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {body.group_id!r}"
         )
+    if not valid_member_id(body.member_id):  # after the group's ACL, as KafkaApis checks
+        return refuse(ErrorCode.INVALID_REQUEST, INVALID_MEMBER_ID)
     result = await ctx.coordinator.heartbeat(
         body.group_id,
         body.member_id,
