@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from uuid import UUID
 
 from shareproxy.broker import partition_views
 from shareproxy.broker.nodes import NodeAddress
@@ -98,18 +99,13 @@ async def summarize(
             GroupSummary(g, x.state, x.members, list(x.subscribed), None, None)
             for g, x in sorted(groups.items())
         ]
-    names = {info.topic_id: name for name, info in upstream.topics.items()}
     gate = asyncio.Semaphore(READ_CONCURRENCY)
 
-    async def stored(group_id: str) -> list[_Waiting]:
+    async def keys_of(group_id: str) -> list[SharePartitionKey]:
         async with gate:
-            keys = await store.list_partitions(group_id)
-        return [w for w in await asyncio.gather(*(read(k) for k in keys)) if w is not None]
+            return await store.list_partitions(group_id)
 
-    async def read(key: SharePartitionKey) -> _Waiting | None:
-        topic = names.get(key.topic_id)
-        if topic is None:  # state kept for a topic deleted upstream: nothing to wait for
-            return None
+    async def read(key: SharePartitionKey, topic: str) -> _Waiting | None:
         async with gate:
             held = await partition_views.snapshot(partitions, store, key)
         if held is None:
@@ -118,7 +114,12 @@ async def summarize(
         return _Waiting(key, topic, first_unacked(spso, ranges), spso, speo, ranges)
 
     ids = sorted(groups)
-    found = await asyncio.gather(*(stored(g) for g in ids))
+    keys = await asyncio.gather(*(keys_of(g) for g in ids))
+    names = await _topic_names(upstream, {k.topic_id for ks in keys for k in ks})
+    # state kept for a topic deleted upstream waits for nothing
+    named = [[(k, names[k.topic_id]) for k in ks if k.topic_id in names] for ks in keys]
+    read_all = iter(await asyncio.gather(*(read(k, t) for ks in named for k, t in ks)))
+    found = [[w for w in (next(read_all) for _ in ks) if w is not None] for ks in named]
     heads = await _batch_heads(upstream, [w for ws in found for w in ws])
     out = []
     for group_id, waiting in zip(ids, found, strict=True):
@@ -140,6 +141,19 @@ async def summarize(
             )
         )
     return out
+
+
+async def _topic_names(upstream: Upstream, ids: set[UUID]) -> dict[UUID, str]:
+    """Topic names by id, the cluster's metadata asked again when this node has not seen a
+    topic yet (it need not serve it to list a group that has state for it)."""
+    names = {info.topic_id: name for name, info in upstream.topics.items()}
+    if ids - names.keys():
+        try:
+            await upstream.refresh_metadata()
+        except UpstreamError:  # out of reach: those share-partitions' lag stays unknown
+            return names
+        names = {info.topic_id: name for name, info in upstream.topics.items()}
+    return names
 
 
 Head = tuple[int | None, int | None]  # (high watermark, timestamp ms of the batch) if known
