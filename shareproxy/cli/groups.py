@@ -41,12 +41,12 @@ def list_groups(
             str(g.get("members", "-")),
             ",".join(g.get("topics", [])) or "-",
             "-" if g.get("lag") is None else str(g["lag"]),
-            age(g.get("oldest_unacked_age_seconds")),
+            _age(g.get("oldest_unacked_age_seconds")),
         )
     out.print(table)
 
 
-def age(seconds: float | None) -> str:
+def _age(seconds: float | None) -> str:
     """A wait for a person to read: 0s, 42s, 5m 3s, 2h 10m, 3d 4h; - when unknown."""
     if seconds is None:
         return "-"
