@@ -258,6 +258,15 @@ class LiveState(Collector):
             ["group", "topic", "partition"],
             state["oldest_waiting"],
         )
+        yield _labelled(
+            GaugeMetricFamily,
+            "shareproxy_share_partition_oldest_unacked_age_seconds",
+            "Seconds the oldest record not yet acknowledged (Available, Acquired, or not yet "
+            "read) has waited, by its batch's timestamp; 0 when none waits (absent while the "
+            "batch holding it is not cached). max by (group, topic) for a group's topic",
+            ["group", "topic", "partition"],
+            state["oldest_unacked_age"],
+        )
         for field, name, doc in (
             (
                 "store_up",

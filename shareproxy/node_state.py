@@ -3,6 +3,7 @@ with several nodes, which one serves what and how much is in flight where."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,7 +11,7 @@ from shareproxy.broker.census import StoredCensus
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.core.lag import partition_lag
+from shareproxy.core.lag import first_unacked, oldest_unacked_age, partition_lag
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.kafka.listener import KafkaListener
@@ -52,17 +53,17 @@ def live_state(
     in_flight: dict[tuple[str, str], int] = {}
     detail: dict[tuple[str, str, int], dict[str, int]] = {}
     oldest: dict[tuple[str, str, int], float] = {}
+    ages: dict[tuple[str, str, int], float] = {}
+    now_ms = int(time.time() * 1000)
     loaded = partitions.loaded()
     for leader in loaded:
         key = leader.key
         for r in leader.ranges:
             slot = (key.group_id, r.state.name.lower())
             in_flight[slot] = in_flight.get(slot, 0) + r.last - r.first + 1
+        ranges = [(r.first, r.last, r.state) for r in leader.ranges]
         lag = partition_lag(
-            leader.spso,
-            leader.speo,
-            ((r.first, r.last, r.state) for r in leader.ranges),
-            max(leader.cache.high_watermark, leader.speo),
+            leader.spso, leader.speo, ranges, max(leader.cache.high_watermark, leader.speo)
         )
         labels = (key.group_id, leader.topic, key.partition)
         detail[labels] = {
@@ -75,6 +76,12 @@ def live_state(
             timestamp_ms = leader.cache.timestamp_from(leader.spso)
             if timestamp_ms is not None:
                 oldest[labels] = timestamp_ms / 1000
+        first = first_unacked(leader.spso, ranges)
+        waited = oldest_unacked_age(
+            first, lag.high_watermark, leader.cache.timestamp_from(first), now_ms
+        )
+        if waited is not None:  # unknown while the batch holding it is not cached
+            ages[labels] = waited
     return {
         "groups_by_state": by_state,
         "partitions": max(census.partitions, len(loaded)),
@@ -87,6 +94,7 @@ def live_state(
         "rebalances": coordinator.rebalances(),
         "partitions_detail": detail,
         "oldest_waiting": oldest,
+        "oldest_unacked_age": ages,
         "log_cache_bytes": partitions.cache_budget.held,
         "connections": {k: v for x in listeners for k, v in x.open_connections().items()},
         "store_up": not STORE_OUTAGE.down,

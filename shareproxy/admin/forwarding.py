@@ -13,7 +13,7 @@ import logging
 import httpx
 from fastapi import Request, Response
 
-from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.broker.group_admin import GroupAdmin, Listed
 from shareproxy.broker.nodes import NodeAddress
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.exits import first_line
@@ -100,18 +100,23 @@ async def _passed_on(request: Request, node: NodeAddress, admin_url: str) -> Res
     return Response(answer.content, answer.status_code, headers=kept)
 
 
-async def listed_elsewhere(request: Request, admin: GroupAdmin) -> dict[int, dict[str, str]]:
-    """Each other live node's list of groups, by node id: each knows the state of the groups
-    it coordinates. A node that cannot be asked is left out (its groups are listed as stored);
-    a call passed on lists only what this node knows."""
-    if request.headers.get(FORWARDED_HEADER) is not None:
+def passed_on(request: Request) -> bool:
+    """The call was passed on by another node: answer what this node knows, nothing more."""
+    return request.headers.get(FORWARDED_HEADER) is not None
+
+
+async def listed_elsewhere(request: Request, admin: GroupAdmin) -> dict[int, dict[str, Listed]]:
+    """Each other live node's list of groups, by node id: each knows the state, members and
+    subscribed topics of the groups it coordinates. A node that cannot be asked is left out
+    (its groups are listed as stored); a call passed on lists only what this node knows."""
+    if passed_on(request):
         return {}
     peers = [p for p in admin.peers() if p.admin_url]
     answers = await asyncio.gather(*(_listed_by(request, p) for p in peers))
     return {p.node_id: listed for p, listed in zip(peers, answers, strict=True) if listed}
 
 
-async def _listed_by(request: Request, node: NodeAddress) -> dict[str, str] | None:
+async def _listed_by(request: Request, node: NodeAddress) -> dict[str, Listed] | None:
     headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
     headers[FORWARDED_HEADER] = "1"
     url = f"{(node.admin_url or '').rstrip('/')}{request.url.path}"
@@ -121,7 +126,12 @@ async def _listed_by(request: Request, node: NodeAddress) -> dict[str, str] | No
             answer = await client.get(url, headers=headers)
         if answer.status_code != 200:
             raise ValueError(f"HTTP {answer.status_code}: {answer.text[:200]}")
-        return {g["group_id"]: g["state"] for g in answer.json()}
+        return {
+            g["group_id"]: Listed(
+                g["state"], int(g.get("members") or 0), tuple(g.get("topics") or ())
+            )
+            for g in answer.json()
+        }
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         log.warning(
             "listing the groups of %s failed: %s; its groups are listed as stored",

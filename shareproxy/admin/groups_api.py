@@ -5,6 +5,7 @@ about one group is answered by the node that coordinates it, from whichever node
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -12,7 +13,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.forwarding import coordinator_answers, listed_elsewhere
+from shareproxy.admin.forwarding import coordinator_answers, listed_elsewhere, passed_on
 from shareproxy.admin.params import GroupId, Strict
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
@@ -23,6 +24,16 @@ from shareproxy.core.errors import ErrorCode, ShareError
 class GroupSummary(BaseModel):
     group_id: str
     state: str
+    members: int = Field(description="members now, as the group's coordinator holds them")
+    topics: list[str] = Field(description="topics it has state for or subscribes to")
+    lag: int | None = Field(
+        description="records not yet acknowledged or archived, summed over its "
+        "share-partitions; null while one share-partition's is unknown"
+    )
+    oldest_unacked_age_seconds: float | None = Field(
+        description="how long its oldest record not yet acknowledged has waited, by its "
+        "record batch's timestamp; 0 when nothing waits, null while unknown"
+    )
 
 
 class Member(BaseModel):
@@ -139,11 +150,23 @@ def router(admin: GroupAdmin) -> APIRouter:
         for s in state or []:
             if s.lower() not in ("empty", "stable", "dead"):
                 raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown state {s!r}")
-        groups = await admin.list_groups(state or (), await listed_elsewhere(http, admin))
+        groups = await admin.summaries(
+            state or (),
+            await listed_elsewhere(http, admin),
+            now_ms=int(time.time() * 1000),
+            backlog=not passed_on(http),
+        )
         return [
-            GroupSummary(group_id=g, state=s)
-            for g, s in groups
-            if caller.allowed(Operation.DESCRIBE, ResourceType.GROUP, g, audit=False)
+            GroupSummary(
+                group_id=g.group_id,
+                state=g.state,
+                members=g.members,
+                topics=g.topics,
+                lag=g.lag,
+                oldest_unacked_age_seconds=g.oldest_unacked_age_s,
+            )
+            for g in groups
+            if caller.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
         ]
 
     @r.get("/{group_id}", response_model=GroupDetail)

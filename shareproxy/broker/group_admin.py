@@ -17,6 +17,7 @@ from shareproxy.broker import partition_views
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dead_letters import DeadLetterWriter
 from shareproxy.broker.group_configs import GroupConfigs
+from shareproxy.broker.group_summaries import GroupSummary, Listed, as_coordinated, summarize
 from shareproxy.broker.group_views import (
     AssignedTopic,
     GroupView,
@@ -117,6 +118,25 @@ class GroupAdmin:
                     found[group_id] = state
         wanted = {s.lower() for s in states}
         return sorted((g, s) for g, s in found.items() if not wanted or s.lower() in wanted)
+
+    async def summaries(
+        self,
+        states: Iterable[str] = (),
+        seen: Mapping[int, Mapping[str, Listed]] | None = None,
+        *,
+        now_ms: int,
+        backlog: bool = True,
+    ) -> list[GroupSummary]:
+        """``list_groups`` with each group's members and subscribed topics as its coordinator
+        holds them (``seen``: as other nodes listed theirs), and with ``backlog`` its topics
+        with state, lag and oldest unacknowledged age (``group_summaries``)."""
+        seen = seen or {}
+        states_seen = {n: {g: x.state for g, x in listed.items()} for n, listed in seen.items()}
+        listed = await self.list_groups(states, states_seen)
+        groups = as_coordinated(listed, seen, self.coordinator_at, self.coordinator.groups)
+        return await summarize(
+            groups, self.store, self.partitions, self.upstream, now_ms, backlog=backlog
+        )
 
     async def describe(self, group_id: str) -> GroupView:
         """The group as its coordinator holds it (members, epochs, assignment), or as stored

@@ -15,6 +15,25 @@ from shareproxy.core.states import RecordState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.upstream.client import Upstream, UpstreamError
 
+Ranges = list[tuple[int, int, RecordState]]  # (first, last, state) in offset order
+
+
+async def snapshot(
+    partitions: SharePartitions, store: ShareStateStore, key: SharePartitionKey
+) -> tuple[int, int, Ranges] | None:
+    """SPSO, SPEO and the in-flight ranges: from the live engine where this node leads the
+    share-partition, else as stored (the same but for records acquired and not yet
+    acknowledged, which wait either way); None: it has no state."""
+    leader = partitions.loaded_leader(key)
+    if leader is not None and leader.valid:
+        async with leader.mutex:  # a snapshot of the live engine
+            return leader.spso, leader.speo, [(r.first, r.last, r.state) for r in leader.ranges]
+    loaded = await store.read(key)
+    if loaded is None:
+        return None
+    sp = SharePartition.from_persisted(loaded.state)
+    return sp.spso, sp.speo, [(r.first, r.last, r.state) for r in sp.ranges]
+
 
 async def lag(
     partitions: SharePartitions,
@@ -25,17 +44,10 @@ async def lag(
 ) -> PartitionLag | None:
     """From the live engine where this node leads the share-partition, else from the store;
     None: it has no state. The high watermark unknown (upstream down) leaves the lag unknown."""
-    leader = partitions.loaded_leader(key)
-    if leader is not None and leader.valid:
-        async with leader.mutex:  # a snapshot of the live engine
-            spso, speo = leader.spso, leader.speo
-            ranges = [(r.first, r.last, r.state) for r in leader.ranges]
-    else:
-        loaded = await store.read(key)
-        if loaded is None:
-            return None
-        sp = SharePartition.from_persisted(loaded.state)
-        spso, speo, ranges = sp.spso, sp.speo, [(r.first, r.last, r.state) for r in sp.ranges]
+    held = await snapshot(partitions, store, key)
+    if held is None:
+        return None
+    spso, speo, ranges = held
     offsets = UpstreamOffsets(upstream, topic, key.partition)
     try:
         hwm: int | None = await offsets.latest_offset()

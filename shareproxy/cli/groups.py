@@ -28,22 +28,67 @@ def list_groups(
     admin_url: Url = DEFAULT_URL,
     output: OutputOpt = Output.table,
 ) -> None:
-    """List share groups and their states."""
+    """List share groups: state, members, topics, lag and how long the oldest record not yet
+    acknowledged has waited (LAG AGE)."""
     data = call("GET", admin_url, "/v1/share-groups", params={"state": state or []})
     if output is Output.json:
         return as_json(data)
-    table = Table("GROUP", "STATE")
+    table = Table("GROUP", "STATE", "MEMBERS", "TOPICS", "LAG", "LAG AGE")
     for g in data:
-        table.add_row(g["group_id"], g["state"])
+        table.add_row(
+            g["group_id"],
+            g["state"],
+            str(g.get("members", "-")),
+            ",".join(g.get("topics", [])) or "-",
+            "-" if g.get("lag") is None else str(g["lag"]),
+            _age(g.get("oldest_unacked_age_seconds")),
+        )
     out.print(table)
 
 
+def _age(seconds: float | None) -> str:
+    """A wait for a person to read: 0s, 42s, 5m 3s, 2h 10m, 3d 4h; - when unknown."""
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    for unit, size, small, small_size in (
+        ("d", 86_400, "h", 3_600),
+        ("h", 3_600, "m", 60),
+        ("m", 60, "s", 1),
+    ):
+        if s >= size:
+            return f"{s // size}{unit} {s % size // small_size}{small}"
+    return f"{s}s"
+
+
 @groups.command()
-def describe(group: str, admin_url: Url = DEFAULT_URL, output: OutputOpt = Output.table) -> None:
-    """A group's state, epochs and members with their assignments."""
-    data = call("GET", admin_url, f"/v1/share-groups/{group}")
+def describe(
+    group: Annotated[str | None, typer.Argument(help="the group (or --all-groups)")] = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="every share group, one after another")
+    ] = False,
+    admin_url: Url = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+) -> None:
+    """A group's state, epochs and members with their assignments (json with --all-groups:
+    a list, one object per group)."""
+    if (group is None) != all_groups:
+        err.print("[red]error:[/red] give a GROUP or --all-groups (exactly one)")
+        raise typer.Exit(2)
+    if group is not None:
+        data = call("GET", admin_url, f"/v1/share-groups/{group}")
+        return as_json(data) if output is Output.json else _print_group(data)
+    names = [g["group_id"] for g in call("GET", admin_url, "/v1/share-groups")]
+    described = [call("GET", admin_url, f"/v1/share-groups/{name}") for name in names]
     if output is Output.json:
-        return as_json(data)
+        return as_json(described)
+    for i, data in enumerate(described):
+        if i:
+            out.print()
+        _print_group(data)
+
+
+def _print_group(data: dict[str, Any]) -> None:
     out.print(
         f"group [bold]{data['group_id']}[/bold]: {data['state']}, group epoch "
         f"{data['group_epoch']}, assignment epoch {data['assignment_epoch']} "

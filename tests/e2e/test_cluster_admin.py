@@ -6,6 +6,7 @@ a 503 until its lease passes and another node takes the group over. One cluster 
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from shareproxy.cli.app import app
 from tests.support.cluster import LEASE_MS, owned
 from tests.support.proxy import ProxyProcess
 from tests.support.secure import PASSWORDS, add_user
-from tests.support.topics import create_topic
+from tests.support.topics import create_topic, produce
 
 ADMIN = ("admin", PASSWORDS["admin"])
 ALICE = ("alice", PASSWORDS["alice"])  # a user with no ACLs
@@ -176,6 +177,41 @@ def test_a_caller_is_checked_where_it_arrives_and_a_call_is_passed_on_once(nodes
         assert looped.json()["error_code"] == "NOT_COORDINATOR"
         assert f"proxy node {home.options['node_id']}" in looped.json()["message"]
         assert f"admin API {home.admin_url}" in looped.json()["message"]
+
+
+def test_the_group_list_sums_up_a_group_alike_from_every_node(nodes, broker):
+    """Members and subscriptions from the group's coordinator, lag and the age of the oldest
+    record not yet acknowledged from the same durable state and log, whichever node is asked."""
+    topic = create_topic(broker.bootstrap, 1)
+    c, group, home = _member(nodes, topic)
+    try:
+        produce(broker.bootstrap, topic, 8, partitions=1)
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 8:  # implicit mode: held unacknowledged while not polled again
+            got += [m for m in c.poll(0.5) or [] if m.error() is None]
+            assert time.monotonic() < deadline, len(got)
+
+        def summary(n: ProxyProcess) -> dict:
+            listed = _rest(n, "GET", "/v1/share-groups").json()
+            return next(g for g in listed if g["group_id"] == group)
+
+        seen = [summary(n) for n in nodes]
+        assert all(s["oldest_unacked_age_seconds"] > 0 for s in seen), json.dumps(seen)
+        ages = [s.pop("oldest_unacked_age_seconds") for s in seen]
+        assert max(ages) - min(ages) < 5, ages
+        assert seen == [
+            {"group_id": group, "state": "Stable", "members": 1, "topics": [topic], "lag": 8}
+        ] * len(nodes)
+        code, text = _cli(next(n for n in nodes if n is not home), "list", "-o", "json")
+        assert code == 0 and next(g for g in json.loads(text) if g["group_id"] == group)["lag"] == 8
+        c.commit_sync()  # the 8 acknowledged: nothing waits, from anywhere
+        settled = _everywhere(
+            nodes, lambda n: {k: summary(n)[k] for k in ("lag", "oldest_unacked_age_seconds")}
+        )
+        assert settled == {"lag": 0, "oldest_unacked_age_seconds": 0}
+    finally:
+        c.close()
 
 
 def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
