@@ -113,7 +113,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         )
         return _records(group_id, topic, partition, page)
 
-    @r.post("/{group_id}/members/{member_id}/release", response_model=MemberReleased)
+    @r.post("/{group_id}/members/{member_id:path}/release", response_model=MemberReleased)
     async def release_member(
         group_id: GroupId,
         member_id: Annotated[str, Path(min_length=1, max_length=255)],
