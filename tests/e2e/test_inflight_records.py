@@ -202,3 +202,41 @@ def test_every_node_answers_for_the_partition_its_leader_holds(cluster, topic, p
             assert states(skipped.json())[0][:3] == (1, 1, "Acknowledged")
     finally:
         c.close()
+
+
+def test_seeing_needs_describe_and_changing_needs_read_on_group_and_topic(secure, topic, produce):
+    t = topic(1)
+    produce(t, 5, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = secure.consumer("admin", group, **{"share.acknowledgement.mode": "explicit"})
+    c.subscribe([t])
+    try:
+        assert poll_until(c, 1, 30)
+    finally:
+        c.close()  # the share-partition has state now; its records are Available again
+    base = f"/v1/share-groups/{group}/partitions/{t}/0/records"
+    with secure.http("bob") as bob:
+        assert bob.get(base).json()["error_code"] == "GROUP_AUTHORIZATION_FAILED"
+        secure.acl("User:bob", "GROUP", group, "DESCRIBE")
+        seen = bob.get(base)
+        assert seen.status_code == 403 and seen.json()["error_code"] == "TOPIC_AUTHORIZATION_FAILED"
+        secure.acl("User:bob", "TOPIC", t, "DESCRIBE")
+        assert bob.get(base).status_code == 200
+        refused = bob.post(f"{base}/reject", json={"first_offset": 0})
+        assert refused.status_code == 403, refused.text
+        assert bob.post(f"/v1/share-groups/{group}/members/m/release").status_code == 403
+        secure.acl("User:bob", "GROUP", group, "READ")
+        secure.acl("User:bob", "TOPIC", t, "READ")
+        done = bob.post(f"{base}/reject", json={"first_offset": 0})
+        assert done.status_code == 200, done.text
+        assert bob.get(base).json()["start_offset"] == 1
+    with secure.http("admin") as admin:  # the admin's skip of what bob rejected is refused
+        assert admin.post(f"{base}/accept", json={"first_offset": 0}).status_code == 409
+    changes = [
+        json.loads(x)
+        for x in secure.proxy.log().splitlines()
+        if x.startswith("{") and '"action": "records reject"' in x
+    ]
+    assert [(e["principal"], e["result"], e["offsets"]) for e in changes] == [
+        ("User:bob", "OK", "0-0")
+    ]
