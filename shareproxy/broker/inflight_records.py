@@ -93,7 +93,8 @@ class InFlightRecords:
             return sp.act(action, first, last, now_ms), None
 
         await leader.operator_change(change)
-        return await leader.page(first, min(last - first + 1, MAX_PAGE))
+        now = await leader.page(first, min(last - first + 1, MAX_PAGE))
+        return RecordsPage(now.spso, now.speo, [r for r in now.runs if r.first <= last], None)
 
     async def release_member(
         self, group_id: str, member_id: str, authorize: Callable[[list[str]], None]
