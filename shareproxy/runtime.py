@@ -185,6 +185,7 @@ def build_runtime(
             coordinator_of=nodes.coordinator_elsewhere,
             coordinator_at=nodes.coordinator_admin,
             peers=nodes.peers,
+            leader_at=nodes.leader_admin,
         ),
         census=StoredCensus(store),
         # a group config changed through another node applies here within a second

@@ -11,7 +11,7 @@ from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from shareproxy import __version__, metrics
-from shareproxy.admin import errors, groups_api, records_api, security_api
+from shareproxy.admin import errors, groups_api, inflight_api, records_api, security_api
 from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
 from shareproxy.broker.consumers import ShareConsumers
@@ -41,6 +41,7 @@ def create_app(
     if admin is not None and security is not None:
         app.state.auth = AdminAuth(security)
         app.include_router(groups_api.router(admin))
+        app.include_router(inflight_api.router(admin))
         if consumers is not None:
             app.include_router(records_api.router(consumers))
         app.include_router(security_api.router(security))

@@ -8,7 +8,9 @@ again: a node that receives one for a group it does not coordinate answers 421."
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from typing import Any
 
 import httpx
 from fastapi import Request, Response
@@ -65,6 +67,52 @@ async def coordinator_answers(request: Request, admin: GroupAdmin, group_id: str
             "API, or give it --admin-advertised-url",
         )
     raise Answered(await _passed_on(request, elsewhere, elsewhere.admin_url))
+
+
+async def leader_answers(request: Request, admin: GroupAdmin, topic: str, partition: int) -> None:
+    """As ``coordinator_answers``, for a call about one share-partition: its live records are
+    held by the node leading the partition, which may not coordinate the group."""
+    elsewhere = await admin.records.led_elsewhere(topic, partition)
+    if elsewhere is None:
+        return
+    if request.headers.get(FORWARDED_HEADER) is not None:
+        raise ShareError(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"{topic}:{partition} is led by {elsewhere.described}, and this call was already "
+            "passed on by another node that took this one for its leader: the nodes' views of "
+            "the live nodes differ for a moment (a node joined or left); retry",
+        )
+    if not elsewhere.admin_url:
+        raise ShareError(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"{topic}:{partition} is led by {elsewhere.described}, which advertises no admin "
+            "API address to pass the call on to: call that node's admin API, or give it "
+            "--admin-advertised-url",
+        )
+    raise Answered(await _passed_on(request, elsewhere, elsewhere.admin_url))
+
+
+async def on_every_peer(request: Request, admin: GroupAdmin) -> tuple[list[Any], list[str]]:
+    """The same call made on each other live node (for what each node holds of its own, such
+    as a member's locks): their JSON answers, and the nodes that did not answer with 200. A
+    call passed on is made only where it lands."""
+    if request.headers.get(FORWARDED_HEADER) is not None:
+        return [], []
+    peers = [p for p in admin.peers() if p.admin_url]
+    answers = await asyncio.gather(
+        *(_passed_on(request, p, p.admin_url or "") for p in peers), return_exceptions=True
+    )
+    got: list[Any] = []
+    missed = [f"{p.described}: no admin API address" for p in admin.peers() if not p.admin_url]
+    for peer, answer in zip(peers, answers, strict=True):
+        if not isinstance(answer, Response):
+            missed.append(f"{peer.described}: not reachable")
+        elif answer.status_code != 200:
+            text = bytes(answer.body)[:300].decode(errors="replace")
+            missed.append(f"{peer.described}: HTTP {answer.status_code} {text}")
+        else:
+            got.append(json.loads(bytes(answer.body)))
+    return got, missed
 
 
 async def _passed_on(request: Request, node: NodeAddress, admin_url: str) -> Response:

@@ -27,6 +27,7 @@ from shareproxy.broker.group_views import (
     ResetPlan,
     ResetTo,
 )
+from shareproxy.broker.inflight_records import InFlightRecords
 from shareproxy.broker.nodes import NodeAddress
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
@@ -61,6 +62,7 @@ class GroupAdmin:
         coordinator_of: Callable[[str], str | None] = lambda group_id: "another proxy node",
         coordinator_at: Callable[[str], NodeAddress | None] = lambda group_id: None,
         peers: Callable[[], list[NodeAddress]] = list,
+        leader_at: Callable[[UUID, int], NodeAddress | None] = lambda topic_id, p: None,
     ) -> None:
         # where a group is coordinated, for messages; None: here, though not at this moment
         self.coordinator_of = coordinator_of
@@ -73,6 +75,8 @@ class GroupAdmin:
         self.partitions = partitions
         self.upstream = upstream
         self.configs = configs
+        # single in-flight records: seen and changed where the share-partition is led
+        self.records = InFlightRecords(store, partitions, upstream, self.require, leader_at)
 
     # ------------------------------------------------------------------ reading
     def coordinated_elsewhere(self, group_id: str) -> NodeAddress | None:

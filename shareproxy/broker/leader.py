@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from shareproxy import metrics
 from shareproxy.broker.cache_budget import CacheBudget
@@ -25,6 +26,7 @@ from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.inflight import AcquiredRange, InFlightRange
 from shareproxy.core.key_order import WHOLE_SPACE, owned_range
 from shareproxy.core.persisted import StateDelta
+from shareproxy.core.record_actions import RecordsPage
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 # a member that asked for records here this recently shares the work (fair work):
 # several of Kafka's and librdkafka's default fetch waits (500 ms)
 ASKING_WINDOW_MS = 2_000
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -244,6 +248,10 @@ class SharePartitionLeader:
             _count_acknowledgements(self.key.group_id, batches)
         return code
 
+    def holds(self, member_id: str) -> bool:
+        """Whether the member holds acquisition locks here."""
+        return self._sp.holds(member_id)
+
     def involves(self, member_id: str) -> bool:
         """Whether ``release_member`` could change or write anything here: the member fetched
         lately or holds locks, a change is under way (it may be acquiring for the member), or
@@ -262,6 +270,26 @@ class SharePartitionLeader:
             self._fetchers.pop(member_id, None)
             if self.valid:
                 await self._write(self._sp.release_member(member_id, self.clock_ms()))
+
+    async def operator_change(
+        self, change: Callable[[SharePartition, int], tuple[StateDelta, T]]
+    ) -> T:
+        """An operator's change of the records (core/record_actions.py), given the engine and
+        the time: applied under the mutex and durable before this returns; a ShareError for a
+        change refused (nothing changed) or not written (retriable)."""
+        async with self.mutex:
+            if not self.valid or not self.still_led():
+                raise ShareError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "not led here now: retry")
+            delta, result = change(self._sp, self.clock_ms())
+            code = await self._write(delta)
+        if code != ErrorCode.NONE:
+            raise ShareError(code, "the change could not be written to the state store: retry")
+        return result
+
+    async def page(self, from_offset: int | None, limit: int) -> RecordsPage:
+        """A consistent page of the in-flight records (core/record_actions.py)."""
+        async with self.mutex:
+            return self._sp.page(from_offset, limit)
 
     async def dead_lettered(self, first: int, last: int) -> bool:
         """The dead-letter topic has offsets first..last: archive them. False if this leader

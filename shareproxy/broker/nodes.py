@@ -143,7 +143,14 @@ class ClusterNodes:
     def coordinator_admin(self, group_id: str) -> NodeAddress | None:
         """Where the node that coordinates a group answers REST calls: None when that is this
         node (it acts on the group itself, or answers why it cannot right now)."""
-        owner = self.serving().group_coordinator(group_id)
+        return self._admin_of(self.serving().group_coordinator(group_id))
+
+    def leader_admin(self, topic_id: UUID, partition: int) -> NodeAddress | None:
+        """Where the node that leads a partition's share-partitions answers REST calls: None
+        when that is this node."""
+        return self._admin_of(self.serving().partition_leader(topic_id, partition))
+
+    def _admin_of(self, owner: int) -> NodeAddress | None:
         if owner == self.node_id:
             return None
         node = self._node(owner)

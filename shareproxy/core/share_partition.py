@@ -25,6 +25,7 @@ from shareproxy.core.persisted import (
     coalesce,
     write_intervals,
 )
+from shareproxy.core.record_actions import RecordActions
 from shareproxy.core.states import (
     ACK_TARGET,
     AcknowledgeType,
@@ -34,7 +35,7 @@ from shareproxy.core.states import (
 )
 
 
-class SharePartition(Acquiring):
+class SharePartition(RecordActions, Acquiring):
     """In-flight records between SPSO and SPEO, their locks, and what must be persisted."""
 
     def __init__(self, start_offset: int, limits: PartitionLimits | None = None) -> None:

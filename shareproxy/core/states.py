@@ -49,9 +49,17 @@ ACK_TARGET: dict[AcknowledgeType, RecordState] = {
 }
 
 # Legal transitions (KIP-932's state diagram, with KIP-1191's Archiving). Terminal states have
-# none.
+# none. Beyond KIP-932, an operator may skip (accept) or reject an Available record no one holds
+# (core/record_actions.py).
 TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
-    RecordState.AVAILABLE: frozenset({RecordState.ACQUIRED, RecordState.ARCHIVED}),
+    RecordState.AVAILABLE: frozenset(
+        {
+            RecordState.ACQUIRED,
+            RecordState.ACKNOWLEDGED,
+            RecordState.ARCHIVING,
+            RecordState.ARCHIVED,
+        }
+    ),
     RecordState.ACQUIRED: frozenset(
         {
             RecordState.AVAILABLE,

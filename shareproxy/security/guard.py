@@ -151,3 +151,16 @@ class Security:
         gone = await self.store.delete_user(username)
         await self.load()
         return gone
+
+
+def audit_change(principal: str, host: str, action: str, result: str, **fields: object) -> None:
+    """An operator's change of records, kept in the audit log with its outcome ("OK" or the
+    refusal's error code), whether it was made or not."""
+    log.info(
+        "%s by %s from %s: %s",
+        action,
+        principal,
+        host,
+        result,
+        extra={"principal": principal, "host": host, "action": action, "result": result, **fields},
+    )

@@ -22,6 +22,9 @@ def _group_routes(group: str) -> list[tuple[str, str, dict | None]]:
         ("DELETE", base, None),
         ("GET", f"{base}/config", None),
         ("PUT", f"{base}/config", {"configs": {"share.delivery.count.limit": "4"}}),
+        ("GET", f"{base}/partitions/t/0/records", None),
+        ("POST", f"{base}/partitions/t/0/records/accept", {"first_offset": 0}),
+        ("POST", f"{base}/members/m/release", None),
         ("POST", f"{base}/records/fetch", {"topics": ["t"], "max_wait_ms": 0}),
         (
             "POST",

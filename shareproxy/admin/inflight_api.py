@@ -1,0 +1,189 @@
+"""REST resources for single in-flight records: a share-partition's ranges page by page, a
+release, accept (skip) or reject of chosen offsets, and the release of a member's locks.
+
+A call about one share-partition is answered by the node leading its partition, from whichever
+node it reaches (``forwarding.leader_answers``); a member's release is made on every live node,
+since each holds the locks of the partitions it leads. Every change is written to the
+``shareproxy.audit`` log with its outcome, where it is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from datetime import UTC, datetime
+from typing import Annotated, TypeVar
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, Field
+
+from shareproxy.admin.auth import Caller, CallerDep
+from shareproxy.admin.forwarding import leader_answers, on_every_peer
+from shareproxy.admin.params import GroupId, Strict, TopicName
+from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.core.errors import ShareError
+from shareproxy.core.record_actions import DEFAULT_PAGE, MAX_PAGE, RecordAction, RecordsPage
+from shareproxy.security.guard import audit_change
+
+T = TypeVar("T")
+PartitionId = Annotated[int, Path(ge=0)]
+
+
+class RecordRange(BaseModel):
+    first_offset: int
+    last_offset: int
+    state: str = Field(description="Available, Acquired, Acknowledged, Archiving or Archived")
+    delivery_count: int
+    member_id: str | None = Field(description="the member holding an Acquired range")
+    lock_expires_at: datetime | None = Field(description="when its acquisition lock ends")
+
+
+class Records(BaseModel):
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int = Field(description="SPSO")
+    end_offset: int = Field(description="SPEO (exclusive)")
+    records: list[RecordRange]
+    next_offset: int | None = Field(description="from_offset of the next page; null: no more")
+
+
+class OffsetRange(Strict):
+    first_offset: int = Field(ge=0)
+    last_offset: int | None = Field(default=None, ge=0, description="default: first_offset")
+
+
+class PartitionReleased(BaseModel):
+    topic: str
+    partition: int
+    offsets: list[tuple[int, int]] = Field(description="[first, last] runs made Available")
+
+
+class MemberReleased(BaseModel):
+    group_id: str
+    member_id: str
+    released: list[PartitionReleased]
+    unreached: list[str] = Field(
+        description="nodes that did not release (their locks end when they time out)"
+    )
+
+
+def router(admin: GroupAdmin) -> APIRouter:
+    r = APIRouter(prefix="/v1/share-groups", tags=["share groups"])
+    records = admin.records
+
+    @r.get("/{group_id}/partitions/{topic}/{partition}/records", response_model=Records)
+    async def view(
+        group_id: GroupId,
+        topic: TopicName,
+        partition: PartitionId,
+        caller: CallerDep,
+        http: Request,
+        from_offset: Annotated[int | None, Query(ge=0, description="default: SPSO")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="ranges")] = DEFAULT_PAGE,
+    ) -> Records:
+        """The in-flight records from SPSO to SPEO, a range per run sharing one state."""
+        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        caller.require(Operation.DESCRIBE, ResourceType.TOPIC, topic)
+        await leader_answers(http, admin, topic, partition)
+        page = await records.page(group_id, topic, partition, from_offset, limit)
+        return _records(group_id, topic, partition, page)
+
+    @r.post("/{group_id}/partitions/{topic}/{partition}/records/{action}", response_model=Records)
+    async def act(
+        group_id: GroupId,
+        topic: TopicName,
+        partition: PartitionId,
+        action: RecordAction,
+        offsets: OffsetRange,
+        caller: CallerDep,
+        http: Request,
+    ) -> Records:
+        """release: Acquired → Available; accept (skip): Available or Acquired → Acknowledged;
+        reject: Available or Acquired → Archived. All the offsets or none (409
+        INVALID_RECORD_STATE); durable before the answer, which shows them as they are now."""
+        caller.require_read(group_id, [topic])
+        await leader_answers(http, admin, topic, partition)
+        first = offsets.first_offset
+        last = first if offsets.last_offset is None else offsets.last_offset
+        fields = {"group": group_id, "topic": topic, "partition": partition}
+        changed = records.act(group_id, topic, partition, action, first, last)
+        page = await _audited(
+            caller, f"records {action.value}", changed, **fields, offsets=f"{first}-{last}"
+        )
+        return _records(group_id, topic, partition, page)
+
+    @r.post("/{group_id}/members/{member_id:path}/release", response_model=MemberReleased)
+    async def release_member(
+        group_id: GroupId,
+        member_id: Annotated[str, Path(min_length=1, max_length=255)],
+        caller: CallerDep,
+        http: Request,
+    ) -> MemberReleased:
+        """Every lock the member holds in the group ends: its records are Available again,
+        delivery counts kept (a consumer that hangs while it heartbeats). Made on every node."""
+        caller.require(Operation.READ, ResourceType.GROUP, group_id)
+        released = await _audited(
+            caller,
+            "member release",
+            records.release_member(
+                group_id,
+                member_id,
+                lambda topics: caller.require_topics(Operation.READ, topics),
+            ),
+            group=group_id,
+            member=member_id,
+        )
+        rows = [
+            PartitionReleased(topic=x.topic, partition=x.partition, offsets=x.offsets)
+            for x in released
+        ]
+        others, unreached = await on_every_peer(http, admin)
+        for answer in others:
+            rows += MemberReleased.model_validate(answer).released
+        rows.sort(key=lambda x: (x.topic, x.partition))
+        return MemberReleased(
+            group_id=group_id, member_id=member_id, released=rows, unreached=unreached
+        )
+
+    return r
+
+
+async def _audited(caller: Caller, action: str, change: Awaitable[T], **fields: object) -> T:
+    """Await the change, and put it in the audit log with its outcome."""
+    try:
+        result = await change
+    except ShareError as e:
+        audit_change(caller.principal, caller.host, action, e.code.name, **fields)
+        raise
+    done = fields
+    if isinstance(result, list):  # a member's release: what it released, where
+        done = {**fields, "released": [(x.topic, x.partition, x.offsets) for x in result]}
+    audit_change(caller.principal, caller.host, action, "OK", **done)
+    return result
+
+
+def _records(group_id: str, topic: str, partition: int, page: RecordsPage) -> Records:
+    return Records(
+        group_id=group_id,
+        topic=topic,
+        partition=partition,
+        start_offset=page.spso,
+        end_offset=page.speo,
+        records=[
+            RecordRange(
+                first_offset=run.first,
+                last_offset=run.last,
+                state=run.state.name.capitalize(),
+                delivery_count=run.delivery_count,
+                member_id=run.member_id,
+                lock_expires_at=(
+                    None
+                    if run.lock_deadline_ms is None
+                    else datetime.fromtimestamp(run.lock_deadline_ms / 1000, tz=UTC)
+                ),
+            )
+            for run in page.runs
+        ],
+        next_offset=page.next_offset,
+    )
