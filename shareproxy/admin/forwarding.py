@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
 from fastapi import Request, Response
@@ -19,6 +20,8 @@ from shareproxy.broker.group_admin import GroupAdmin, Listed
 from shareproxy.broker.nodes import NodeAddress
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.exits import first_line
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -92,17 +95,20 @@ async def leader_answers(request: Request, admin: GroupAdmin, topic: str, partit
     raise Answered(await _passed_on(request, elsewhere, elsewhere.admin_url))
 
 
-async def on_every_peer(request: Request, admin: GroupAdmin) -> tuple[list[Any], list[str]]:
+async def on_every_peer(
+    request: Request, admin: GroupAdmin, parse: Callable[[Any], T]
+) -> tuple[list[T], list[str]]:
     """The same call made on each other live node (for what each node holds of its own, such
-    as a member's locks): their JSON answers, and the nodes that did not answer with 200. A
-    call passed on is made only where it lands."""
+    as a member's locks): their answers read by ``parse``, and the nodes that did not answer
+    with 200 and a body ``parse`` takes (a node of another version, say). A call passed on is
+    made only where it lands."""
     if request.headers.get(FORWARDED_HEADER) is not None:
         return [], []
     peers = [p for p in admin.peers() if p.admin_url]
     answers = await asyncio.gather(
         *(_passed_on(request, p, p.admin_url or "") for p in peers), return_exceptions=True
     )
-    got: list[Any] = []
+    got: list[T] = []
     missed = [f"{p.described}: no admin API address" for p in admin.peers() if not p.admin_url]
     for peer, answer in zip(peers, answers, strict=True):
         if not isinstance(answer, Response):
@@ -111,7 +117,10 @@ async def on_every_peer(request: Request, admin: GroupAdmin) -> tuple[list[Any],
             text = bytes(answer.body)[:300].decode(errors="replace")
             missed.append(f"{peer.described}: HTTP {answer.status_code} {text}")
         else:
-            got.append(json.loads(bytes(answer.body)))
+            try:
+                got.append(parse(json.loads(bytes(answer.body))))
+            except ValueError as exc:  # pydantic's ValidationError is one too
+                missed.append(f"{peer.described}: answer not understood ({first_line(exc)})")
     return got, missed
 
 

@@ -138,9 +138,9 @@ def router(admin: GroupAdmin) -> APIRouter:
             PartitionReleased(topic=x.topic, partition=x.partition, offsets=x.offsets)
             for x in released
         ]
-        others, unreached = await on_every_peer(http, admin)
+        others, unreached = await on_every_peer(http, admin, MemberReleased.model_validate)
         for answer in others:
-            rows += MemberReleased.model_validate(answer).released
+            rows += answer.released
         rows.sort(key=lambda x: (x.topic, x.partition))
         return MemberReleased(
             group_id=group_id, member_id=member_id, released=rows, unreached=unreached
