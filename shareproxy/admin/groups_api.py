@@ -19,6 +19,7 @@ from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.reset_plan import ResetTo
 
 
 class GroupSummary(BaseModel):
@@ -90,15 +91,34 @@ class DeadLetters(BaseModel):
     )
 
 
+class PlannedOffset(Strict):
+    topic: str
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+
+
 class ResetRequest(Strict):
-    to: Literal["earliest", "latest", "datetime", "offset"]
+    to: ResetTo = Field(
+        description="earliest, latest, datetime, offset, duration (now less it), shift (the "
+        "current start offset plus it), current, or offsets (one per partition, as a plan "
+        "exported from Kafka's tools)"
+    )
     topics: list[str] | None = Field(
-        default=None, description="topics to reset; all topics the group has state for if absent"
+        default=None,
+        description="topics to reset, each `name` or `name:0,2` (only those partitions); all "
+        "topics the group has state for if absent",
     )
     at: datetime | None = Field(
         default=None, alias="datetime", description="with to=datetime (ISO 8601; UTC if no zone)"
     )
     offset: int | None = Field(default=None, ge=0, description="with to=offset")
+    duration: str | None = Field(
+        default=None, description="with to=duration: ISO-8601, such as PT30M or P1DT2H"
+    )
+    shift: int | None = Field(default=None, description="with to=shift: offsets, + or -")
+    offsets: list[PlannedOffset] | None = Field(
+        default=None, description="with to=offsets: the start offset of each partition"
+    )
     dry_run: bool = True
 
 
@@ -260,6 +280,9 @@ def router(admin: GroupAdmin) -> APIRouter:
             topics=request.topics,
             at=_aware(request.at),
             offset=request.offset,
+            duration=request.duration,
+            shift=request.shift,
+            offsets=_planned(request.offsets),
             dry_run=request.dry_run,
             now=datetime.now(UTC),
             authorize=lambda topics: caller.require_topics(Operation.READ, topics),
@@ -327,6 +350,19 @@ def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
+
+
+def _planned(offsets: list[PlannedOffset] | None) -> dict[tuple[str, int], int] | None:
+    if offsets is None:
+        return None
+    plan: dict[tuple[str, int], int] = {}
+    for o in offsets:
+        if (o.topic, o.partition) in plan:
+            raise ShareError(
+                ErrorCode.INVALID_REQUEST, f"offsets names {o.topic}-{o.partition} twice"
+            )
+        plan[(o.topic, o.partition)] = o.offset
+    return plan
 
 
 def _when(ms: int) -> datetime:

@@ -13,7 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from shareproxy import metrics
-from shareproxy.broker import partition_views
+from shareproxy.broker import offset_resets, partition_views
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dead_letters import DeadLetterWriter
 from shareproxy.broker.group_configs import GroupConfigs
@@ -25,18 +25,17 @@ from shareproxy.broker.group_views import (
     PartitionOffsets,
     PendingDeadLetters,
     ResetPlan,
-    ResetTo,
 )
 from shareproxy.broker.inflight_records import InFlightRecords
 from shareproxy.broker.nodes import NodeAddress
 from shareproxy.broker.partitions import SharePartitions
-from shareproxy.broker.upstream_feed import UpstreamOffsets, topic_named
+from shareproxy.broker.upstream_feed import topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.lag import PartitionLag
 from shareproxy.core.names import require_group_id
+from shareproxy.core.reset_plan import ResetTo, parse_scope, reset_target
 from shareproxy.core.share_group import GroupState
-from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
 
@@ -250,12 +249,17 @@ class GroupAdmin:
         topics: Iterable[str] | None = None,
         at: datetime | None = None,
         offset: int | None = None,
+        duration: str | None = None,
+        shift: int | None = None,
+        offsets: Mapping[tuple[str, int], int] | None = None,
         dry_run: bool = True,
         now: datetime,
         authorize: Callable[[list[str]], None] = lambda topics: None,
     ) -> list[ResetPlan]:
-        """Move SPSO of each share-partition of ``topics`` (default: every topic the group has
-        state for) and drop its in-flight state, as kafka-share-groups.sh --reset-offsets.
+        """Move SPSO of each share-partition in scope and drop its in-flight state, as
+        kafka-share-groups.sh --reset-offsets (targets: ``core/reset_plan.py``; scope: the
+        ``topics``, each ``name`` or ``name:0,2``, the partitions of ``offsets``, or every
+        topic the group has state for).
 
         ``authorize`` gets the names of the topics to reset before anything is asked upstream
         or changed, and raises to refuse. State kept for a topic upstream no longer has is not
@@ -264,33 +268,28 @@ class GroupAdmin:
         """
         await self.require(group_id)
         self._require_empty(group_id)
-        if to == "datetime":
-            if at is None:
-                raise ShareError(ErrorCode.INVALID_REQUEST, "to=datetime needs a datetime")
-            if at > now:
-                raise ShareError(ErrorCode.INVALID_REQUEST, f"{at.isoformat()} is in the future")
-        if to == "offset" and (offset is None or offset < 0):
-            raise ShareError(ErrorCode.INVALID_REQUEST, "to=offset needs an offset >= 0")
-        if topics is None:
-            names = self._topic_names()
-            keys = [k for k in await self._keys_for(group_id, None) if k.topic_id in names]
-            authorize(sorted({names[k.topic_id] for k in keys}))
-        else:
-            topics = list(topics)
-            authorize(topics)
-            keys = await self._keys_for(group_id, topics)
-            names = self._topic_names()
-        plan = []
-        for key in keys:
-            offsets = UpstreamOffsets(self.upstream, names[key.topic_id], key.partition)
-            target = await partition_views.reset_target(offsets, to, at, offset)
-            loaded = await self.store.read(key)
-            current = (
-                SharePartition.from_persisted(loaded.state).spso if loaded is not None else None
-            )
-            plan.append(ResetPlan(names[key.topic_id], key.partition, current, target))
+        now_ms = int(now.timestamp() * 1000)
+        target = reset_target(
+            to,
+            now_ms=now_ms,
+            at_ms=None if at is None else int(at.timestamp() * 1000),
+            duration=duration,
+            offset=offset,
+            shift=shift,
+            offsets=None if offsets is None else dict(offsets),
+        )
+        topics = None if topics is None else list(topics)
+        if topics is not None:  # named: refused before the cluster is asked about them
+            authorize(sorted({parse_scope(t)[0] for t in topics}))
+        elif target.to == "offsets":
+            authorize(sorted({t for t, _ in target.offsets}))
+        in_scope = await offset_resets.scope(self.upstream, self.store, group_id, topics, target)
+        if topics is None and target.to != "offsets":
+            authorize(sorted({name for _, name in in_scope}))
+        plan = await offset_resets.plan(self.upstream, self.store, target, in_scope, now_ms)
         if not dry_run:
             self._require_empty(group_id)  # a member may have joined while we looked
+            keys = [key for key, _ in in_scope]
             for key, step in zip(keys, plan, strict=True):
                 await self.store.reset(key, step.new_spso, step.topic)
             self.partitions.evict(keys)

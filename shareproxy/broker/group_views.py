@@ -4,15 +4,12 @@ each render in their own form, so none of them reads the runtime's state directl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 from uuid import UUID
 
 from shareproxy.broker.dead_letters import Problem
 from shareproxy.core.assignor import DEFAULT as DEFAULT_ASSIGNOR
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.lag import PartitionLag
-
-ResetTo = Literal["earliest", "latest", "datetime", "offset"]
 
 
 @dataclass(frozen=True, slots=True)

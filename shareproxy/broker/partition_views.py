@@ -1,12 +1,10 @@
 """What GroupAdmin reads of one share-partition, live or stored: its lag, the dead letters it
-holds back, where a reset would move its SPSO. Kept apart so the use cases read as steps."""
+holds back. Kept apart so the use cases read as steps."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from shareproxy.broker.dead_letters import DeadLetterWriter
-from shareproxy.broker.group_views import PendingDeadLetters, ResetTo
+from shareproxy.broker.group_views import PendingDeadLetters
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import UpstreamOffsets
 from shareproxy.core.lag import PartitionLag, partition_lag
@@ -73,23 +71,3 @@ def pending_dead_letters(
         if waiting or problem is not None:
             out.append(PendingDeadLetters(leader.topic, key.partition, waiting, problem))
     return sorted(out, key=lambda p: (p.topic, p.partition))
-
-
-async def reset_target(
-    offsets: UpstreamOffsets, to: ResetTo, at: datetime | None, offset: int | None
-) -> int:
-    """Where a reset moves SPSO, as kafka-share-groups.sh --reset-offsets: the log's start or
-    end, the first offset at a time (the end when none is that late), or an offset held within
-    the log."""
-    earliest = await offsets.earliest_offset()
-    latest = await offsets.latest_offset()
-    if to == "earliest":
-        return earliest
-    if to == "latest":
-        return latest
-    if to == "datetime":
-        assert at is not None
-        found = await offsets.offset_for_timestamp(int(at.timestamp() * 1000))
-        return latest if found is None else found
-    assert offset is not None
-    return min(max(offset, earliest), latest)

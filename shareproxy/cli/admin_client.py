@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from shareproxy import exits, terminal
 
@@ -48,25 +49,41 @@ def credentials() -> dict[str, Any]:
     return {}
 
 
-def call(method: str, url: str, path: str, **kwargs: Any) -> Any:
-    """One API call; a refusal is a message and exit code 1, an unreachable proxy, or one
-    whose own dependencies are out of reach (503), exit 3."""
+class Refused(Exception):
+    """A call the API refused, or that did not reach it: the line to show, the exit code."""
+
+    def __init__(self, text: str, exit_code: int) -> None:
+        super().__init__(text)
+        self.text, self.exit_code = text, exit_code
+
+
+def attempt(method: str, url: str, path: str, **kwargs: Any) -> Any:
+    """One API call; Refused when refused (exit code 1), or when the proxy is out of reach or
+    its own dependencies are (503, exit 3)."""
     try:
         response = httpx.request(
             method, url.rstrip("/") + path, timeout=60, **credentials(), **kwargs
         )
     except httpx.HTTPError as exc:
-        err.print(f"[red]error:[/red] cannot reach the admin API at {url}: {exc}")
-        raise typer.Exit(exits.UNAVAILABLE) from exc
+        raise Refused(f"cannot reach the admin API at {url}: {exc}", exits.UNAVAILABLE) from exc
     if response.status_code >= 400:
         try:
             problem = response.json()
             text = f"{problem.get('error_code')}: {problem.get('message')}"
         except ValueError:
             text = response.text[:500]
-        err.print(f"[red]error:[/red] {text} (HTTP {response.status_code})")
-        raise typer.Exit(exits.UNAVAILABLE if response.status_code == 503 else exits.FAILED)
+        code = exits.UNAVAILABLE if response.status_code == 503 else exits.FAILED
+        raise Refused(f"{text} (HTTP {response.status_code})", code)
     return response.json() if response.content else None
+
+
+def call(method: str, url: str, path: str, **kwargs: Any) -> Any:
+    """One API call; a refusal ends the command with its message and exit code."""
+    try:
+        return attempt(method, url, path, **kwargs)
+    except Refused as exc:
+        err.print(f"[red]error:[/red] {escape(exc.text)}")
+        raise typer.Exit(exc.exit_code) from exc
 
 
 def as_json(data: Any) -> None:

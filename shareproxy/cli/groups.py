@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -17,6 +17,7 @@ from shareproxy.cli.admin_client import (
     err,
     out,
 )
+from shareproxy.cli.group_resets import delete, reset_offsets
 
 groups = typer.Typer(help="Manage share groups through a running proxy's admin API.")
 Topics = Annotated[list[str] | None, typer.Option("--topic", help="a topic (repeatable)")]
@@ -134,63 +135,7 @@ def offsets(
     )
 
 
-@groups.command("reset-offsets")
-def reset_offsets(
-    group: str,
-    to_earliest: Annotated[bool, typer.Option("--to-earliest")] = False,
-    to_latest: Annotated[bool, typer.Option("--to-latest")] = False,
-    to_datetime: Annotated[
-        str | None, typer.Option("--to-datetime", help="ISO 8601, e.g. 2026-11-21T10:00:00Z")
-    ] = None,
-    to_offset: Annotated[int | None, typer.Option("--to-offset", min=0)] = None,
-    topic: Topics = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="show the plan (default)")] = False,
-    execute: Annotated[bool, typer.Option("--execute", help="apply the reset")] = False,
-    admin_url: Url = DEFAULT_URL,
-    output: OutputOpt = Output.table,
-) -> None:
-    """Move a group's start offsets (only while it has no members)."""
-    chosen = [
-        name
-        for name, given in (
-            ("earliest", to_earliest),
-            ("latest", to_latest),
-            ("datetime", to_datetime is not None),
-            ("offset", to_offset is not None),
-        )
-        if given
-    ]
-    if len(chosen) != 1:
-        err.print(
-            "[red]error:[/red] give exactly one of --to-earliest, --to-latest, --to-datetime, "
-            "--to-offset"
-        )
-        raise typer.Exit(2)
-    if dry_run and execute:
-        err.print("[red]error:[/red] --dry-run and --execute exclude each other")
-        raise typer.Exit(2)
-    body: dict[str, Any] = {"to": chosen[0], "dry_run": not execute}
-    if topic:
-        body["topics"] = topic
-    if to_datetime is not None:
-        body["datetime"] = to_datetime
-    if to_offset is not None:
-        body["offset"] = to_offset
-    data = call("POST", admin_url, f"/v1/share-groups/{group}/offsets/reset", json=body)
-    if output is Output.json:
-        return as_json(data)
-    table = Table("TOPIC", "PARTITION", "CURRENT START", "NEW START")
-    for p in data["partitions"]:
-        current = p["current_start_offset"]
-        table.add_row(
-            p["topic"],
-            str(p["partition"]),
-            "-" if current is None else str(current),
-            str(p["new_start_offset"]),
-        )
-    out.print(table)
-    if data["dry_run"]:
-        out.print("dry run: nothing changed (use --execute to apply)")
+groups.command("reset-offsets")(reset_offsets)
 
 
 @groups.command("delete-offsets")
@@ -207,13 +152,7 @@ def delete_offsets(
     out.print(f"deleted the offsets of {', '.join(data['topics'])} for group {group}")
 
 
-@groups.command()
-def delete(group: str, admin_url: Url = DEFAULT_URL, output: OutputOpt = Output.table) -> None:
-    """Delete an empty group and all its state."""
-    call("DELETE", admin_url, f"/v1/share-groups/{group}")
-    if output is Output.json:
-        return as_json({"group_id": group, "deleted": True})
-    out.print(f"deleted share group {group}")
+groups.command()(delete)
 
 
 @groups.command()
