@@ -10,7 +10,7 @@ import typer.core
 from rich.markup import escape
 
 from shareproxy import __version__, exits
-from shareproxy.cli import batch, serve, signals
+from shareproxy.cli import archived, batch, serve, signals
 from shareproxy.cli.groups import groups
 from shareproxy.cli.security import acls, users
 from shareproxy.cli.serve import err, fail, out
@@ -44,6 +44,7 @@ def _root(
     signals.arm(ctx.invoked_subcommand)
 
 
+archived.register(groups)
 app.add_typer(groups, name="groups")
 app.add_typer(users, name="users")
 app.add_typer(acls, name="acls")
