@@ -109,7 +109,7 @@ class ArchivedRecords:
         keys = None
         if topic is not None:
             info = await topic_named(self.upstream, topic)
-            partitions = range(len(info.leaders)) if partition is None else [partition]
+            partitions = sorted(info.leaders) if partition is None else [partition]
             _require_partitions(info.name, info.leaders, partitions)
             keys = [SharePartitionKey(group_id, info.topic_id, p) for p in partitions]
         entries = await self.archive_log.archived_page(group_id, keys, from_offset, limit)
@@ -164,13 +164,15 @@ class ArchivedRecords:
         for i, o in enumerate(outcomes):
             try:
                 await self._produce(group_id, o, settings)
-            except CopyError as exc:
+            except Exception as exc:  # the cluster: nothing after the failure is produced
                 for later in outcomes[i:]:  # what was not produced may be redriven again
                     done = {interval for interval, _ in later.produced}
                     unproduced = [iv for iv in later.plan.redrive if iv not in done]
                     await self.archive_log.release_redrive(later.plan.selection.key, unproduced)
                     later.plan.redrive = sorted(done)
                 self._audit(principal, group_id, outcomes, dry_run=False, failed=str(exc))
+                if not isinstance(exc, CopyError):
+                    raise  # the cluster out of reach: its own answer (503)
                 raise ShareError(
                     ErrorCode.REQUEST_TIMED_OUT,
                     f"redriving to {o.topic}-{o.partition} failed; what was not produced "

@@ -73,14 +73,21 @@ class ArchiveLogRecords:
         async with self.engine.begin() as conn:
             plans = []
             entries: dict[SharePartitionKey, list[ArchivedEntry]] = {}
+            # what earlier selections of this call redrive: later ones find it redriven
+            planned: dict[SharePartitionKey, list[ArchivedEntry]] = {}
+            now = datetime.now(UTC)
             for s in selections:
                 if s.key not in entries:
                     entries[s.key] = await _locked(conn, s.key)
-                plans.append(plan(s, entries[s.key]))
+                p = plan(s, entries[s.key] + planned.get(s.key, []))
+                plans.append(p)
+                planned.setdefault(s.key, []).extend(
+                    ArchivedEntry(s.key, first, last, 0, None, now, now)
+                    for first, last in p.redrive
+                )
             refused = sum(p.records for p in plans) > max_records
             if dry_run or refused or any(p.missing or p.empty for p in plans):
                 return plans
-            now = datetime.now(UTC)
             for p in plans:
                 for claim in p.redrive:
                     await _mark(conn, entries[p.selection.key], claim, now)

@@ -84,3 +84,20 @@ async def test_concurrent_claims_of_the_same_offsets_redrive_them_once(
         (10, 59, "delivery-limit", True),
         (60, 99, "delivery-limit", False),
     ]
+
+
+async def test_selections_of_one_call_that_overlap_redrive_each_offset_once(
+    store: SqlShareStateStore,
+):
+    await archived(store, ArchivedRun(0, 4, 1, REJECTED))
+    first, second, whole = await store.claim_redrive(
+        [Selection(KEY, 0, 2), Selection(KEY, 1, 3), Selection(KEY)], False, 100
+    )
+    assert (first.redrive, first.already) == ([(0, 2)], [])
+    assert (second.redrive, second.already) == ([(3, 3)], [(1, 2)])
+    assert (whole.redrive, whole.already) == ([(4, 4)], [(0, 3)])
+    assert await rows(store) == [
+        (0, 2, "rejected", True),
+        (3, 3, "rejected", True),
+        (4, 4, "rejected", True),
+    ]
