@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from shareproxy.broker.cache_budget import CacheBudget
 from shareproxy.broker.census import StoredCensus
@@ -25,10 +26,13 @@ from shareproxy.broker.group_configs import READ_EVERY_S as CONFIGS_READ_EVERY_S
 from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.record_copies import CopyProducer
+from shareproxy.broker.redrive import ArchivedRecords
 from shareproxy.broker.retention import GroupRetention
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.config import Settings
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.core.redrive import ArchiveLog
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.jobs import Periodic
@@ -46,11 +50,15 @@ def group_defaults(settings: Settings) -> GroupSettings:
     ).with_configs(settings.group_configs())
 
 
+class RuntimeStore(ShareStateStore, ArchiveLog, Protocol):
+    """What the runtime needs of its store: the share state and the archive log."""
+
+
 @dataclass(eq=False)
 class Runtime:
     """The components of one node's runtime, constructed and wired by ``build_runtime``."""
 
-    store: ShareStateStore
+    store: RuntimeStore
     upstream: Upstream
     configs: GroupConfigs
     committer: GroupCommitter
@@ -58,6 +66,8 @@ class Runtime:
     nodes: ClusterNodes
     partitions: SharePartitions
     dead_letters: DeadLetterWriter
+    copies: CopyProducer  # the dead letters' and the redrives' producer
+    archived: ArchivedRecords
     feed: UpstreamFeed
     consumption: Consumption
     coordinator: Coordinator
@@ -74,6 +84,7 @@ class Runtime:
     async def start(self) -> None:
         """Start the background jobs, each after those it relies on; ``stop`` undoes whatever
         part of it ran."""
+        self._running.push_async_callback(self.copies.stop)  # after every job stopped
         for job in (
             self.committer,
             self.partitions,
@@ -104,7 +115,7 @@ class Runtime:
 
 def build_runtime(
     settings: Settings,
-    store: ShareStateStore,
+    store: RuntimeStore,
     upstream: Upstream,
     nodes: ClusterNodes,
     *,
@@ -139,7 +150,8 @@ def build_runtime(
         cache_budget=cache_budget,
     )
     configs.on_change(partitions.apply_settings)
-    dead_letters = DeadLetterWriter(partitions, upstream, settings_for, clock)
+    copies = CopyProducer(upstream)
+    dead_letters = DeadLetterWriter(partitions, upstream, settings_for, clock, copies)
     feed = UpstreamFeed(upstream, clock, cache_budget)
     coordinator = Coordinator(
         store,
@@ -153,6 +165,18 @@ def build_runtime(
         coordinates=nodes.coordinates,
     )
     consumption = Consumption(partitions, feed, store, settings_for, clock)
+    group_admin = GroupAdmin(
+        store,
+        coordinator,
+        partitions,
+        upstream,
+        configs,
+        dead_letters,
+        coordinator_of=nodes.coordinator_elsewhere,
+        coordinator_at=nodes.coordinator_admin,
+        peers=nodes.peers,
+        leader_at=nodes.leader_admin,
+    )
     runtime = Runtime(
         store=store,
         upstream=upstream,
@@ -162,6 +186,8 @@ def build_runtime(
         nodes=nodes,
         partitions=partitions,
         dead_letters=dead_letters,
+        copies=copies,
+        archived=ArchivedRecords(store, upstream, copies, settings_for, group_admin.require, clock),
         feed=feed,
         consumption=consumption,
         coordinator=coordinator,
@@ -175,18 +201,7 @@ def build_runtime(
             clock,
             s.share_group_retention_check_interval_ms,
         ),
-        group_admin=GroupAdmin(
-            store,
-            coordinator,
-            partitions,
-            upstream,
-            configs,
-            dead_letters,
-            coordinator_of=nodes.coordinator_elsewhere,
-            coordinator_at=nodes.coordinator_admin,
-            peers=nodes.peers,
-            leader_at=nodes.leader_admin,
-        ),
+        group_admin=group_admin,
         census=StoredCensus(store),
         # a group config changed through another node applies here within a second
         config_reader=Periodic(

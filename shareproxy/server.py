@@ -241,7 +241,8 @@ class Proxy:
             )
         )
         self.admin = AdminServer(
-            create_app(probes, rt.group_admin, self.security, rt.consumers), admin_socket
+            create_app(probes, rt.group_admin, self.security, rt.consumers, rt.archived),
+            admin_socket,
         )
         with listen_errors(admin_what):
             await self.admin.start()

@@ -11,11 +11,19 @@ from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from shareproxy import __version__, metrics
-from shareproxy.admin import errors, groups_api, inflight_api, records_api, security_api
+from shareproxy.admin import (
+    archived_api,
+    errors,
+    groups_api,
+    inflight_api,
+    records_api,
+    security_api,
+)
 from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
 from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.broker.redrive import ArchivedRecords
 from shareproxy.security.guard import Security
 
 
@@ -24,6 +32,7 @@ def create_app(
     admin: GroupAdmin | None = None,
     security: Security | None = None,
     consumers: ShareConsumers | None = None,
+    archived: ArchivedRecords | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="shareproxy admin",
@@ -42,6 +51,8 @@ def create_app(
         app.state.auth = AdminAuth(security)
         app.include_router(groups_api.router(admin))
         app.include_router(inflight_api.router(admin))
+        if archived is not None:
+            app.include_router(archived_api.router(archived, admin))
         if consumers is not None:
             app.include_router(records_api.router(consumers))
         app.include_router(security_api.router(security))

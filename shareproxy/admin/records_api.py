@@ -19,16 +19,13 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import Exact, GroupId
+from shareproxy.admin.params import MAX_INT32, MAX_INT64, Exact, GroupId
 from shareproxy.broker.consumers import Acquisition, FetchLimits, ShareConsumers, TopicPartition
 from shareproxy.config import MAX_FETCH_WAIT_MS
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 
-# Kafka's widths for a partition index and an offset: the runtime and the store hold no more
-MAX_INT32 = 2**31 - 1
-MAX_INT64 = 2**63 - 1
 ConsumerId = Annotated[str, Field(min_length=1, max_length=255)]
 _ACK_TYPES = {
     "accept": AcknowledgeType.ACCEPT,

@@ -15,12 +15,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaProducer
-from aiokafka.record.memory_records import MemoryRecords
-
 from shareproxy import metrics
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.partitions import SharePartitions
+from shareproxy.broker.record_copies import Copy, CopyError, CopyProducer, Original, read_originals
 from shareproxy.core.dead_letter import DeadLetterRun, headers, target_partition
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.store import SharePartitionKey
@@ -31,7 +29,6 @@ log = logging.getLogger(__name__)
 
 DEAD_LETTER_CHECK_MS = 200  # how often share-partitions are looked at for Archiving records
 RETRY_FIRST_MS, RETRY_MAX_MS = 1_000, 30_000  # after a failure, per share-partition
-PRODUCE_BATCH_BYTES = 1 << 20
 
 
 class DeadLetterError(Exception):
@@ -55,13 +52,14 @@ class DeadLetterWriter:
         upstream: Upstream,
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
+        producer: CopyProducer,
     ) -> None:
         self.partitions = partitions
         self.upstream = upstream
         self.settings_for = settings_for
         self.clock_ms = clock_ms
         self.problems: dict[SharePartitionKey, Problem] = {}
-        self._producer: AIOKafkaProducer | None = None
+        self.producer = producer  # shared with redrives; the runtime stops it
         # each share-partition's failures are handled (and backed off) in write_due
         self.rounds = Periodic(
             "dead-letters",
@@ -77,9 +75,6 @@ class DeadLetterWriter:
 
     async def stop(self) -> None:
         await self.rounds.stop()
-        if self._producer is not None:
-            await self._producer.stop()
-            self._producer = None
 
     # ------------------------------------------------------------------ the rounds
     async def write_due(self) -> None:
@@ -129,82 +124,39 @@ class DeadLetterWriter:
         if info is None:
             raise DeadLetterError(f"dead-letter topic {topic!r} does not exist upstream")
         partition = target_partition(leader.key.partition, info.partition_count)
-        producer = await self._started_producer()
         for run in runs:
             originals = (
-                await self._originals(leader, run, settings) if settings.dead_letter_copy else {}
+                await read_originals(
+                    self.upstream,
+                    leader.topic,
+                    leader.key.partition,
+                    run.first,
+                    run.last,
+                    settings.isolation_level,
+                )
+                if settings.dead_letter_copy
+                else {}
             )
-            await self._produce(producer, topic, partition, leader, run, originals)
+            await self._produce(topic, partition, leader, run, originals)
             if not await leader.dead_lettered(run.first, run.last):
                 return  # no longer this node's to archive: its new leader writes them again
             metrics.DEAD_LETTERS.labels(group).inc(run.last - run.first + 1)
 
     async def _produce(
         self,
-        producer: AIOKafkaProducer,
         topic: str,
         partition: int,
         leader: SharePartitionLeader,
         run: DeadLetterRun,
-        originals: dict[int, tuple[bytes | None, bytes | None]],
+        originals: dict[int, Original],
     ) -> None:
-        sent = []
-        batch = producer.create_batch()
+        none = Original(None, None)
+        copies = []
         for offset in range(run.first, run.last + 1):
-            key, value = originals.get(offset, (None, None))
+            original = originals.get(offset, none)
             hs = headers(leader.topic, leader.key.partition, offset, leader.key.group_id, run)
-            if batch.append(key=key, value=value, timestamp=None, headers=hs) is None:
-                sent.append(await producer.send_batch(batch, topic, partition=partition))
-                batch = producer.create_batch()
-                if batch.append(key=key, value=value, timestamp=None, headers=hs) is None:
-                    raise DeadLetterError(f"offset {offset} is too large for one produce batch")
-        if batch.record_count():
-            sent.append(await producer.send_batch(batch, topic, partition=partition))
+            copies.append(Copy(original.key, original.value, list(hs)))
         try:
-            await asyncio.gather(*sent)
-        except Exception as exc:
-            raise DeadLetterError(f"producing to {topic!r} failed: {exc!r}") from exc
-
-    async def _originals(
-        self, leader: SharePartitionLeader, run: DeadLetterRun, settings: GroupSettings
-    ) -> dict[int, tuple[bytes | None, bytes | None]]:
-        """Key and value of each record of ``run`` read back from the log (absent where
-        retention removed it: its dead-letter copy then carries only the headers)."""
-        found: dict[int, tuple[bytes | None, bytes | None]] = {}
-        tp = (leader.topic, leader.key.partition)
-        offset = run.first
-        while offset <= run.last:
-            data = (
-                await self.upstream.fetch({tp: offset}, isolation_level=settings.isolation_level)
-            ).get(tp)
-            if data is None or data.error_code or not data.records:
-                break
-            before = offset
-            batches = MemoryRecords(bytes(data.records))  # a view: aiokafka reads bytes
-            while batches.has_next():
-                batch = batches.next_batch()
-                if batch is None:
-                    break
-                for rec in batch:
-                    if run.first <= rec.offset <= run.last:
-                        found[rec.offset] = (rec.key, rec.value)
-                    offset = max(offset, rec.offset + 1)
-            if offset == before:  # nothing past it readable (retention, a partial batch)
-                break
-        return found
-
-    async def _started_producer(self) -> AIOKafkaProducer:
-        if self._producer is None:
-            producer = AIOKafkaProducer(
-                bootstrap_servers=self.upstream.settings.bootstrap_servers,
-                acks="all",
-                max_batch_size=PRODUCE_BATCH_BYTES,
-                **self.upstream.connection_options(),
-            )
-            try:
-                await producer.start()
-            except Exception as exc:
-                await producer.stop()
-                raise DeadLetterError(f"cannot start the dead-letter producer: {exc}") from exc
-            self._producer = producer
-        return self._producer
+            await self.producer.produce(topic, partition, copies)
+        except CopyError as exc:
+            raise DeadLetterError(str(exc)) from exc

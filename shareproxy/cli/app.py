@@ -10,7 +10,7 @@ import typer.core
 from rich.markup import escape
 
 from shareproxy import __version__, exits
-from shareproxy.cli import batch, group_records, serve, signals
+from shareproxy.cli import archived, batch, group_records, serve, signals
 from shareproxy.cli.groups import groups
 from shareproxy.cli.security import acls, users
 from shareproxy.cli.serve import err, fail, out
@@ -45,6 +45,7 @@ def _root(
 
 
 group_records.register(groups)
+archived.register(groups)
 app.add_typer(groups, name="groups")
 app.add_typer(users, name="users")
 app.add_typer(acls, name="acls")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from shareproxy.core.states import RecordState
+from shareproxy.core.states import ArchiveReason, RecordState
 
 NO_START_OFFSET = -1
 
@@ -39,6 +39,16 @@ class PersistedBatch(NamedTuple):
 
 
 _STATE_OF = {int(s): s for s in RecordState}
+
+
+class ArchivedRun(NamedTuple):
+    """Delivered records archived together (first..last), for the archive log: how often
+    they were delivered and why they were given up on."""
+
+    first: int
+    last: int
+    delivery_count: int
+    reason: ArchiveReason
 
 
 def batches_from_rows(rows: Iterable[Sequence[int]]) -> list[PersistedBatch]:

@@ -26,8 +26,8 @@ from itertools import islice
 from shareproxy.core.acquisition import PartitionLimits
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import InFlightRange, RangeList
-from shareproxy.core.persisted import StateDelta
-from shareproxy.core.states import RecordState, archived_state
+from shareproxy.core.persisted import ArchivedRun, StateDelta
+from shareproxy.core.states import ArchiveReason, RecordState, archived_state
 
 # how many rows one page of the view holds: by default, and at most
 DEFAULT_PAGE = 100
@@ -115,7 +115,7 @@ class RecordActions:
     spso: int
     speo: int
     dead_letter_pending: bool
-    archived_log: list[tuple[int, int, int]]
+    archived_log: list[ArchivedRun]
     _inflight: RangeList
     _dirty: list[tuple[int, int]]
 
@@ -171,7 +171,9 @@ class RecordActions:
             else:
                 r.state = archived_state(self.limits.dead_letter)
                 self.dead_letter_pending |= r.state == RecordState.ARCHIVING
-                self.archived_log.append((r.first, r.last, r.delivery_count))
+                self.archived_log.append(
+                    ArchivedRun(r.first, r.last, r.delivery_count, ArchiveReason.OPERATOR)
+                )
             r.member_id = None
             r.deadline_ms = None
         self._dirty.append((first, last))

@@ -19,6 +19,7 @@ from shareproxy.core.inflight import InFlightRange, RangeList
 from shareproxy.core.key_order import KeyOrder
 from shareproxy.core.persisted import (
     NO_START_OFFSET,
+    ArchivedRun,
     PersistedBatch,
     PersistedState,
     StateDelta,
@@ -29,6 +30,7 @@ from shareproxy.core.record_actions import RecordActions
 from shareproxy.core.states import (
     ACK_TARGET,
     AcknowledgeType,
+    ArchiveReason,
     RecordState,
     archived_state,
     released_state,
@@ -56,9 +58,9 @@ class SharePartition(RecordActions, Acquiring):
         self.lock_timeouts = 0
         self.archived_at_limit = 0
         # Delivered records archived since the owner last drained it (rejected, or at the
-        # delivery limit) as (first, last, delivery count): SPSO soon moves past them and the
-        # state forgets them, so the store keeps a log for the poison report.
-        self.archived_log: list[tuple[int, int, int]] = []
+        # delivery limit), with why: SPSO soon moves past them and the state forgets them, so
+        # the store keeps a log for the poison report and redrives.
+        self.archived_log: list[ArchivedRun] = []
         # whether some records may be Archiving: the dead-letter writer looks only then
         self.dead_letter_pending = False
         # key-ordered delivery: the offsets of each key still to process (core.key_order)
@@ -153,7 +155,7 @@ class SharePartition(RecordActions, Acquiring):
         ]
         return min(deadlines) if deadlines else None
 
-    def take_archived_log(self) -> tuple[tuple[int, int, int], ...]:
+    def take_archived_log(self) -> tuple[ArchivedRun, ...]:
         """The delivered records archived since the last call, for the poison report: the
         caller writes them with the next delta, and they are not handed out again."""
         archived = tuple(self.archived_log)
@@ -238,7 +240,9 @@ class SharePartition(RecordActions, Acquiring):
                 if target == RecordState.ARCHIVING:
                     self.dead_letter_pending = True
                 if run.ack_type == AcknowledgeType.REJECT:
-                    self.archived_log.append((r.first, r.last, r.delivery_count))
+                    self.archived_log.append(
+                        ArchivedRun(r.first, r.last, r.delivery_count, ArchiveReason.REJECTED)
+                    )
         self._dirty.append((run.first_offset, run.last_offset))
 
     def _end_lock(self, r: InFlightRange, now_ms: int) -> None:
@@ -255,7 +259,9 @@ class SharePartition(RecordActions, Acquiring):
             if r.state != RecordState.AVAILABLE:
                 self.dead_letter_pending |= r.state == RecordState.ARCHIVING
                 self.archived_at_limit += r.last - r.first + 1
-                self.archived_log.append((r.first, r.last, r.delivery_count))
+                self.archived_log.append(
+                    ArchivedRun(r.first, r.last, r.delivery_count, ArchiveReason.DELIVERY_LIMIT)
+                )
             else:
                 delay = self.limits.redelivery_backoff.delay_ms(r.delivery_count)
                 r.available_at_ms = now_ms + delay if delay else 0

@@ -5,7 +5,7 @@ The numeric values are the wire/persisted ones: DeliveryState in ShareSnapshot u
 3 Archiving: on its way to the group's dead-letter topic, Archived once written there.
 """
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 
 class RecordState(IntEnum):
@@ -19,6 +19,17 @@ class RecordState(IntEnum):
     def is_terminal(self) -> bool:
         """Acknowledged and Archived records are never delivered again."""
         return self in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+class ArchiveReason(StrEnum):
+    """Why a delivered record was given up on, as the archive log keeps it: a member rejected
+    it, or a lock ended (release or timeout) at the delivery count limit, as Kafka's
+    SharePartition tells the two apart (its CLIENT_REJECT and DELIVERY_COUNT_EXCEEDED
+    dead-letter causes); or an operator rejected it through the admin API."""
+
+    REJECTED = "rejected"
+    DELIVERY_LIMIT = "delivery-limit"
+    OPERATOR = "operator-rejected"
 
 
 class AcknowledgeType(IntEnum):

@@ -14,7 +14,7 @@ from typing import Protocol
 from uuid import UUID
 
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.persisted import PersistedState, StateDelta
+from shareproxy.core.persisted import ArchivedRun, PersistedState, StateDelta
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -37,8 +37,8 @@ class PartitionWrite:
     key: SharePartitionKey
     state_epoch: int
     delta: StateDelta
-    # delivered records this change archived, (first, last, delivery count): the archive log
-    archived: tuple[tuple[int, int, int], ...] = ()
+    # delivered records this change archived, and why: the archive log
+    archived: tuple[ArchivedRun, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,13 +26,14 @@ def archived_rows(
             "group_id": k.group_id,
             "topic_id": k.topic_id,
             "partition": k.partition,
-            "first_offset": first,
-            "last_offset": last,
-            "delivery_count": count,
+            "first_offset": run.first,
+            "last_offset": run.last,
+            "delivery_count": run.delivery_count,
+            "reason": run.reason.value,
         }
         for k in keys
         for w in by_key[k]
-        for first, last, count in w.archived
+        for run in w.archived
     ]
 
 
@@ -49,6 +50,7 @@ async def log_archived(conn: AsyncConnection, rows: list[dict[str, Any]]) -> Non
             "delivery_count": greatest(
                 share_archived.c.delivery_count, stmt.excluded.delivery_count
             ),
+            "reason": func.coalesce(share_archived.c.reason, stmt.excluded.reason),
         },
     )
     await conn.execute(stmt, rows)

@@ -8,6 +8,7 @@ callers see one store.
 - ``membership``: membership recorded for the expiry rules
 - ``share_partitions``: a share-partition's state from initialize to delete
 - ``scans``: whole-group reads for the batch jobs
+- ``redrives``: the archive log as the admin API lists it and redrives mark it
 - ``writes`` (+ ``write_postgres``, ``write_sqlite``, ``archive_log``, ``folding``): the write path
 - ``stored_state``, ``sql``: reading state back, and the SQL helpers all of them share
 """
@@ -20,6 +21,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.redrive import ArchivedEntry, Interval, Selection, SelectionPlan
 from shareproxy.core.store import (
     GroupMembership,
     LoadedState,
@@ -30,6 +32,7 @@ from shareproxy.core.store import (
 from shareproxy.persistence.boundary import store_boundary
 from shareproxy.persistence.groups import GroupRecords
 from shareproxy.persistence.membership import MembershipRecords
+from shareproxy.persistence.redrives import ArchiveLogRecords
 from shareproxy.persistence.scans import ArchivedRange, BatchScans, StoredPartition
 from shareproxy.persistence.share_partitions import SharePartitionStates
 from shareproxy.persistence.write_postgres import PostgresWriter
@@ -63,6 +66,7 @@ class SqlShareStateStore:
         self._membership = MembershipRecords(engine)
         self._partitions = SharePartitionStates(engine)
         self._scans = BatchScans(engine)
+        self._archive_log = ArchiveLogRecords(engine)
 
     # groups
     async def ensure_group(self, group_id: str) -> ShareGroupRecord:
@@ -136,3 +140,21 @@ class SqlShareStateStore:
     # the write path
     async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
         return await self._writer.write(writes)
+
+    # the archive log: listed, and marked by redrives
+    async def archived_page(
+        self,
+        group_id: str,
+        keys: Sequence[SharePartitionKey] | None,
+        from_offset: int,
+        limit: int,
+    ) -> list[ArchivedEntry]:
+        return await self._archive_log.archived_page(group_id, keys, from_offset, limit)
+
+    async def claim_redrive(
+        self, selections: Sequence[Selection], dry_run: bool, max_records: int
+    ) -> list[SelectionPlan]:
+        return await self._archive_log.claim_redrive(selections, dry_run, max_records)
+
+    async def release_redrive(self, key: SharePartitionKey, intervals: Sequence[Interval]) -> None:
+        await self._archive_log.release_redrive(key, intervals)

@@ -35,6 +35,7 @@ class ArchivedRange:
     last_offset: int
     delivery_count: int
     archived_at: datetime
+    reason: str | None = None  # None: archived before the reason was kept
 
 
 class BatchScans:
@@ -80,6 +81,7 @@ class BatchScans:
                     r.last_offset,
                     r.delivery_count,
                     aware_utc(r.archived_at),  # type: ignore[arg-type]  # a NOT NULL column
+                    r.reason,
                 )
                 for r in rows
             ]

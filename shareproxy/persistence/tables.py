@@ -98,7 +98,9 @@ share_updates = Table(
 
 # Archived records that had been delivered (delivery count >= 1: rejected, or past the delivery
 # limit), written in the transaction that archived them: SPSO moves past them and the state
-# forgets them, but the poison report must still list them.
+# forgets them, but the poison report and the archived list must still show them. ``reason``
+# is null for ranges archived before it was kept; ``redriven_at`` is set, before the produce,
+# by the redrive that copies a range back to its source topic, so it is produced once.
 share_archived = Table(
     "share_archived",
     metadata,
@@ -109,6 +111,8 @@ share_archived = Table(
     Column("last_offset", BigInteger, nullable=False),
     Column("delivery_count", SmallInteger, nullable=False),
     Column("archived_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("reason", String(32), nullable=True),
+    Column("redriven_at", DateTime(timezone=True), nullable=True),
 )
 
 # Security: SCRAM credentials, ACL bindings and admin API bearer tokens. Passwords are

@@ -13,7 +13,8 @@ from shareproxy.jobs import Periodic, every
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.store import SecurityStore
 
-log = logging.getLogger("shareproxy.audit")
+AUDIT_LOGGER = "shareproxy.audit"  # who did what: refusals, and redrives (broker/redrive.py)
+log = logging.getLogger(AUDIT_LOGGER)
 
 
 class Security:

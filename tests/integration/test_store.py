@@ -11,8 +11,9 @@ from sqlalchemy import text
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
+from shareproxy.core.persisted import ArchivedRun, PersistedBatch, PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
+from shareproxy.core.states import ArchiveReason
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.persistence import groups
 from shareproxy.persistence.engine import create_engine
@@ -227,20 +228,27 @@ async def test_archived_records_that_were_delivered_are_logged_with_the_state(
     await store.initialize(key(), 0, "orders")
     claimed = await store.claim(key())
     epoch = claimed.state_epoch
+    limit, rejected = ArchiveReason.DELIVERY_LIMIT, ArchiveReason.REJECTED
     writes = [
-        (StateDelta(-1, (pb(0, 2, ACK, 1), pb(3, 3, ARC, 5))), ((3, 3, 5),)),
-        (StateDelta(-1, (pb(7, 7, ARC, 1),)), ((7, 7, 1),)),  # rejected on its first delivery
-        (StateDelta(10, ()), ((8, 9, 5), (3, 3, 5))),  # SPSO moved past them; 3 again
+        (StateDelta(-1, (pb(0, 2, ACK, 1), pb(3, 3, ARC, 5))), (ArchivedRun(3, 3, 5, limit),)),
+        # rejected on its first delivery
+        (StateDelta(-1, (pb(7, 7, ARC, 1),)), (ArchivedRun(7, 7, 1, rejected),)),
+        # SPSO moved past them; 3 again
+        (StateDelta(10, ()), (ArchivedRun(8, 9, 5, limit), ArchivedRun(3, 3, 5, limit))),
     ]
     for d, archived in writes:
         w = PartitionWrite(key(), epoch, d, archived)
         assert await store.write([w]) == {key(): ErrorCode.NONE}
-    fenced = PartitionWrite(key(), epoch - 1, StateDelta(-1, (pb(10, 10, ARC, 5),)), ((10, 10, 5),))
+    fenced = PartitionWrite(
+        key(), epoch - 1, StateDelta(-1, (pb(10, 10, ARC, 5),)), (ArchivedRun(10, 10, 5, limit),)
+    )
     assert await store.write([fenced]) == {key(): ErrorCode.FENCED_STATE_EPOCH}
     logged = [
-        (a.first_offset, a.last_offset, a.delivery_count) for a in await store.archived(["g1"])
+        (a.first_offset, a.last_offset, a.delivery_count, a.reason)
+        for a in await store.archived(["g1"])
     ]
-    assert logged == [(3, 3, 5), (7, 7, 1), (8, 9, 5)]  # nothing of the fenced write
+    # nothing of the fenced write
+    assert logged == [(3, 3, 5, limit), (7, 7, 1, rejected), (8, 9, 5, limit)]
     [stored] = await store.scan(["g1"])
     assert (stored.key, stored.topic_name) == (key(), "orders")
     assert stored.loaded == await store.read(key())

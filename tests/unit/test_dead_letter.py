@@ -13,7 +13,7 @@ from shareproxy.core.dead_letter import DeadLetterCause, DeadLetterRun
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.states import TRANSITIONS, AcknowledgeType, RecordState
+from shareproxy.core.states import TRANSITIONS, AcknowledgeType, ArchiveReason, RecordState
 from tests.support.kip_tables import ACK, inflight
 
 ARCHIVING = RecordState.ARCHIVING
@@ -35,7 +35,9 @@ def test_a_rejected_record_is_archiving_until_the_dead_letter_topic_has_it():
         -1, (PersistedBatch(0, 1, ARCHIVING, 1), PersistedBatch(2, 9, ACK, 1))
     )
     assert sp.dead_letters() == [DeadLetterRun(0, 1, 1, DeadLetterCause.REJECTED)]
-    assert sp.archived_log == [(0, 1, 1)]  # the poison report lists it at once
+    assert sp.archived_log == [
+        (0, 1, 1, ArchiveReason.REJECTED)
+    ]  # the poison report lists it at once
     assert sp.dead_lettered(0, 1) == StateDelta(10, ())  # SPSO moves past them all
     assert sp.spso == 10 and inflight(sp) == []
     assert sp.dead_letters() == [] and not sp.dead_letter_pending

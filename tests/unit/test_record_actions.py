@@ -12,7 +12,7 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.record_actions import MAX_PAGE, RecordAction, RecordRun
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.states import AcknowledgeType, RecordState
+from shareproxy.core.states import AcknowledgeType, ArchiveReason, RecordState
 from tests.support.kip_tables import ACK, ACQ, ARC, AV, inflight, pb
 
 RELEASE, ACCEPT, REJECT = RecordAction.RELEASE, RecordAction.ACCEPT, RecordAction.REJECT
@@ -92,7 +92,7 @@ def test_release_at_the_delivery_limit_archives():
     sp.act(RELEASE, 0, 9, 1)
     assert inflight(sp)[0] == (10, 19, ACQ, 1, "n")
     assert sp.spso == 10
-    assert sp.take_archived_log() == ((0, 9, 1),)
+    assert sp.take_archived_log() == ((0, 9, 1, ArchiveReason.DELIVERY_LIMIT),)
 
 
 def test_accept_of_an_available_record_skips_it_and_spso_moves_past_the_terminal_prefix():
@@ -121,7 +121,8 @@ def test_reject_archives_available_and_acquired_records_and_logs_them():
     delta = sp.act(REJECT, 3, 12, 2)
     assert inflight(sp) == [(0, 2, AV, 1, None), (3, 12, ARC, 1, None), (13, 19, ACQ, 1, "n")]
     assert pb(3, 12, ARC, 1) in delta.state_batches
-    assert sp.take_archived_log() == ((3, 4, 1), (5, 9, 1), (10, 12, 1))
+    op = ArchiveReason.OPERATOR
+    assert sp.take_archived_log() == ((3, 4, 1, op), (5, 9, 1, op), (10, 12, 1, op))
 
 
 def test_reject_with_a_dead_letter_topic_goes_there_first():

@@ -11,7 +11,7 @@ from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import PersistedBatch, PersistedState, batches_from_rows
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.states import AcknowledgeType
+from shareproxy.core.states import AcknowledgeType, ArchiveReason
 from tests.support.kip_tables import ACQ, AV, inflight
 
 RELEASE = (int(AcknowledgeType.RELEASE),)
@@ -64,7 +64,7 @@ def test_the_last_delivery_is_archived_without_waiting():
     assert sp.acquire("m", one, 1_000, 10) == [AcquiredRange(0, 0, 2)]
     sp.release_member("m", 1_000)
     assert inflight(sp) == [] and sp.spso == 1  # Archived at once: SPSO moved past it
-    assert sp.archived_log == [(0, 0, 2)]
+    assert sp.archived_log == [(0, 0, 2, ArchiveReason.DELIVERY_LIMIT)]
 
 
 def test_the_back_off_is_stored_and_survives_a_restart():

@@ -10,7 +10,7 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.core.states import AcknowledgeType, AcquireMode, ArchiveReason
 from tests.support.kip_tables import ACK, ACQ, ARC, AV, inflight, pb
 
 GAP, ACCEPT, RELEASE, REJECT, RENEW = ((int(t),) for t in AcknowledgeType)
@@ -306,9 +306,9 @@ def test_the_archive_log_keeps_rejected_and_delivery_limit_records_but_not_gaps(
     sp.acquire("m", LOG[:1], 0, 500)
     batches = [AckBatch(0, 1, REJECT), AckBatch(2, 2, GAP), AckBatch(3, 3, RELEASE)]
     sp.acknowledge("m", [*batches, AckBatch(4, 9, ACCEPT)], 1)
-    assert sp.archived_log == [(0, 1, 1)]
+    assert sp.archived_log == [(0, 1, 1, ArchiveReason.REJECTED)]
     sp.archived_log.clear()
     assert sp.acquire("m", LOG[:1], 2, 500) == [AcquiredRange(3, 3, 2)]  # its last delivery
     sp.acknowledge("m", [AckBatch(3, 3, RELEASE)], 3)
-    assert sp.archived_log == [(3, 3, 2)]
+    assert sp.archived_log == [(3, 3, 2, ArchiveReason.DELIVERY_LIMIT)]
     assert sp.spso == 10  # the state forgets them; the log is how the store keeps them

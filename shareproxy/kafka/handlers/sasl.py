@@ -13,9 +13,10 @@ from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import SaslContext
 from shareproxy.kafka.responses import KioEntity, build, error
 from shareproxy.protocol.codec import Request, response_type
+from shareproxy.security.guard import AUDIT_LOGGER
 from shareproxy.security.sasl import SaslExchange, SaslFailed
 
-log = logging.getLogger("shareproxy.audit")
+log = logging.getLogger(AUDIT_LOGGER)
 
 
 async def handshake(ctx: SaslContext, conn: Connection, request: Request) -> KioEntity:
