@@ -72,4 +72,3 @@ def test_nothing_found_says_what_to_install(monkeypatch):
     monkeypatch.setattr("shareproxy.local_postgres.WHEEL", "no_such_package_here")
     with pytest.raises(PostgresUnavailable, match=r"shareproxy\[demo\].*postgresql-15"):
         find_bindir(NOWHERE, path="")
-
