@@ -282,7 +282,7 @@ def _report(
     resumed = [at for p, at in tally.first_after.items() if p in orphaned]
     failover_s = min(resumed) - killed_at if resumed else None
     if failover_s is not None:
-        movers = sorted({after.get(p, 0) for p in orphaned})
+        movers = sorted({after[p] for p in orphaned if p in after})
         console.print(
             f"[bold]failover[/bold]  {_partitions(sorted(orphaned))} served again by "
             f"node{'s' if len(movers) > 1 else ''} {shown_list(movers)} {failover_s:.1f} s "
@@ -292,7 +292,7 @@ def _report(
     for col in ("partition", "led by", "after the kill", "produced", "acknowledged"):
         table.add_column(col, justify="right")
     for p in sorted(leaders):
-        moved = f"node {after[p]}" if p in orphaned and p in after else "-"
+        moved = "-" if p not in orphaned else f"node {after[p]}" if p in after else "?"
         table.add_row(
             str(p), f"node {leaders[p]}", moved, str(ends.get(p, 0)), str(starts.get(p, 0))
         )

@@ -12,12 +12,16 @@ from typing import Any
 
 import httpx
 
-from shareproxy.demo_parts import StopRequests
+from shareproxy.demo_parts import ClientLog, StopRequests
 from shareproxy.embedded import free_port, spawn, stop_process
 from shareproxy.node_commands import node_command
 
 READY_S = 60  # for every node to serve and agree on the live nodes
 ASK_TIMEOUT_S = 5  # one admin API call
+
+
+class FleetFailed(RuntimeError):
+    """The nodes could not be started, or did not come to serve together: said in one line."""
 
 
 def shown_list(items: Sequence[int]) -> str:
@@ -44,6 +48,7 @@ class Fleet:
             "node_lease_ms": lease_ms,
             "auto_migrate": False,  # migrated once, here: nodes upgrading at once would race
         }
+        self.client_log = ClientLog()  # the metadata client's lines, off the screen
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.killed: set[int] = set()
 
@@ -64,9 +69,9 @@ class Fleet:
             stop.check()
             for n, proc in self.procs.items():
                 if proc.poll() is not None:
-                    raise RuntimeError(f"node {n} exited ({proc.returncode}): {self._tail(n)}")
+                    raise FleetFailed(f"node {n} exited ({proc.returncode}): {self._tail(n)}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the nodes did not agree within {READY_S} s")
+                raise FleetFailed(f"the nodes did not all serve within {READY_S} s")
             time.sleep(0.2)
 
     def _migrate(self) -> None:
@@ -100,7 +105,8 @@ class Fleet:
         """Each partition's leader, as the nodes tell clients (Metadata)."""
         from confluent_kafka.admin import AdminClient
 
-        md = AdminClient({"bootstrap.servers": self.bootstraps[0]}).list_topics(topic, timeout=20)
+        admin = AdminClient({"bootstrap.servers": self.bootstraps[0], **self.client_log.config})
+        md = admin.list_topics(topic, timeout=20)
         return {p.id: p.leader for p in md.topics[topic].partitions.values()}
 
     def wait_for_members(self, group: str, count: int, stop: StopRequests) -> None:
@@ -116,7 +122,7 @@ class Fleet:
             except (httpx.HTTPError, ValueError):
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"{count} consumers did not join {group!r} within {READY_S} s")
+        raise FleetFailed(f"{count} consumers did not join {group!r} within {READY_S} s")
 
     def kill(self, node: int) -> None:
         self.killed.add(node)
@@ -150,7 +156,10 @@ class Fleet:
         """Which live node leads each partition's share-partition of ``group`` (/readyz)."""
         led: dict[int, int] = {}
         for n in self.live():
-            answer = httpx.get(f"{self.admin[n]}/readyz", timeout=ASK_TIMEOUT_S).json()
+            try:
+                answer = httpx.get(f"{self.admin[n]}/readyz", timeout=ASK_TIMEOUT_S).json()
+            except (httpx.HTTPError, ValueError):
+                continue  # not said: shown as unknown
             for key in answer["node"]["share_partitions_led"]:
                 if key.startswith(f"{group}/"):
                     led[int(key.rsplit("/", 1)[1])] = n
@@ -169,7 +178,8 @@ class Fleet:
 
     def log(self) -> list[str]:
         """The nodes' last lines, for a run that went wrong."""
-        return [f"node {n}: {line}" for n in self.ids for line in self._tail(n).splitlines()]
+        nodes = [f"node {n}: {line}" for n in self.ids for line in self._tail(n).splitlines()]
+        return self.client_log.lines + nodes
 
     def __enter__(self) -> Fleet:
         return self

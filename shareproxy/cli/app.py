@@ -156,11 +156,12 @@ def demo(
         err.print(f"[red]error:[/red] --state-url {shown}: several nodes need a postgresql:// URL")
         raise typer.Exit(exits.USAGE)
     from shareproxy.demo_fleet import run_fleet_demo
+    from shareproxy.demo_nodes import FleetFailed
     from shareproxy.local_postgres import PostgresUnavailable
 
     try:
         fleet = run_fleet_demo(records, partitions or 2 * nodes, consumers, nodes, state_url, out)
-    except PostgresUnavailable as exc:
+    except (PostgresUnavailable, FleetFailed) as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(exits.UNAVAILABLE) from exc
     except exits.CommandError as exc:
