@@ -166,9 +166,9 @@ def _consume(
                 if tally.killed_at is None:  # a run quicker than the producer: killed now
                     _kill(fleet, victim, orphaned, tally, records, progress.console)
                 deadline = time.monotonic() + RUN_S
-                while len(tally.confirmed) < records and not fleet.all_accepted(GROUP, records):
+                while len(tally.confirmed) < records:
                     stop.check()
-                    if time.monotonic() > deadline:
+                    if fleet.all_accepted(GROUP, TOPIC, records) or time.monotonic() > deadline:
                         break
                     progress.update(done, completed=len(tally.confirmed))
                     time.sleep(0.1)
@@ -276,7 +276,7 @@ def _report(
     client_log: ClientLog,
     console: Console,
 ) -> FleetOutcome:
-    starts, ends = fleet.stored_offsets(GROUP)
+    starts, ends = fleet.stored_offsets(GROUP, TOPIC)
     after = fleet.led_now(GROUP)
     killed_at = tally.killed_at or time.monotonic()
     resumed = [at for p, at in tally.first_after.items() if p in orphaned]

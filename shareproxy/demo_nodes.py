@@ -129,13 +129,13 @@ class Fleet:
         self.procs[node].kill()
         self.procs[node].wait(10)
 
-    def stored_offsets(self, group: str) -> tuple[dict[int, int], dict[int, int]]:
+    def stored_offsets(self, group: str, topic: str) -> tuple[dict[int, int], dict[int, int]]:
         """Per partition, the store's start offset (SPSO: every record below it acknowledged)
         and the high watermark (every record produced), asked of a live node."""
         deadline = time.monotonic() + READY_S
         while True:
             try:
-                rows = self._ask(f"/v1/share-groups/{group}/offsets")["partitions"]
+                rows = self._offsets(group, topic)
                 return (
                     {r["partition"]: r["start_offset"] or 0 for r in rows},
                     {r["partition"]: r["high_watermark"] or 0 for r in rows},
@@ -145,12 +145,18 @@ class Fleet:
                     return {}, {}
                 time.sleep(0.2)
 
-    def all_accepted(self, group: str, records: int) -> bool:
+    def all_accepted(self, group: str, topic: str, records: int) -> bool:
         try:
-            rows = self._ask(f"/v1/share-groups/{group}/offsets")["partitions"]
+            rows = self._offsets(group, topic)
         except (httpx.HTTPError, ValueError, KeyError):
             return False  # its coordinator is moving: asked again
         return sum(r["start_offset"] or 0 for r in rows) >= records
+
+    def _offsets(self, group: str, topic: str) -> list[dict[str, Any]]:
+        """The share-partitions of ``topic`` as it is now (a store shared with an earlier run
+        may hold those of a deleted topic of the same name, named "" by the proxy)."""
+        rows = self._ask(f"/v1/share-groups/{group}/offsets?topic={topic}")["partitions"]
+        return [r for r in rows if r["topic"] == topic]
 
     def led_now(self, group: str) -> dict[int, int]:
         """Which live node leads each partition's share-partition of ``group`` (/readyz)."""
