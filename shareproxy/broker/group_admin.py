@@ -13,7 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from shareproxy import metrics
-from shareproxy.broker import offset_resets, partition_views
+from shareproxy.broker import offset_deletion, offset_resets, partition_views
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.broker.dead_letters import DeadLetterWriter
 from shareproxy.broker.group_configs import GroupConfigs
@@ -40,9 +40,6 @@ from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
-
-# DeleteShareGroupOffsets for a topic the group has no state for (Kafka's message)
-NO_OFFSETS = "There is no offset information to delete."
 
 
 def _not_found(group_id: str) -> ShareError:
@@ -355,51 +352,11 @@ class GroupAdmin:
         async with self.coordinator.held():  # no member joins or subscribes meanwhile
             if not live:
                 self._require_empty(group_id)
-            return await self._delete_offsets(group_id, known, live)
-
-    async def _delete_offsets(
-        self, group_id: str, topics: Mapping[str, TopicInfo | None], all_or_nothing: bool
-    ) -> dict[str, tuple[ErrorCode, str | None]]:
-        group = self.coordinator.groups.get(group_id)
-        subscribed = group.subscribed_topic_names() if group is not None else set()
-        verdicts: dict[str, ErrorCode] = {}
-        for name, info in topics.items():
-            if name in subscribed:
-                verdicts[name] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            elif info is None:
-                verdicts[name] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                verdicts[name] = ErrorCode.NONE
-        refused = {n: c for n, c in verdicts.items() if c != ErrorCode.NONE}
-        if all_or_nothing and refused:
-            name, code = next(iter(refused.items()))
-            why = (
-                f"share group {group_id!r} is subscribed to topic {name!r}"
-                if code == ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                else f"topic {name!r} does not exist"
+            group = self.coordinator.groups.get(group_id)
+            subscribed = group.subscribed_topic_names() if group is not None else set()
+            return await offset_deletion.delete_offsets(
+                self.store, self.partitions, group_id, subscribed, known, all_or_nothing=live
             )
-            raise ShareError(code, why + "; nothing was deleted")
-        stored = await self.store.list_partitions(group_id)
-        answers: dict[str, tuple[ErrorCode, str | None]] = {
-            n: (c, f"topic {n!r} does not exist" if topics[n] is None else None)
-            for n, c in verdicts.items()
-        }
-        for name, verdict in verdicts.items():
-            info = topics[name]
-            if verdict == ErrorCode.NONE and info is not None:
-                keys = [k for k in stored if k.topic_id == info.topic_id]
-                if not keys and not all_or_nothing:
-                    # as Kafka's coordinator (sharePartitionsEligibleForOffsetDeletion)
-                    answers[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS)
-                    continue
-                await self.store.delete(keys)
-                self.partitions.evict(keys)
-                metrics.OFFSET_DELETIONS.inc(len(keys))
-                log.info(
-                    "offsets deleted",
-                    extra={"group": group_id, "topic": name, "partitions": len(keys)},
-                )
-        return answers
 
     async def delete_group(self, group_id: str) -> None:
         """Only an empty group, and no member may join while it goes (the coordinator holds
