@@ -13,7 +13,12 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.forwarding import coordinator_answers, listed_elsewhere, passed_on
+from shareproxy.admin.forwarding import (
+    coordinator_answers,
+    listed_elsewhere,
+    on_every_peer,
+    passed_on,
+)
 from shareproxy.admin.params import GroupId, Strict
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
@@ -87,7 +92,10 @@ class DeadLetters(BaseModel):
     topic: str | None = Field(description="errors.deadletterqueue.topic.name (null: none)")
     copy_record: bool
     partitions: list[DeadLetterPartition] = Field(
-        description="share-partitions this node leads with records waiting for the topic"
+        description="share-partitions with records waiting for the topic, from every node"
+    )
+    unreached: list[str] = Field(
+        default_factory=list, description="nodes that could not be asked (their rows are missing)"
     )
 
 
@@ -215,7 +223,9 @@ def router(admin: GroupAdmin) -> APIRouter:
         )
 
     @r.get("/{group_id}/dead-letters", response_model=DeadLetters)
-    async def dead_letters(group_id: GroupId, caller: CallerDep) -> DeadLetters:
+    async def dead_letters(group_id: GroupId, caller: CallerDep, http: Request) -> DeadLetters:
+        """What waits for the dead-letter topic on every node: each node's writer holds the
+        share-partitions it leads, so the others are asked too."""
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
         settings = admin.settings_for(group_id)
         rows = []
@@ -231,11 +241,16 @@ def router(admin: GroupAdmin) -> APIRouter:
                     next_attempt=_when(problem.retry_ms) if problem else None,
                 )
             )
+        others, unreached = await on_every_peer(http, admin, DeadLetters.model_validate)
+        for answer in others:
+            rows += answer.partitions
+        rows.sort(key=lambda x: (x.topic, x.partition))
         return DeadLetters(
             group_id=group_id,
             topic=settings.dead_letter_topic or None,
             copy_record=settings.dead_letter_copy,
             partitions=rows,
+            unreached=unreached,
         )
 
     @r.get("/{group_id}/offsets", response_model=GroupOffsets)

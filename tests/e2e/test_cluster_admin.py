@@ -13,12 +13,16 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from confluent_kafka import ShareConsumer
+from confluent_kafka import AcknowledgeType, ShareConsumer
 from typer.testing import CliRunner
 
 from shareproxy.admin.forwarding import FORWARDED_HEADER
 from shareproxy.cli.app import app
+from shareproxy.core import group_config as gc
+from tests.e2e.test_dead_letters import new_topic
+from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.cluster import LEASE_MS, owned
+from tests.support.consumers import wait_for
 from tests.support.proxy import ProxyProcess
 from tests.support.secure import PASSWORDS, add_user
 from tests.support.topics import create_topic, produce
@@ -111,6 +115,9 @@ def _reads(group: str, topic: str) -> list:
         lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", base)),
         lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", f"{base}/offsets")),
         lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", f"{base}/config")),
+        # what each node's dead-letter writer holds, joined from every node
+        lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", f"{base}/dead-letters")),
+        lambda n: (lambda r: (r.status_code, r.json()))(_rest(n, "GET", f"{base}/archived")),
         lambda n: _cli(n, "describe", group, "-o", "json"),
         lambda n: _cli(n, "offsets", group, "-o", "json"),
         lambda n: _cli(n, "config", group, "-o", "json"),
@@ -212,6 +219,44 @@ def test_the_group_list_sums_up_a_group_alike_from_every_node(nodes, broker):
         assert settled == {"lag": 0, "oldest_unacked_age_seconds": 0}
     finally:
         c.close()
+
+
+def test_dead_letters_waiting_on_any_node_are_seen_from_every_node(nodes, broker):
+    """Each node's dead-letter writer holds the share-partitions it leads; the view joins
+    them, so records rejected on three partitions show up whole from any node."""
+    topic = create_topic(broker.bootstrap, 3)
+    dlq = f"dlq.{uuid.uuid4().hex[:8]}"  # missing: the rejected records wait for it
+    produce(broker.bootstrap, topic, 9, partitions=3)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    alter_group_configs(nodes[0], group, {gc.DLQ_TOPIC: dlq})
+    c = ShareConsumer(
+        {
+            "bootstrap.servers": nodes[0].bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    c.subscribe([topic])
+    try:
+        rejected = 0
+        deadline = time.monotonic() + 60
+        while rejected < 9:  # explicit mode: each poll's records acknowledged before the next
+            assert time.monotonic() < deadline, rejected
+            for m in c.poll(0.5) or []:
+                assert m.error() is None, m.error()
+                c.acknowledge(m, AcknowledgeType.REJECT)
+                rejected += 1
+        c.commit_sync()
+    finally:
+        c.close()
+
+    def waiting(n: ProxyProcess) -> list:
+        view = _rest(n, "GET", f"/v1/share-groups/{group}/dead-letters").json()
+        return sorted((r["partition"], r["waiting"]) for r in view["partitions"])
+
+    assert _everywhere(nodes, waiting) == [(0, 3), (1, 3), (2, 3)]
+    new_topic(broker.bootstrap, dlq, 1)  # then written out, and nothing waits anywhere
+    wait_for(lambda: all(waiting(n) == [] for n in nodes), 60, "dead letters written")
 
 
 def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
