@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from shareproxy.admin.forwarding import FORWARDED_HEADER
 from shareproxy.cli.app import app
-from tests.support.cluster import LEASE_MS, owned
+from tests.support.cluster import LEASE_MS, owned, wait_for_view
 from tests.support.proxy import ProxyProcess
 from tests.support.secure import PASSWORDS, add_user
 from tests.support.topics import create_topic, produce
@@ -212,6 +212,57 @@ def test_the_group_list_sums_up_a_group_alike_from_every_node(nodes, broker):
         assert settled == {"lag": 0, "oldest_unacked_age_seconds": 0}
     finally:
         c.close()
+
+
+def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(nodes, broker):
+    """An HTTP consumer behind a load balancer: a fetch through one node acquires from every
+    partition, whichever node leads it, and acknowledgements go through any node."""
+    for _ in range(20):  # placement is by topic id: one led by every node
+        topic = create_topic(broker.bootstrap, 6)
+        leaders = wait_for_view(nodes, topic)
+        if len(set(leaders.values())) == len(nodes):
+            break
+    else:
+        raise AssertionError("no topic spread over every node in 20 tries")
+    produce(broker.bootstrap, topic, 60, partitions=6)
+    first, second = nodes[0], nodes[1]
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    base = f"/v1/share-groups/{group}/records"
+    ask = {"topics": [topic], "consumer_id": "http-lb", "max_records": 100, "max_wait_ms": 300}
+    # a call passed on is answered from what that node leads, and never passed on again
+    own = {p for p, node in leaders.items() if node == int(first.options["node_id"])}
+    got = _rest(first, "POST", f"{base}/fetch", json=ask, headers={FORWARDED_HEADER: "1"}).json()
+    assert {r["partition"] for r in got["records"]} <= own, got
+    records = got["records"]
+    deadline = time.monotonic() + 20
+    while len(records) < 60:
+        answer = _rest(first, "POST", f"{base}/fetch", json=ask)
+        assert answer.status_code == 200 and not answer.json().get("unreached"), answer.text
+        records += answer.json()["records"]
+        assert time.monotonic() < deadline, len(records)
+    assert sorted((r["partition"], r["offset"]) for r in records) == sorted(
+        (p, o) for p in range(6) for o in range(10)
+    )
+    # every record acknowledged, half through the node that fetched it, half through another
+    for node, half in ((first, records[::2]), (second, records[1::2])):
+        acks = [
+            {"topic": topic, "partition": r["partition"], "first_offset": r["offset"],
+             "last_offset": r["offset"], "type": "accept"}
+            for r in half
+        ]  # fmt: skip
+        body = {"consumer_id": "http-lb", "acknowledgements": acks}
+        done = _rest(node, "POST", f"{base}/acknowledge", json=body)
+        assert done.status_code == 200, done.text
+        results = done.json()["results"]
+        assert len(results) == 6 and all(x["error_code"] is None for x in results), results
+    # nothing left to redeliver: every share-partition's start offset is past its records
+    for partition in range(6):
+        page = _rest(
+            first, "GET", f"/v1/share-groups/{group}/partitions/{topic}/{partition}/records"
+        )
+        assert page.status_code == 200 and page.json()["start_offset"] == 10, page.text
+    again = _rest(second, "POST", f"{base}/fetch", json={**ask, "max_wait_ms": 500}).json()
+    assert again["records"] == [], again
 
 
 def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
