@@ -2,10 +2,9 @@
 
 Stateless: a fetch acquires records for a ``consumer_id`` the client names (or one is made up and
 returned), and an acknowledgement names it again, so any request can reach any proxy worker. In
-a cluster any node answers for every partition: it passes the parts other nodes lead on to them
-(``records_spread``). Same
-engine, same acquisition locks and same durability as ShareFetch: a record a Kafka consumer of the
-group holds is never handed out here, and the reverse.
+a cluster any node answers for every partition, passing the parts other nodes lead on to them
+(``records_spread``). Same engine, same acquisition locks and same durability as ShareFetch: a
+record a Kafka consumer of the group holds is never handed out here, and the reverse.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any, Literal, TypeVar
@@ -37,8 +37,10 @@ from shareproxy.config import MAX_FETCH_WAIT_MS
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.exits import first_line
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 ConsumerId = Annotated[str, Field(min_length=1, max_length=255)]
 _ACK_TYPES = {
     "accept": AcknowledgeType.ACCEPT,
@@ -212,7 +214,9 @@ def router(consumers: ShareConsumers, admin: GroupAdmin) -> APIRouter:
         if isinstance(got, Exception):
             if not records:  # nothing acquired anywhere: this node's error is the answer
                 raise got
-            unreached.append(f"this node: {got}")  # what peers acquired is never dropped
+            # what the other nodes acquired is never dropped: this node's failure is said
+            log.warning("fetch for %s on this node failed: %s", group_id, first_line(got))
+            unreached.append(f"this node: {first_line(got) or type(got).__name__}")
         else:
             expires = consumers.lock_expiry_ms(group_id)
             for (topic_id, partition), acquisition in sorted(got.items(), key=_by_name(names)):
