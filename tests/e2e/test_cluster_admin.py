@@ -2,7 +2,7 @@
 node coordinates is passed on to it, so every node gives the coordinator's answer; the caller is
 checked where it arrived before anything is passed on; a coordinator that cannot be reached is
 a 503 until its lease passes and another node takes the group over. One cluster of three nodes
-(then two, once the coordinator of a group is killed) serves the whole module."""
+(then two, once the coordinator of a group is killed, then one) serves the whole module."""
 
 from __future__ import annotations
 
@@ -266,7 +266,7 @@ def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(
 
 
 def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
-    """Last in the module: it kills a node, and the two left are checked alike."""
+    """It kills a node, and the two left are checked alike (the test after it kills another)."""
     topic = create_topic(broker.bootstrap, 3)
     c, group, home = _member(nodes, topic)
     c.close()
@@ -292,3 +292,47 @@ def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, 
     for ask in _reads(group, topic):
         _everywhere(left, ask)
     assert _rest(left[0], "GET", base).json()["state"] == "Empty"
+
+
+def test_an_acknowledgement_whose_leader_is_down_is_retriable_never_a_5xx(nodes, broker):
+    """Last: kills the leader of a partition; within its lease an acknowledgement for it
+    through another node is a retriable NOT_LEADER_OR_FOLLOWER result for that partition,
+    while the partition led where the call arrived is settled."""
+    live = [n for n in nodes if n.proc is not None]
+    asker, victim = live[0], live[-1]
+    for _ in range(20):
+        topic = create_topic(broker.bootstrap, 6)
+        leaders = wait_for_view(live, topic)
+        if len(set(leaders.values())) == len(live):
+            break
+    else:
+        raise AssertionError("no topic spread over every live node in 20 tries")
+    produce(broker.bootstrap, topic, 12, partitions=6)
+    victim_id = int(victim.options["node_id"])
+    gone = next(p for p, node in leaders.items() if node == victim_id)
+    kept = next(p for p, node in leaders.items() if node == int(asker.options["node_id"]))
+    base = f"/v1/share-groups/g-{uuid.uuid4().hex[:6]}/records"
+    ask = {"topics": [topic], "consumer_id": "http-down", "max_records": 50, "max_wait_ms": 300}
+    records: list[dict] = []
+    deadline = time.monotonic() + 20
+    while not {gone, kept} <= {r["partition"] for r in records}:
+        records += _rest(asker, "POST", f"{base}/fetch", json=ask).json()["records"]
+        assert time.monotonic() < deadline, records
+    victim.kill()
+    acks = [
+        {"topic": topic, "partition": r["partition"], "first_offset": r["offset"],
+         "last_offset": r["offset"], "type": "accept"}
+        for r in records if r["partition"] in (gone, kept)
+    ]  # fmt: skip
+    done = _rest(
+        asker,
+        "POST",
+        f"{base}/acknowledge",
+        json={"consumer_id": "http-down", "acknowledgements": acks},
+    )
+    assert done.status_code == 200, done.text
+    results = {x["partition"]: x for x in done.json()["results"]}
+    assert results[kept]["error_code"] is None, results
+    assert results[gone]["error_code"] == "NOT_LEADER_OR_FOLLOWER", results
+    assert f"proxy node {victim_id}" in results[gone]["message"], results
+    assert "retry" in results[gone]["message"], results
