@@ -54,7 +54,7 @@ def create_app(
         if archived is not None:
             app.include_router(archived_api.router(archived, admin))
         if consumers is not None:
-            app.include_router(records_api.router(consumers))
+            app.include_router(records_api.router(consumers, admin))
         app.include_router(security_api.router(security))
     return app
 

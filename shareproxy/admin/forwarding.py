@@ -124,18 +124,25 @@ async def on_every_peer(
     return got, missed
 
 
-async def _passed_on(request: Request, node: NodeAddress, admin_url: str) -> Response:
+async def _passed_on(
+    request: Request,
+    node: NodeAddress,
+    admin_url: str,
+    content: bytes | None = None,
+    answer_timeout_s: float = ANSWER_TIMEOUT_S,
+) -> Response:
+    """The call made on another node, with the caller's body or ``content`` in its place."""
     headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
     headers[FORWARDED_HEADER] = "1"
     url = admin_url.rstrip("/") + request.url.path
-    timeout = httpx.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    timeout = httpx.Timeout(answer_timeout_s, connect=CONNECT_TIMEOUT_S)
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             answer = await client.request(
                 request.method,
                 url,
                 params=request.url.query or None,
-                content=await request.body(),
+                content=await request.body() if content is None else content,
                 headers=headers,
             )
     except httpx.HTTPError as exc:

@@ -2,7 +2,7 @@
 node coordinates is passed on to it, so every node gives the coordinator's answer; the caller is
 checked where it arrived before anything is passed on; a coordinator that cannot be reached is
 a 503 until its lease passes and another node takes the group over. One cluster of three nodes
-(then two, once the coordinator of a group is killed) serves the whole module."""
+(then two, once the coordinator of a group is killed, then one) serves the whole module."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from shareproxy.cli.app import app
 from shareproxy.core import group_config as gc
 from tests.e2e.test_dead_letters import new_topic
 from tests.e2e.test_redelivery_backoff import alter_group_configs
-from tests.support.cluster import LEASE_MS, owned
+from tests.support.cluster import LEASE_MS, owned, wait_for_view
 from tests.support.consumers import wait_for
 from tests.support.proxy import ProxyProcess
 from tests.support.secure import PASSWORDS, add_user
@@ -259,8 +259,59 @@ def test_dead_letters_waiting_on_any_node_are_seen_from_every_node(nodes, broker
     wait_for(lambda: all(waiting(n) == [] for n in nodes), 60, "dead letters written")
 
 
+def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(nodes, broker):
+    """An HTTP consumer behind a load balancer: a fetch through one node acquires from every
+    partition, whichever node leads it, and acknowledgements go through any node."""
+    for _ in range(20):  # placement is by topic id: one led by every node
+        topic = create_topic(broker.bootstrap, 6)
+        leaders = wait_for_view(nodes, topic)
+        if len(set(leaders.values())) == len(nodes):
+            break
+    else:
+        raise AssertionError("no topic spread over every node in 20 tries")
+    produce(broker.bootstrap, topic, 60, partitions=6)
+    first, second = nodes[0], nodes[1]
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    base = f"/v1/share-groups/{group}/records"
+    ask = {"topics": [topic], "consumer_id": "http-lb", "max_records": 100, "max_wait_ms": 300}
+    # a call passed on is answered from what that node leads, and never passed on again
+    own = {p for p, node in leaders.items() if node == int(first.options["node_id"])}
+    got = _rest(first, "POST", f"{base}/fetch", json=ask, headers={FORWARDED_HEADER: "1"}).json()
+    assert {r["partition"] for r in got["records"]} <= own, got
+    records = got["records"]
+    deadline = time.monotonic() + 20
+    while len(records) < 60:
+        answer = _rest(first, "POST", f"{base}/fetch", json=ask)
+        assert answer.status_code == 200 and not answer.json().get("unreached"), answer.text
+        records += answer.json()["records"]
+        assert time.monotonic() < deadline, len(records)
+    assert sorted((r["partition"], r["offset"]) for r in records) == sorted(
+        (p, o) for p in range(6) for o in range(10)
+    )
+    # every record acknowledged, half through the node that fetched it, half through another
+    for node, half in ((first, records[::2]), (second, records[1::2])):
+        acks = [
+            {"topic": topic, "partition": r["partition"], "first_offset": r["offset"],
+             "last_offset": r["offset"], "type": "accept"}
+            for r in half
+        ]  # fmt: skip
+        body = {"consumer_id": "http-lb", "acknowledgements": acks}
+        done = _rest(node, "POST", f"{base}/acknowledge", json=body)
+        assert done.status_code == 200, done.text
+        results = done.json()["results"]
+        assert len(results) == 6 and all(x["error_code"] is None for x in results), results
+    # nothing left to redeliver: every share-partition's start offset is past its records
+    for partition in range(6):
+        page = _rest(
+            first, "GET", f"/v1/share-groups/{group}/partitions/{topic}/{partition}/records"
+        )
+        assert page.status_code == 200 and page.json()["start_offset"] == 10, page.text
+    again = _rest(second, "POST", f"{base}/fetch", json={**ask, "max_wait_ms": 500}).json()
+    assert again["records"] == [], again
+
+
 def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
-    """Last in the module: it kills a node, and the two left are checked alike."""
+    """It kills a node, and the two left are checked alike (the test after it kills another)."""
     topic = create_topic(broker.bootstrap, 3)
     c, group, home = _member(nodes, topic)
     c.close()
@@ -286,3 +337,47 @@ def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, 
     for ask in _reads(group, topic):
         _everywhere(left, ask)
     assert _rest(left[0], "GET", base).json()["state"] == "Empty"
+
+
+def test_an_acknowledgement_whose_leader_is_down_is_retriable_never_a_5xx(nodes, broker):
+    """Last: kills the leader of a partition; within its lease an acknowledgement for it
+    through another node is a retriable NOT_LEADER_OR_FOLLOWER result for that partition,
+    while the partition led where the call arrived is settled."""
+    live = [n for n in nodes if n.proc is not None]
+    asker, victim = live[0], live[-1]
+    for _ in range(20):
+        topic = create_topic(broker.bootstrap, 6)
+        leaders = wait_for_view(live, topic)
+        if len(set(leaders.values())) == len(live):
+            break
+    else:
+        raise AssertionError("no topic spread over every live node in 20 tries")
+    produce(broker.bootstrap, topic, 12, partitions=6)
+    victim_id = int(victim.options["node_id"])
+    gone = next(p for p, node in leaders.items() if node == victim_id)
+    kept = next(p for p, node in leaders.items() if node == int(asker.options["node_id"]))
+    base = f"/v1/share-groups/g-{uuid.uuid4().hex[:6]}/records"
+    ask = {"topics": [topic], "consumer_id": "http-down", "max_records": 50, "max_wait_ms": 300}
+    records: list[dict] = []
+    deadline = time.monotonic() + 20
+    while not {gone, kept} <= {r["partition"] for r in records}:
+        records += _rest(asker, "POST", f"{base}/fetch", json=ask).json()["records"]
+        assert time.monotonic() < deadline, records
+    victim.kill()
+    acks = [
+        {"topic": topic, "partition": r["partition"], "first_offset": r["offset"],
+         "last_offset": r["offset"], "type": "accept"}
+        for r in records if r["partition"] in (gone, kept)
+    ]  # fmt: skip
+    done = _rest(
+        asker,
+        "POST",
+        f"{base}/acknowledge",
+        json={"consumer_id": "http-down", "acknowledgements": acks},
+    )
+    assert done.status_code == 200, done.text
+    results = {x["partition"]: x for x in done.json()["results"]}
+    assert results[kept]["error_code"] is None, results
+    assert results[gone]["error_code"] == "NOT_LEADER_OR_FOLLOWER", results
+    assert f"proxy node {victim_id}" in results[gone]["message"], results
+    assert "retry" in results[gone]["message"], results
