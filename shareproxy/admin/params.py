@@ -26,10 +26,6 @@ def _checked(problem_of: Callable[[str], str | None]) -> AfterValidator:
     return AfterValidator(check)
 
 
-# Kafka's widths for a partition index and an offset: the runtime and the store hold no more
-MAX_INT32 = 2**31 - 1
-MAX_INT64 = 2**63 - 1
-
 GroupId = Annotated[str, _checked(group_id_problem)]
 TopicName = Annotated[str, _checked(topic_name_problem)]
 UserName = Annotated[str, _checked(user_name_problem)]

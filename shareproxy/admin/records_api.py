@@ -23,7 +23,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import MAX_INT32, MAX_INT64, Exact, GroupId
+from shareproxy.admin.params import Exact, GroupId
 from shareproxy.admin.records_spread import answer_of, by_leader, shares
 from shareproxy.broker.consumers import (
     Acquisition,
@@ -36,6 +36,7 @@ from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.config import MAX_FETCH_WAIT_MS
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import MAX_INT32, MAX_INT64
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.exits import first_line
 

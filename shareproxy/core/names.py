@@ -18,6 +18,10 @@ from shareproxy.core.errors import ErrorCode, ShareError
 
 MAX_TOPIC_NAME = 249  # Kafka's limit
 MAX_STORED_NAME = 255  # the store's columns for group ids, user names, principals
+# Kafka's widths for a partition index and an offset or ms time: the runtime and the store hold
+# no more
+MAX_INT32 = 2**31 - 1
+MAX_INT64 = 2**63 - 1
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 

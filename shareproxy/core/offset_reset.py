@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Protocol
 
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import MAX_INT64
 
 
 class ResetStrategy(Enum):
@@ -44,7 +45,8 @@ class OffsetLookup(Protocol):
 
 
 _DURATION = re.compile(
-    r"^P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
+    r"^P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$",
+    re.ASCII,
 )
 
 
@@ -56,8 +58,12 @@ def parse_iso_duration(text: str) -> int:
             ErrorCode.INVALID_CONFIG, f"{text!r} is not an ISO-8601 duration such as PT1H or P1D"
         )
     days, hours, minutes = (int(m.group(k) or 0) for k in "dhm")
-    seconds = float(m.group("s") or 0)
-    return round(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+    whole, _, fraction = (m.group("s") or "0").partition(".")
+    millis = int((fraction + "000")[:3])  # finer than a millisecond is dropped
+    total = ((days * 24 + hours) * 60 + minutes) * 60_000 + int(whole) * 1000 + millis
+    if total > MAX_INT64:  # Kafka's ms fields are longs
+        raise ShareError(ErrorCode.INVALID_CONFIG, f"{text!r} is longer than a Java Duration holds")
+    return total
 
 
 def format_iso_duration(ms: int) -> str:
@@ -87,7 +93,7 @@ async def resolve_start_offset(reset: AutoOffsetReset, lookup: OffsetLookup, now
         return await lookup.earliest_offset()
     if reset.strategy is ResetStrategy.LATEST:
         return await lookup.latest_offset()
-    found = await lookup.offset_for_timestamp(now_ms - reset.duration_ms)
+    found = await lookup.offset_for_timestamp(max(0, now_ms - reset.duration_ms))
     if found is None:  # nothing that recent: start at the end, as Kafka does
         return await lookup.latest_offset()
     return found

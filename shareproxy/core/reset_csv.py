@@ -33,12 +33,17 @@ def parse_csv(text: str, group_id: str) -> PlanOffsets:
             if group != group_id:
                 continue
         topic, partition, offset = fields
-        if not topic or not partition.isdigit() or not offset.isdigit():
+        if not topic or not _number(partition) or not _number(offset):
             raise _bad(number, line)
         plan[(topic, int(partition))] = int(offset)
     if not plan:
         raise ShareError(ErrorCode.INVALID_REQUEST, f"no reset plan for group {group_id!r} found")
     return plan
+
+
+def _number(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also takes digits ``int`` refuses (superscripts)."""
+    return text.isascii() and text.isdigit()
 
 
 def _bad(number: int, line: str) -> ShareError:

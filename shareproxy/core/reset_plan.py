@@ -39,10 +39,10 @@ class ResetTarget:
     def timestamp_ms(self, now_ms: int) -> int | None:
         """The time whose first offset is the target, for the targets that are a time."""
         if self.to == "datetime":
-            return self.at_ms
+            return None if self.at_ms is None else max(0, self.at_ms)  # Kafka's -1/-2 are special
         if self.to == "duration":
             assert self.duration_ms is not None
-            return now_ms - self.duration_ms
+            return max(0, now_ms - self.duration_ms)  # before 1970: from the first record
         return None
 
 
@@ -139,7 +139,7 @@ def parse_scope(arg: str) -> tuple[str, list[int] | None]:
     topic, listed = parts
     partitions = []
     for p in listed.split(","):
-        if not p.strip().isdigit():
+        if not (p.strip().isascii() and p.strip().isdigit()):
             raise _invalid(f"invalid partition {p!r} in {arg!r}")
         partitions.append(int(p))
     return topic, sorted(set(partitions))

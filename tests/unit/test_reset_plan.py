@@ -44,9 +44,14 @@ def test_duration_is_the_first_offset_at_now_less_it_or_the_end():
     assert target.timestamp_ms(NOW) == NOW - 5_400_000
     assert start("duration", duration="P1D", at_time=70) == 70
     assert start("duration", duration="P1D", at_time=None) == 100  # nothing that late
+    # longer ago than 1970: from the first record, never Kafka's special timestamps -1/-2
+    assert reset_target("duration", now_ms=NOW, duration="P99999D").timestamp_ms(NOW) == 0
 
 
-@pytest.mark.parametrize("bad", ["1h", "PT", "P1H", "-PT1H", "", "PT1H junk"])
+@pytest.mark.parametrize(
+    "bad",
+    ["1h", "PT", "P1H", "-PT1H", "", "PT1H junk", "PT" + "9" * 400 + "S", "P" + "9" * 20 + "D"],
+)
 def test_a_bad_duration_is_refused_as_a_bad_request(bad):
     with pytest.raises(ShareError) as refused:
         reset_target("duration", now_ms=NOW, duration=bad)
@@ -81,7 +86,7 @@ def test_a_target_lacking_its_value_is_refused(to, given, missing):
 def test_scope_is_a_topic_or_kafkas_topic_colon_partitions():
     assert parse_scope("orders") == ("orders", None)
     assert parse_scope("orders:2,0,2") == ("orders", [0, 2])
-    for bad in ("orders:", "orders:a", "orders:1:2", ":1", "orders:-1"):
+    for bad in ("orders:", "orders:a", "orders:1:2", ":1", "orders:-1", "orders:\u00b2"):
         with pytest.raises(ShareError):
             parse_scope(bad)
 
@@ -110,7 +115,7 @@ def test_csv_with_a_group_column_is_read_for_the_group_alone():
     assert "no reset plan for group 'g3'" in refused.value.message
 
 
-@pytest.mark.parametrize("bad", ["a,0", "a,x,5", "a,0,-1", "a,0,5\nb,1", ""])
+@pytest.mark.parametrize("bad", ["a,0", "a,x,5", "a,0,-1", "a,0,5\nb,1", "", "a,\u00b2,5"])
 def test_a_malformed_csv_names_the_line(bad):
     with pytest.raises(ShareError) as refused:
         parse_csv(bad, "g")
