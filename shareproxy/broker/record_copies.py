@@ -99,26 +99,31 @@ class CopyProducer:
             self._producer = None
 
     async def produce(self, topic: str, partition: int, copies: Sequence[Copy]) -> list[int]:
-        """Write the copies to one partition, in order; their offsets there."""
+        """Write the copies to one partition, in order; their offsets there. A copy too large
+        for a produce batch is refused before anything is sent; any failure of the producer
+        is a CopyError."""
         producer = await self.started()
-        sent: list[tuple[asyncio.Future[object], int]] = []
-        batch = producer.create_batch()
-        in_batch = 0
         for i, c in enumerate(copies):
-            if batch.append(key=c.key, value=c.value, timestamp=None, headers=c.headers) is None:
-                sent.append(
-                    (await producer.send_batch(batch, topic, partition=partition), in_batch)
-                )
-                batch, in_batch = producer.create_batch(), 0
+            alone = producer.create_batch()
+            if alone.append(key=c.key, value=c.value, timestamp=None, headers=c.headers) is None:
+                raise CopyError(f"record {i} is too large for one produce batch")
+        sent: list[tuple[asyncio.Future[object], int]] = []
+        try:
+            batch = producer.create_batch()
+            in_batch = 0
+            for c in copies:
                 if (
                     batch.append(key=c.key, value=c.value, timestamp=None, headers=c.headers)
                     is None
                 ):
-                    raise CopyError(f"record {i} is too large for one produce batch")
-            in_batch += 1
-        if batch.record_count():
-            sent.append((await producer.send_batch(batch, topic, partition=partition), in_batch))
-        try:
+                    future = await producer.send_batch(batch, topic, partition=partition)
+                    sent.append((future, in_batch))
+                    batch, in_batch = producer.create_batch(), 0
+                    batch.append(key=c.key, value=c.value, timestamp=None, headers=c.headers)
+                in_batch += 1
+            if batch.record_count():
+                future = await producer.send_batch(batch, topic, partition=partition)
+                sent.append((future, in_batch))
             done = await asyncio.gather(*(f for f, _ in sent))
         except Exception as exc:
             raise CopyError(f"producing to {topic!r} failed: {exc!r}") from exc

@@ -62,6 +62,9 @@ class RedriveOutcome:
     # each redriven range with the offsets its copies got, in order
     produced: list[tuple[Interval, list[int]]] = field(default_factory=list)
     gone: list[int] = field(default_factory=list)  # claimed, but no longer in the log
+    # a range whose produce began and did not answer: some copies may be written, so it stays
+    # marked (never produced twice) and the error names it
+    uncertain: Interval | None = None
 
 
 RedriveResult = Literal["dry run", "redriven", "already redriven"]
@@ -167,16 +170,24 @@ class ArchivedRecords:
             except Exception as exc:  # the cluster: nothing after the failure is produced
                 for later in outcomes[i:]:  # what was not produced may be redriven again
                     done = {interval for interval, _ in later.produced}
+                    if later.uncertain is not None:
+                        done.add(later.uncertain)
                     unproduced = [iv for iv in later.plan.redrive if iv not in done]
                     await self.archive_log.release_redrive(later.plan.selection.key, unproduced)
                     later.plan.redrive = sorted(done)
                 self._audit(principal, group_id, outcomes, dry_run=False, failed=str(exc))
                 if not isinstance(exc, CopyError):
                     raise  # the cluster out of reach: its own answer (503)
+                uncertain = (
+                    ""
+                    if o.uncertain is None
+                    else f" (offsets {o.uncertain[0]}-{o.uncertain[1]} may be partly written and "
+                    "stay marked redriven)"
+                )
                 raise ShareError(
                     ErrorCode.REQUEST_TIMED_OUT,
                     f"redriving to {o.topic}-{o.partition} failed; what was not produced "
-                    f"may be redriven again: {exc}",
+                    f"may be redriven again{uncertain}: {exc}",
                 ) from exc
 
     async def _produce(self, group_id: str, o: RedriveOutcome, settings: GroupSettings) -> None:
@@ -193,7 +204,9 @@ class ArchivedRecords:
                     continue
                 hs = redrive_headers(o.topic, o.partition, offset, group_id, now)
                 copies.append(Copy(original.key, original.value, [*original.headers, *hs]))
+            o.uncertain = (first, last)
             offsets = await self.producer.produce(o.topic, o.partition, copies) if copies else []
+            o.uncertain = None
             o.produced.append(((first, last), offsets))
 
     def _audit(
