@@ -83,7 +83,10 @@ class LocalPostgres:
         cmd = [str(self.bindir / args[0]), *args[1:]]
         if self._as_postgres:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=self.base)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=self.base)
+        except (OSError, subprocess.TimeoutExpired) as exc:  # runuser missing, a hung server
+            raise PostgresUnavailable(f"{args[0]} could not run: {exc}") from exc
         if proc.returncode != 0:
             log = self.base / "server.log"
             tail = log.read_text()[-3000:] if log.exists() else ""

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import MAX_INT32, MAX_INT64, GroupId, Strict, TopicName
+from shareproxy.admin.params import GroupId, Strict, TopicName
 from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.redrive import (
     ArchivedRecords,
@@ -23,6 +23,7 @@ from shareproxy.broker.redrive import (
 )
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import MAX_INT32, MAX_INT64
 from shareproxy.core.redrive import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 
 REDRIVE_MAX_SELECTIONS = 100  # selections in one redrive request
@@ -156,6 +157,7 @@ def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
                     problem=p.problem.message if p.problem else None,
                 )
                 for p in await admin.dead_letters(group_id)
+                if caller.allowed(Operation.DESCRIBE, ResourceType.TOPIC, p.topic, audit=False)
             ],
         )
 

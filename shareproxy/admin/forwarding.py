@@ -190,13 +190,16 @@ async def _listed_by(request: Request, node: NodeAddress) -> dict[str, Listed] |
             answer = await client.get(url, headers=headers)
         if answer.status_code != 200:
             raise ValueError(f"HTTP {answer.status_code}: {answer.text[:200]}")
-        return {
+        listed = {
             g["group_id"]: Listed(
                 g["state"], int(g.get("members") or 0), tuple(g.get("topics") or ())
             )
             for g in answer.json()
         }
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        if not all(isinstance(x.state, str) for x in listed.values()):
+            raise ValueError("a group's state is not text")
+        return listed
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, OverflowError) as exc:
         log.warning(
             "listing the groups of %s failed: %s; its groups are listed as stored",
             node.described,

@@ -4,10 +4,11 @@ not yet acknowledged, for `groups list`.
 State, members and subscribed topics are what the group's coordinator holds (``Listed``, asked
 of the other nodes by the admin API). The lag and the age come from what is durable or live for
 each share-partition (``partition_views.snapshot``) and one upstream Fetch per share-partition,
-all of them batched by broker: at the first offset not yet acknowledged, with a byte limit of 1,
-the broker answers the high watermark and the one batch holding that offset, whose timestamp
-is the age's source. Any node computes the same answer, so no share-partition's leader needs
-asking."""
+all of them batched by broker: at the first offset not yet acknowledged, with a byte limit of
+one batch header (Kafka gives only the first partition of a Fetch a whole batch past its
+limit), the broker answers the high watermark and the header of the batch holding that
+offset, whose timestamp is the age's source. Any node computes the same answer, so no
+share-partition's leader needs asking."""
 
 from __future__ import annotations
 
@@ -176,7 +177,7 @@ async def _batch_heads(
     heads: dict[tuple[str, int, int], Head] = {}
     for wanted in rounds:
         try:
-            fetched = await upstream.fetch(wanted, partition_max_bytes=1)
+            fetched = await upstream.fetch(wanted, partition_max_bytes=HEADER_BYTES)
         except UpstreamError:  # the upstream is out of reach: lag and age unknown
             continue
         for (topic, partition), offset in wanted.items():
