@@ -52,47 +52,39 @@ async def coordinator_answers(request: Request, admin: GroupAdmin, group_id: str
     node's answer when another live node coordinates the group. Called once the caller is
     authenticated and authorized here."""
     elsewhere = admin.coordinated_elsewhere(group_id)
-    if elsewhere is None:
-        return
-    if request.headers.get(FORWARDED_HEADER) is not None:
-        raise ShareError(
-            ErrorCode.NOT_COORDINATOR,
-            f"share group {group_id!r} is coordinated by {elsewhere.described}, and this call "
-            "was already passed on by another node that took this one for its coordinator: "
-            "the nodes' views of the live nodes differ for a moment (a node joined or left); "
-            "retry",
-        )
-    if not elsewhere.admin_url:
-        raise ShareError(
-            ErrorCode.NOT_COORDINATOR,
-            f"share group {group_id!r} is coordinated by {elsewhere.described}, which "
-            "advertises no admin API address to pass the call on to: call that node's admin "
-            "API, or give it --admin-advertised-url",
-        )
-    raise Answered(await _passed_on(request, elsewhere, elsewhere.admin_url))
+    if elsewhere is not None:
+        held = f"share group {group_id!r} is coordinated by {elsewhere.described}"
+        await _answered_there(request, elsewhere, ErrorCode.NOT_COORDINATOR, held, "coordinator")
 
 
 async def leader_answers(request: Request, admin: GroupAdmin, topic: str, partition: int) -> None:
     """As ``coordinator_answers``, for a call about one share-partition: its live records are
     held by the node leading the partition, which may not coordinate the group."""
     elsewhere = await admin.records.led_elsewhere(topic, partition)
-    if elsewhere is None:
-        return
+    if elsewhere is not None:
+        held = f"{topic}:{partition} is led by {elsewhere.described}"
+        await _answered_there(request, elsewhere, ErrorCode.NOT_LEADER_OR_FOLLOWER, held, "leader")
+
+
+async def _answered_there(
+    request: Request, node: NodeAddress, refusal: ErrorCode, held: str, role: str
+) -> None:
+    """Raise Answered with ``node``'s answer, or ``refusal`` where the call cannot go there:
+    it was passed on already (once at most), or the node has no admin API address."""
     if request.headers.get(FORWARDED_HEADER) is not None:
         raise ShareError(
-            ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            f"{topic}:{partition} is led by {elsewhere.described}, and this call was already "
-            "passed on by another node that took this one for its leader: the nodes' views of "
-            "the live nodes differ for a moment (a node joined or left); retry",
+            refusal,
+            f"{held}, and this call was already passed on by another node that took this one "
+            f"for its {role}: the nodes' views of the live nodes differ for a moment (a node "
+            "joined or left); retry",
         )
-    if not elsewhere.admin_url:
+    if not node.admin_url:
         raise ShareError(
-            ErrorCode.NOT_LEADER_OR_FOLLOWER,
-            f"{topic}:{partition} is led by {elsewhere.described}, which advertises no admin "
-            "API address to pass the call on to: call that node's admin API, or give it "
-            "--admin-advertised-url",
+            refusal,
+            f"{held}, which advertises no admin API address to pass the call on to: call that "
+            "node's admin API, or give it --admin-advertised-url",
         )
-    raise Answered(await _passed_on(request, elsewhere, elsewhere.admin_url))
+    raise Answered(await _passed_on(request, node, node.admin_url))
 
 
 async def on_every_peer(
