@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any, TypeVar
 
 import httpx
@@ -84,7 +85,15 @@ async def _answered_there(
             f"{held}, which advertises no admin API address to pass the call on to: call that "
             "node's admin API, or give it --admin-advertised-url",
         )
-    raise Answered(await _passed_on(request, node, node.admin_url))
+    answer = await _passed_on(request, node, node.admin_url)
+    if answer.status_code == HTTPStatus.MISDIRECTED_REQUEST:  # its NOT_COORDINATOR
+        # it takes another node for the holder: a moment while a node joins or leaves
+        raise ShareError(
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            f"{held}, which takes another node for its {role}: the nodes' views of the live "
+            "nodes differ for a moment (a node joined or left); retry",
+        )
+    raise Answered(answer)
 
 
 async def on_every_peer(
