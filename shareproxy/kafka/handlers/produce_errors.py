@@ -9,11 +9,14 @@ it (the partition of a topic created again). Either way the client refreshes its
 sends again, and its writes succeed once the topic exists.
 
 So a Produce partition answered UNKNOWN_SERVER_ERROR is looked at again: where its topic is now
-missing, or has another topic id than when the request was routed, the code becomes Kafka's.
-Any other UNKNOWN_SERVER_ERROR is passed on as it came."""
+missing, was unknown when the request was routed, or has another topic id than then, the code
+becomes Kafka's. The write may fail a moment before the deletion shows in the metadata, so the
+topic is looked at up to three times within a second. Any other UNKNOWN_SERVER_ERROR is passed on
+as it came."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -33,6 +36,7 @@ log.addFilter(RateLimit())
 
 _DELETED = "the topic was deleted: its metadata will name it once it exists again"
 _RECREATED = "the topic was deleted and created again: refresh the metadata"
+_LOOKS = (0.0, 0.2, 0.5)  # seconds before each look at the topic's metadata
 
 
 async def awaited(
@@ -60,16 +64,24 @@ async def retriable_if_deleted(
     }
     if not failed:
         return answer
+    codes: dict[str, tuple[int, str]] = {}
     with contextlib.suppress(UpstreamError):  # not known afresh: passed on as it came
-        await ctx.refresh_metadata(sorted(failed))
-        codes = {name: _code_now(ctx, name, routed.get(name)) for name in failed}
-        for name, code in codes.items():
-            if code is not None:
-                log.info("Produce to %s: the topic was deleted; answered %s", name, code[0])
-        return dataclasses.replace(
-            read, responses=tuple(_mapped(t, codes.get(t.name)) for t in read.responses)
-        )
-    return answer
+        for pause in _LOOKS:
+            await asyncio.sleep(pause)
+            pending = sorted(failed - codes.keys())
+            await ctx.refresh_metadata(pending)
+            for name in pending:
+                code = _code_now(ctx, name, routed.get(name))
+                if code is not None:
+                    codes[name] = code
+                    log.info("Produce to %s: the topic was deleted; answered %s", name, code[0])
+            if codes.keys() == failed:
+                break
+    if not codes:
+        return answer
+    return dataclasses.replace(
+        read, responses=tuple(_mapped(t, codes.get(t.name)) for t in read.responses)
+    )
 
 
 def _read(answer: RawResponse | KioEntity) -> Any:
@@ -88,7 +100,7 @@ def _code_now(ctx: RelayContext, name: str, routed: UUID | None) -> tuple[int, s
     info = ctx.topic(name)
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, _DELETED
-    if routed is not None and info.topic_id != routed:
+    if routed is None or info.topic_id != routed:  # unknown when routed, or another topic now
         return ErrorCode.NOT_LEADER_OR_FOLLOWER, _RECREATED
     return None  # the same topic as before: not a deletion
 
