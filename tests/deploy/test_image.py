@@ -22,6 +22,8 @@ import yaml
 from shareproxy import __version__
 from shareproxy.embedded import TansuBroker, free_port
 
+pytestmark = pytest.mark.long
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

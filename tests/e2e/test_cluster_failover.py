@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.support.cluster import LEASE_MS, led_by, led_partitions, owned, started, until_led
@@ -187,6 +188,7 @@ def test_a_node_killed_mid_run_costs_seconds_and_never_a_confirmed_record(cluste
     assert failover_s < LEASE_MS / 1000 + 15
 
 
+@pytest.mark.long
 def test_a_proxy_killed_and_restarted_at_once_serves_every_record_again(cluster, topic, produce):
     """One node under three explicit-ack consumers, SIGKILLed at 40% and started again at
     once, while its old lease is still live: the restarted node serves every record not yet
@@ -202,6 +204,7 @@ def test_a_proxy_killed_and_restarted_at_once_serves_every_record_again(cluster,
     run.check()
 
 
+@pytest.mark.long
 def test_a_rolling_restart_under_load_loses_nothing_and_redelivers_nothing_confirmed(
     cluster, topic, produce
 ):
@@ -216,6 +219,7 @@ def test_a_rolling_restart_under_load_loses_nothing_and_redelivers_nothing_confi
     run.check()
 
 
+@pytest.mark.long
 def test_a_node_cut_off_from_the_store_stops_serving_and_another_takes_over(
     cluster, topic, produce, postgres
 ):
@@ -275,6 +279,7 @@ def _accept_over_http(node: ProxyProcess, group: str, topic: str, tally: Tally) 
     return sum(1 for r in got["records"] if r["partition"] in ok)
 
 
+@pytest.mark.long
 def test_a_paused_leader_resumed_after_its_lease_passed_is_fenced(cluster, topic, produce):
     """Node 1 is paused (it still believes it leads its partitions); node 2 reaps its lease,
     claims those partitions and has records of them accepted over HTTP; node 1 resumes with

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from confluent_kafka.admin import AdminClient
 
 from shareproxy import exits
@@ -38,6 +39,7 @@ def _until(check, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.long
 def test_a_process_given_a_live_nodes_id_is_refused_unless_told_to_replace_it(broker, postgres):
     url = postgres.create_database("cluster_nodes", template="template_migrated")
     lease = {"node_lease_ms": 3000}
@@ -83,6 +85,7 @@ def test_a_process_given_a_live_nodes_id_is_refused_unless_told_to_replace_it(br
         assert "Traceback" not in p.log(), p.log_path
 
 
+@pytest.mark.long
 def test_nodes_given_auto_ids_lease_the_lowest_free_ones(broker, postgres):
     url = postgres.create_database("auto_ids", template="template_migrated")
     fixed = ProxyProcess(broker.bootstrap, url, node_id=1, node_lease_ms=3000)
@@ -117,6 +120,7 @@ def _free(port: int) -> bool:
     return True
 
 
+@pytest.mark.long
 def test_serve_nodes_runs_one_process_per_node_on_consecutive_ports(broker, postgres, tmp_path):
     url = postgres.create_database("serve_nodes", template="template_migrated")
     kafka, admin = _consecutive_free_ports(2), _consecutive_free_ports(2)

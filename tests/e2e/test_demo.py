@@ -6,6 +6,7 @@ import io
 import tempfile
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from shareproxy.demo import run_demo
@@ -91,6 +92,7 @@ def test_ctrl_c_stops_the_demo_within_seconds_with_one_line():
     assert _leftovers() <= before
 
 
+@pytest.mark.long
 def test_the_fleet_demo_kills_a_node_and_loses_no_record():
     """``shareproxy demo --nodes 3``: three real nodes on one real Postgres, one SIGKILLed
     mid-run; the others serve its partitions and the store holds every record acknowledged."""

@@ -58,6 +58,7 @@ RATE_WINDOW_S = 5
 
 
 @pytest.mark.timeout(TIMEOUT)
+@pytest.mark.long
 def test_fuzzed_frames_and_rest_calls_leave_the_proxy_up_and_a_consumer_whole(own_broker, postgres):
     from confluent_kafka.admin import AdminClient, NewTopic
 
