@@ -22,6 +22,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCRIPT = "<script>window.__xss=1</script>"
 IMAGE = "<img src=x onerror=window.__xss=1>"
 WAIT_MS = 30_000
+expect.set_options(timeout=WAIT_MS)
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +156,45 @@ def test_names_from_the_cluster_are_text(secure, browser, topic, produce):
     finally:
         for c in consumers:
             c.close()
+
+
+def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 4, partitions=1)
+    group = f"console-act-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 4)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        expect(page.locator('#partitions [data-state="Acquired"]')).to_have_count(1)
+        page.select_option("#records-partition", f"{t}:0")
+        page.fill("#records-first", "2")
+        page.select_option("#records-action", "reject")
+        page.get_by_role("button", name="Change records…").click()
+        dialog = page.locator("#confirm")
+        expect(dialog).to_contain_text("Now: 2\u20132: Acquired")
+        dialog.get_by_role("button", name="Reject").click()
+        expect(page.locator('#partitions [data-state="Archived"]')).to_have_attribute(
+            "data-first", "2"
+        )
+        rejected = page.locator("#archived tbody tr")
+        expect(rejected).to_have_count(1)
+        expect(rejected.locator("td").nth(2)).to_have_text("operator-rejected")
+
+        rejected.get_by_role("button", name=f"Redrive offsets 2\u20132 of {t}:0").click()
+        expect(dialog.locator(".redrive-plan")).to_have_text(
+            f"{t}:0: produce again 2; already redriven none"
+        )
+        dialog.get_by_role("button", name="Redrive").click()
+        expect(rejected.locator("td").nth(5)).not_to_have_text("\u2013")  # redriven at: a time
+
+        page.select_option("#config-name", "share.delivery.count.limit")
+        page.fill("#config-value", "7")
+        page.get_by_role("button", name="Change config…").click()
+        expect(dialog).to_contain_text("share.delivery.count.limit")
+        dialog.get_by_role("button", name="Change config").click()
+        limit = page.locator('#configs tr[data-key="share.delivery.count.limit"] td')
+        expect(limit).to_have_text(["share.delivery.count.limit", "7", "group"])
+        expect(page.locator("#problem")).to_be_hidden()
+        page.context.close()
+    finally:
+        consumer.close()

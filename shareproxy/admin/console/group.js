@@ -1,6 +1,10 @@
 // /ui/#/groups/{id}: members, each share-partition's in-flight records from SPSO to SPEO,
 // and the actions, each confirmed after its plan is shown.
 import { get, post, report, seg } from "./api.js";
+import { archivedSection } from "./archived.js";
+import { configSection } from "./configs.js";
+import { recordsForm } from "./records.js";
+import { deleteOffsetsForm, resetForm } from "./reset.js";
 import { confirmPlan } from "./confirm.js";
 import { clear, el, setText } from "./dom.js";
 import { LiveTable } from "./sortable.js";
@@ -93,54 +97,6 @@ function legend() {
   return el("p", { class: "legend" }, ...STATES.map((s) => el("span", {}, el("i", { class: `s-${s}` }), s)));
 }
 
-function resetForm(group, refresh) {
-  const to = el("select", { id: "reset-to", name: "to" },
-    ...["earliest", "latest", "offset", "shift", "datetime", "duration"].map((v) => el("option", { value: v }, v)));
-  const value = el("input", { id: "reset-value", name: "value", size: 22 });
-  const topics = el("input", { id: "reset-topics", name: "topics", size: 28, placeholder: "all, or: t1 t2:0,2" });
-  const submit = el("button", { type: "submit" }, "Plan reset…");
-  const form = el("form", { class: "reset", "aria-label": "Reset offsets" },
-    el("label", { for: "reset-to" }, "Reset to", to),
-    el("label", { for: "reset-value" }, "Value (offset, shift, ISO time or duration)", value),
-    el("label", { for: "reset-topics" }, "Topics", topics),
-    submit);
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const body = { to: to.value, dry_run: true };
-    const v = value.value.trim();
-    if (to.value === "offset") body.offset = Number(v);
-    if (to.value === "shift") body.shift = Number(v);
-    if (to.value === "datetime") body.datetime = v;
-    if (to.value === "duration") body.duration = v;
-    const named = topics.value.split(/[\s;]+/).filter(Boolean);
-    if (named.length) body.topics = named;
-    const path = `/v1/share-groups/${seg(group)}/offsets/reset`;
-    try {
-      const plan = await post(path, body);
-      report(null);
-      const rows = plan.partitions.map((s) =>
-        el("tr", {}, el("td", {}, `${s.topic}:${s.partition}`),
-          el("td", { class: "num" }, s.current_start_offset ?? "–"),
-          el("td", { class: "num" }, s.new_start_offset)));
-      const table = el("table", { id: "reset-plan" },
-        el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Share-partition"),
-          el("th", { scope: "col", class: "num" }, "Start offset now"),
-          el("th", { scope: "col", class: "num" }, "New start offset"))),
-        el("tbody", {}, ...rows));
-      confirmPlan("Reset offsets: the plan (dry run)",
-        [el("p", {}, "Nothing has changed yet. Confirm to move the start offsets as shown."), table],
-        "Reset offsets",
-        async () => {
-          await post(path, { ...body, dry_run: false });
-          await refresh();
-        });
-    } catch (error) {
-      report(error);
-    }
-  });
-  return form;
-}
-
 export function groupPage(main, group) {
   const state = el("span", { id: "group-state" });
   const epochs = el("span", { class: "muted" });
@@ -150,15 +106,23 @@ export function groupPage(main, group) {
   members.table.id = "members";
   partitions.table.id = "partitions";
   const lag = el("span", { id: "total-lag" });
+  let shown = [];
+  const configs = configSection(group, () => refresh());
+  const archived = archivedSection(group, () => refresh());
+  const changeRecords = recordsForm(group, () => shown, () => refresh());
+  const deleteOffsets = deleteOffsetsForm(group, () => shown, () => refresh());
   main.append(
     el("p", {}, el("a", { href: "#/" }, "← Share groups")),
     el("h1", {}, "Share group ", el("code", { id: "group-id" }, group)),
     el("p", {}, "State: ", state, " · total lag: ", lag, " · ", epochs),
     el("h2", {}, "Members"), members.table,
     el("h2", {}, "Share-partitions"), legend(), partitions.table,
+    el("h2", {}, "Change records"), changeRecords,
     el("h2", {}, "Reset offsets"),
     el("p", { class: "muted" }, "The group must have no members. The plan is shown before anything changes."),
     resetForm(group, () => refresh()),
+    el("h2", {}, "Delete offsets"), deleteOffsets,
+    ...configs.section, ...archived.section,
   );
   refresh = async () => {
     const base = `/v1/share-groups/${seg(group)}`;
@@ -172,7 +136,11 @@ export function groupPage(main, group) {
       const page = await get(`${base}/partitions/${seg(p.topic)}/${p.partition}/records?limit=1000`);
       return { ...p, start_offset: page.start_offset, end_offset: page.end_offset, ranges: page.records };
     }));
+    shown = rows;
     partitions.update(rows);
+    changeRecords.refill();
+    deleteOffsets.refill();
+    await Promise.all([configs.load(), archived.load().catch(report)]);
   };
   return refresh;
 }
