@@ -75,6 +75,13 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
     expect(row).to_have_count(1)
     expect(row.locator("td").nth(2)).to_have_text("1")  # members
     expect(row.locator("td").nth(3)).to_have_text(t)
+    expect(row.locator("td").nth(4)).to_have_text("10")  # lag: acquired, not acknowledged
+    sort = page.get_by_role("button", name="Lag", exact=True)
+    sort.focus()
+    page.keyboard.press("Enter")  # the header buttons sort from the keyboard too
+    expect(page.locator("#groups th").nth(4)).to_have_attribute("aria-sort", "ascending")
+    page.keyboard.press("Space")
+    expect(page.locator("#groups th").nth(4)).to_have_attribute("aria-sort", "descending")
 
     row.get_by_role("link").click()
     expect(page.locator("#members tbody tr")).to_have_count(1)

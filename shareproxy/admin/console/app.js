@@ -10,9 +10,13 @@ let timer = null;
 let generation = 0;
 
 function route() {
-  const hash = decodeURIComponent(location.hash.replace(/^#/, "")) || "/";
-  const match = /^\/groups\/(.+)$/.exec(hash);
-  return match ? { page: "group", group: match[1] } : { page: "overview" };
+  const match = /^#\/groups\/(.+)$/.exec(location.hash);
+  if (!match) return { page: "overview" };
+  try {
+    return { page: "group", group: decodeURIComponent(match[1]) };
+  } catch {
+    return { page: "group", group: match[1] }; // not percent-encoded: taken as written
+  }
 }
 
 async function show() {
