@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from shareproxy import __version__, metrics
 from shareproxy.admin import (
     archived_api,
+    console,
     errors,
     groups_api,
     inflight_api,
@@ -56,6 +57,7 @@ def create_app(
         if consumers is not None:
             app.include_router(records_api.router(consumers, admin))
         app.include_router(security_api.router(security))
+        console.install(app)
     return app
 
 

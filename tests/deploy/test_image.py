@@ -135,6 +135,8 @@ def test_the_wheel_carries_migrations_jobs_and_types_and_nothing_of_the_demo(ins
     assert package.is_relative_to(installed), where.stdout + where.stderr
     assert (package / "py.typed").is_file()
     assert {p.name for p in (package / "_spark").glob("*.py")} >= {"reconcile.py", "report.py"}
+    console = {p.name for p in (package / "admin" / "console").iterdir()}
+    assert console >= {"index.html", "console.css", "app.js", "api.js", "dom.js"}, console
     version = in_venv(installed, str(installed / "bin" / "shareproxy"), "--version", cwd=outside)
     assert version.stdout.strip() == __version__, version.stderr
     migrated = in_venv(
@@ -183,6 +185,10 @@ def test_the_compose_services_command_serves_from_the_wheel(installed, postgres,
                     pass
                 time.sleep(0.2)
             assert ready is not None and ready.status_code == 200, tmp_path / "proxy.log"
+            page = httpx.get(f"http://127.0.0.1:{admin}/ui/", timeout=5)  # the web console
+            script = httpx.get(f"http://127.0.0.1:{admin}/ui/assets/app.js", timeout=5)
+            assert page.status_code == 200 and "/ui/assets/app.js" in page.text, page.text
+            assert script.status_code == 200 and "javascript" in script.headers["content-type"]
             proc.send_signal(signal.SIGTERM)  # exec: the signal reaches the server itself
             assert proc.wait(20) == 0
         finally:

@@ -1,0 +1,42 @@
+"""The web console at /ui: static HTML, CSS and JavaScript modules (no build step, nothing
+from the internet) whose pages call only the REST API, so a principal sees and changes exactly
+what the API lets it. The page itself asks for the same credentials as the API: with
+authentication on, the 401 and its Basic challenge make the browser ask for a user and password
+once and send them with the page's calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from shareproxy.admin.auth import CallerDep
+
+ASSETS = Path(__file__).with_name("console")
+PREFIX = "/ui"
+# the page loads only its own files; inline script and event handlers never run, whatever a
+# name from the cluster holds (the pages also write such names as text only)
+POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def install(app: FastAPI) -> None:
+    """/ui (and /ui/ with any route after the #) the page; /ui/assets/… its files."""
+
+    async def index(caller: CallerDep) -> FileResponse:
+        del caller  # asked for its check: a 401 with the Basic challenge without credentials
+        return FileResponse(ASSETS / "index.html", media_type="text/html", headers=HEADERS)
+
+    app.add_api_route(PREFIX, index, methods=["GET"], include_in_schema=False)
+    app.add_api_route(f"{PREFIX}/", index, methods=["GET"], include_in_schema=False)
+    app.mount(f"{PREFIX}/assets", StaticFiles(directory=ASSETS), name="console")

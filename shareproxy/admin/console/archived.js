@@ -1,0 +1,55 @@
+// Archived records (rejected, or at the delivery limit) from the archive log, each range
+// redriven to its source topic after the dry run's plan is shown.
+import { get, post, seg } from "./api.js";
+import { confirmPlan } from "./confirm.js";
+import { el, setText } from "./dom.js";
+import { LiveTable } from "./sortable.js";
+
+const ranges = (list) => list.map(([a, b]) => (a === b ? `${a}` : `${a}–${b}`)).join(", ") || "none";
+
+export function archivedSection(group, afterChange) {
+  const base = `/v1/share-groups/${seg(group)}/archived`;
+  const dead = el("p", { id: "dead-letter-topic" });
+  const table = new LiveTable(
+    [
+      { key: "tp", label: "Share-partition", width: "16%", value: (a) => `${a.topic ?? a.topic_id}:${a.partition}` },
+      { key: "offsets", label: "Offsets", width: "12%", value: (a) => `${a.first_offset}–${a.last_offset}` },
+      { key: "reason", label: "Reason", width: "13%", value: (a) => a.reason },
+      { key: "count", label: "Deliveries", width: "10%", numeric: true, value: (a) => a.delivery_count },
+      { key: "at", label: "Archived at", width: "19%", value: (a) => a.archived_at },
+      { key: "redriven", label: "Redriven at", width: "19%", value: (a) => a.redriven_at },
+      {
+        key: "act", label: "Redrive", width: "11%", value: () => "",
+        render(cell, a) {
+          if (cell.firstChild || a.topic === null) return;
+          const button = el("button", { type: "button" }, "Redrive…");
+          button.setAttribute("aria-label", `Redrive offsets ${a.first_offset}–${a.last_offset} of ${a.topic}:${a.partition}`);
+          button.addEventListener("click", async () => {
+            const body = { records: [{ topic: a.topic, partition: a.partition, first_offset: a.first_offset, last_offset: a.last_offset }] };
+            const plan = await post(`${base}/redrive`, { ...body, dry_run: true });
+            confirmPlan("Redrive archived records: the plan (dry run)",
+              plan.partitions.map((p) => el("p", { class: "redrive-plan" },
+                `${p.topic}:${p.partition}: produce again ${ranges(p.redrive)}; already redriven ${ranges(p.already_redriven)}`)),
+              "Redrive",
+              async () => {
+                await post(`${base}/redrive`, { ...body, dry_run: false });
+                await afterChange();
+              });
+          });
+          cell.append(button);
+        },
+      },
+    ],
+    (a) => `${a.topic_id}:${a.partition}:${a.first_offset}`,
+    "Archived records (the archive log), newest pages first as the API lists them.",
+  );
+  table.table.id = "archived";
+  const load = async () => {
+    const answer = await get(`${base}?limit=100`);
+    setText(dead, answer.dead_letter_topic
+      ? `Dead-letter topic: ${answer.dead_letter_topic}; waiting on this node: ${answer.dead_letters_waiting.map((w) => `${w.topic}:${w.partition} ${w.waiting}${w.problem ? ` (${w.problem})` : ""}`).join(", ") || "none"}`
+      : "No dead-letter topic.");
+    table.update(answer.archived);
+  };
+  return { section: [el("h2", {}, "Archived records"), dead, table.table], load };
+}

@@ -1,0 +1,146 @@
+// /ui/#/groups/{id}: members, each share-partition's in-flight records from SPSO to SPEO,
+// and the actions, each confirmed after its plan is shown.
+import { get, post, report, seg } from "./api.js";
+import { archivedSection } from "./archived.js";
+import { configSection } from "./configs.js";
+import { recordsForm } from "./records.js";
+import { deleteOffsetsForm, resetForm } from "./reset.js";
+import { confirmPlan } from "./confirm.js";
+import { clear, el, setText } from "./dom.js";
+import { LiveTable } from "./sortable.js";
+
+const STATES = ["Available", "Acquired", "Acknowledged", "Archiving", "Archived"];
+
+function bar(cell, p) {
+  let box = cell.firstChild;
+  if (!box) {
+    box = el("div", { class: "bar", role: "img" });
+    cell.append(box);
+  }
+  const start = p.start_offset;
+  const end = p.end_offset;
+  box.setAttribute("aria-label", `offsets ${start ?? "–"} to ${end ?? "–"} (exclusive)`);
+  box.setAttribute("data-spso", start ?? "");
+  box.setAttribute("data-speo", end ?? "");
+  clear(box);
+  const span = start === null || end === null ? 0 : end - start;
+  for (const r of p.ranges || []) {
+    if (span <= 0) break;
+    const count = r.last_offset - r.first_offset + 1;
+    const lock = r.lock_expires_at ? `, lock ends ${r.lock_expires_at}` : "";
+    const member = r.member_id ? `, member ${r.member_id}` : "";
+    const piece = el("span", {
+      class: `s-${r.state}`,
+      "data-state": r.state,
+      "data-first": r.first_offset,
+      "data-last": r.last_offset,
+      title: `${r.first_offset}–${r.last_offset}: ${r.state}, delivery count ${r.delivery_count}${member}${lock}`,
+    });
+    piece.style.width = `${(100 * count) / span}%`;
+    box.append(piece);
+  }
+}
+
+function membersTable(group, refresh) {
+  return new LiveTable(
+    [
+      { key: "member", label: "Member id", width: "22%", value: (m) => m.member_id },
+      { key: "client", label: "Client id", width: "18%", value: (m) => m.client_id },
+      { key: "host", label: "Host", width: "14%", value: (m) => m.host },
+      {
+        key: "assignment", label: "Assignment", width: "26%",
+        value: (m) => Object.entries(m.assignment).map(([t, ps]) => `${t}: ${ps.join(",")}`).join("; "),
+      },
+      { key: "epoch", label: "Epoch", width: "8%", numeric: true, value: (m) => m.member_epoch },
+      {
+        key: "act", label: "Locks", width: "12%", value: () => "",
+        render(cell, m) {
+          if (cell.firstChild) return;
+          const button = el("button", { type: "button" }, "Release…");
+          button.setAttribute("aria-label", `Release the locks of member ${m.member_id}`);
+          button.addEventListener("click", () =>
+            confirmPlan(
+              "Release a member's locks",
+              [el("p", {}, "Every record member ", el("code", {}, m.member_id),
+                " holds becomes Available again (delivery counts kept). The member stays.")],
+              "Release locks",
+              async () => {
+                await post(`/v1/share-groups/${seg(group)}/members/${seg(m.member_id)}/release`, {});
+                await refresh();
+              },
+            ));
+          cell.append(button);
+        },
+      },
+    ],
+    (m) => m.member_id,
+    "Members, as the group's coordinator holds them.",
+  );
+}
+
+function partitionsTable() {
+  return new LiveTable(
+    [
+      { key: "tp", label: "Share-partition", width: "20%", value: (p) => `${p.topic}:${p.partition}` },
+      { key: "spso", label: "SPSO", width: "9%", numeric: true, value: (p) => p.start_offset },
+      { key: "speo", label: "SPEO", width: "9%", numeric: true, value: (p) => p.end_offset },
+      { key: "hw", label: "High watermark", width: "13%", numeric: true, value: (p) => p.high_watermark },
+      { key: "lag", label: "Lag", width: "8%", numeric: true, value: (p) => p.lag },
+      { key: "bar", label: "In flight (SPSO → SPEO)", width: "41%", value: (p) => p.start_offset, render: bar },
+    ],
+    (p) => `${p.topic}:${p.partition}`,
+    "Share-partitions: hover a range for its offsets, state and delivery count.",
+  );
+}
+
+function legend() {
+  return el("p", { class: "legend" }, ...STATES.map((s) => el("span", {}, el("i", { class: `s-${s}` }), s)));
+}
+
+export function groupPage(main, group) {
+  const state = el("span", { id: "group-state" });
+  const epochs = el("span", { class: "muted" });
+  let refresh = async () => {};
+  const members = membersTable(group, () => refresh());
+  const partitions = partitionsTable();
+  members.table.id = "members";
+  partitions.table.id = "partitions";
+  const lag = el("span", { id: "total-lag" });
+  let shown = [];
+  const configs = configSection(group, () => refresh());
+  const archived = archivedSection(group, () => refresh());
+  const changeRecords = recordsForm(group, () => shown, () => refresh());
+  const deleteOffsets = deleteOffsetsForm(group, () => shown, () => refresh());
+  main.append(
+    el("p", {}, el("a", { href: "#/" }, "← Share groups")),
+    el("h1", {}, "Share group ", el("code", { id: "group-id" }, group)),
+    el("p", {}, "State: ", state, " · total lag: ", lag, " · ", epochs),
+    el("h2", {}, "Members"), members.table,
+    el("h2", {}, "Share-partitions"), legend(), partitions.table,
+    el("h2", {}, "Change records"), changeRecords,
+    el("h2", {}, "Reset offsets"),
+    el("p", { class: "muted" }, "The group must have no members. The plan is shown before anything changes."),
+    resetForm(group, () => refresh()),
+    el("h2", {}, "Delete offsets"), deleteOffsets,
+    ...configs.section, ...archived.section,
+  );
+  refresh = async () => {
+    const base = `/v1/share-groups/${seg(group)}`;
+    const [detail, offsets] = await Promise.all([get(base), get(`${base}/offsets`)]);
+    setText(state, detail.state);
+    setText(epochs, `group epoch ${detail.group_epoch}, assignment epoch ${detail.assignment_epoch}`);
+    setText(lag, offsets.total_lag);
+    members.update(detail.members);
+    const rows = await Promise.all(offsets.partitions.map(async (p) => {
+      if (p.start_offset === null) return { ...p, ranges: [] };
+      const page = await get(`${base}/partitions/${seg(p.topic)}/${p.partition}/records?limit=1000`);
+      return { ...p, start_offset: page.start_offset, end_offset: page.end_offset, ranges: page.records };
+    }));
+    shown = rows;
+    partitions.update(rows);
+    changeRecords.refill();
+    deleteOffsets.refill();
+    await Promise.all([configs.load(), archived.load().catch(report)]);
+  };
+  return refresh;
+}

@@ -1,0 +1,207 @@
+"""The web console at /ui, in a real Chromium (Debian's, driven by Playwright) against a proxy
+with SASL and ACLs on, a real broker, real Postgres and librdkafka ShareConsumers: the overview
+lists the groups, a group page shows records Acquired while a consumer holds them and
+acknowledged after it commits, a reset planned and confirmed on the page is what the next
+consumer receives, a principal sees only the groups it may describe, and names from the cluster
+are shown as text, never run."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+
+from tests.support.consumers import poll_until
+from tests.support.secure import PASSWORDS, Secure
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SCRIPT = "<script>window.__xss=1</script>"
+IMAGE = "<img src=x onerror=window.__xss=1>"
+WAIT_MS = 30_000
+expect.set_options(timeout=WAIT_MS)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Chromium for the module (starting one is most of a test's time)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("the console tests need Chromium: apt-get install chromium")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def page_as(browser: Browser, secure: Secure, user: str, path: str = "/ui/") -> Page:
+    context = browser.new_context(
+        base_url=secure.proxy.admin_url,
+        http_credentials={"username": user, "password": PASSWORDS[user]},
+        viewport={"width": 1366, "height": 768},
+    )
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.goto(path)
+    expect(page.locator("main[data-loaded=true]")).to_be_visible()
+    return page
+
+
+def joined(secure: Secure, group: str, topic: str, want: int, **extra) -> object:
+    """A consumer of ``group`` holding ``want`` records (polled, not acknowledged)."""
+    consumer = secure.consumer("admin", group, **extra)
+    consumer.subscribe([topic])
+    assert len(poll_until(consumer, want, 30)) == want
+    return consumer
+
+
+def group_row(page: Page, group: str) -> Locator:
+    return page.locator("#groups tbody tr").filter(
+        has=page.get_by_role("link", name=group, exact=True)
+    )
+
+
+def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 10, partitions=1)
+    group = f"console-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 10)
+    page = page_as(browser, secure, "admin")
+    row = group_row(page, group)
+    expect(row).to_have_count(1)
+    expect(row.locator("td").nth(2)).to_have_text("1")  # members
+    expect(row.locator("td").nth(3)).to_have_text(t)
+    expect(row.locator("td").nth(4)).to_have_text("10")  # lag: acquired, not acknowledged
+    sort = page.get_by_role("button", name="Lag", exact=True)
+    sort.focus()
+    page.keyboard.press("Enter")  # the header buttons sort from the keyboard too
+    expect(page.locator("#groups th").nth(4)).to_have_attribute("aria-sort", "ascending")
+    page.keyboard.press("Space")
+    expect(page.locator("#groups th").nth(4)).to_have_attribute("aria-sort", "descending")
+
+    row.get_by_role("link").click()
+    expect(page.locator("#members tbody tr")).to_have_count(1)
+    acquired = page.locator('#partitions [data-state="Acquired"]')
+    expect(acquired).to_have_count(1)
+    assert "delivery count 1" in (acquired.get_attribute("title") or "")
+    assert acquired.get_attribute("data-first") == "0"
+    assert acquired.get_attribute("data-last") == "9"
+
+    consumer.commit_sync()  # implicit mode: acknowledges what the poll returned
+    expect(page.locator('#partitions [data-state="Acquired"]')).to_have_count(0)
+    expect(page.locator("#partitions .bar")).to_have_attribute("data-spso", "10")
+    consumer.close()
+    expect(page.locator("#members tbody tr")).to_have_count(0)
+
+    page.select_option("#reset-to", "offset")
+    page.fill("#reset-value", "4")
+    page.get_by_role("button", name="Plan reset…").click()
+    dialog = page.locator("#confirm")
+    expect(dialog).to_be_visible()
+    plan = dialog.locator("#reset-plan tbody tr td")
+    expect(plan).to_have_text([f"{t}:0", "10", "4"])
+    dialog.get_by_role("button", name="Reset offsets").click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#partitions .bar")).to_have_attribute("data-spso", "4")
+    expect(page.locator("#problem")).to_be_hidden()
+
+    again = joined(secure, group, t, 6)
+    try:
+        assert not poll_until(again, 1, 2)  # nothing more: the reset moved the start to 4
+    finally:
+        again.close()
+    page.context.close()
+
+
+def test_a_user_sees_only_the_groups_it_may_describe(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 2, partitions=1)
+    tag = uuid.uuid4().hex[:6]
+    seen, hidden = f"seen-{tag}", f"hidden-{tag}"
+    consumers = [joined(secure, g, t, 2) for g in (seen, hidden)]
+    try:
+        secure.acl("User:alice", "GROUP", seen, "DESCRIBE")
+        with secure.http(user=None) as anonymous:  # the challenge that makes a browser ask
+            for path in ("/ui/", "/v1/share-groups"):
+                answer = anonymous.get(path)
+                assert answer.status_code == 401, answer.text
+                assert answer.headers["www-authenticate"].startswith('Basic realm="shareproxy"')
+        admin = page_as(browser, secure, "admin")
+        expect(group_row(admin, hidden)).to_have_count(1)
+        alice = page_as(browser, secure, "alice")
+        expect(group_row(alice, seen)).to_have_count(1)
+        expect(group_row(alice, hidden)).to_have_count(0)
+        alice.goto(f"/ui/#/groups/{hidden}")
+        expect(alice.locator("#problem")).to_contain_text("GROUP_AUTHORIZATION_FAILED")
+        alice.context.close()
+        admin.context.close()
+    finally:
+        for c in consumers:
+            c.close()
+
+
+def test_names_from_the_cluster_are_text(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 2, partitions=1)
+    tag = uuid.uuid4().hex[:4]
+    shown = [f"{SCRIPT}{tag}", f"{IMAGE}{tag}"]
+    consumers = [joined(secure, g, t, 2, **{"client.id": IMAGE}) for g in shown]
+    try:
+        page = page_as(browser, secure, "admin")
+        for g in shown:
+            expect(group_row(page, g)).to_have_count(1)
+        page.get_by_role("link", name=shown[1], exact=True).click()
+        expect(page.locator("#group-id")).to_have_text(shown[1])
+        expect(page.locator("#members tbody tr td").nth(1)).to_have_text(IMAGE)
+        assert page.locator("main img, main script").count() == 0
+        assert page.evaluate("() => window.__xss") is None
+        page.context.close()
+    finally:
+        for c in consumers:
+            c.close()
+
+
+def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 4, partitions=1)
+    group = f"console-act-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 4)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        expect(page.locator('#partitions [data-state="Acquired"]')).to_have_count(1)
+        page.select_option("#records-partition", f"{t}:0")
+        page.fill("#records-first", "2")
+        page.select_option("#records-action", "reject")
+        page.get_by_role("button", name="Change records…").click()
+        dialog = page.locator("#confirm")
+        expect(dialog).to_contain_text("Now: 2\u20132: Acquired")
+        dialog.get_by_role("button", name="Reject").click()
+        expect(page.locator('#partitions [data-state="Archived"]')).to_have_attribute(
+            "data-first", "2"
+        )
+        rejected = page.locator("#archived tbody tr")
+        expect(rejected).to_have_count(1)
+        expect(rejected.locator("td").nth(2)).to_have_text("operator-rejected")
+
+        rejected.get_by_role("button", name=f"Redrive offsets 2\u20132 of {t}:0").click()
+        expect(dialog.locator(".redrive-plan")).to_have_text(
+            f"{t}:0: produce again 2; already redriven none"
+        )
+        dialog.get_by_role("button", name="Redrive").click()
+        expect(rejected.locator("td").nth(5)).not_to_have_text("\u2013")  # redriven at: a time
+
+        page.select_option("#config-name", "share.delivery.count.limit")
+        page.fill("#config-value", "7")
+        page.get_by_role("button", name="Change config…").click()
+        expect(dialog).to_contain_text("share.delivery.count.limit")
+        dialog.get_by_role("button", name="Change config").click()
+        limit = page.locator('#configs tr[data-key="share.delivery.count.limit"] td')
+        expect(limit).to_have_text(["share.delivery.count.limit", "7", "group"])
+        expect(page.locator("#problem")).to_be_hidden()
+        page.context.close()
+    finally:
+        consumer.close()
