@@ -85,7 +85,7 @@ async def _answered_there(
             f"{held}, which advertises no admin API address to pass the call on to: call that "
             "node's admin API, or give it --admin-advertised-url",
         )
-    answer = await _passed_on(request, node, node.admin_url)
+    answer = await call_on(request, node, node.admin_url)
     if answer.status_code == HTTPStatus.MISDIRECTED_REQUEST:  # its NOT_COORDINATOR
         # it takes another node for the holder: a moment while a node joins or leaves
         raise ShareError(
@@ -107,7 +107,7 @@ async def on_every_peer(
         return [], []
     peers = [p for p in admin.peers() if p.admin_url]
     answers = await asyncio.gather(
-        *(_passed_on(request, p, p.admin_url or "") for p in peers), return_exceptions=True
+        *(call_on(request, p, p.admin_url or "") for p in peers), return_exceptions=True
     )
     got: list[T] = []
     missed = [f"{p.described}: no admin API address" for p in admin.peers() if not p.admin_url]
@@ -125,7 +125,7 @@ async def on_every_peer(
     return got, missed
 
 
-async def _passed_on(
+async def call_on(
     request: Request,
     node: NodeAddress,
     admin_url: str,

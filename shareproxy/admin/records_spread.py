@@ -16,7 +16,7 @@ from fastapi import Request
 from shareproxy.admin.forwarding import (
     CONNECT_TIMEOUT_S,
     CoordinatorUnreachable,
-    _passed_on,
+    call_on,
     passed_on,
 )
 from shareproxy.broker.nodes import NodeAddress
@@ -66,7 +66,7 @@ async def answer_of(
     if not node.admin_url:
         return f"{node.described}: no admin API address"
     try:
-        answer = await _passed_on(
+        answer = await call_on(
             request,
             node,
             node.admin_url,
