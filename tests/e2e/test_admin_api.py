@@ -53,6 +53,9 @@ def test_list_describe_and_lag_falling_to_zero(proxy, topic, produce):
             assert member["subscriptions"] == [t]
             assert member["assignment"] == {t: [0, 1, 2]}
             assert member["host"] == "127.0.0.1"
+            heard = datetime.fromisoformat(member["last_heartbeat"])
+            assert abs(datetime.now(UTC) - heard) < timedelta(seconds=30)
+            assert 0 <= member["last_heartbeat_age_seconds"] < 30
             lag_before = http.get(f"/v1/share-groups/{group}/offsets").json()["total_lag"]
             assert 0 < lag_before <= 300
             got = len(first) + len(accept_all(c, 300 - len(first)))
@@ -67,6 +70,8 @@ def test_list_describe_and_lag_falling_to_zero(proxy, topic, produce):
             assert all(x["high_watermark"] == 100 for x in offsets["partitions"])
         described = json.loads(cli(p, "describe", group, "--output", "json").stdout)
         assert described["members"][0]["member_id"] == member["member_id"]
+        shown = cli(p, "describe", group)
+        assert shown.returncode == 0 and " s ago" in shown.stdout, shown.stdout
         table = cli(p, "offsets", group)
         assert table.returncode == 0 and "total lag: 0" in table.stdout
     finally:

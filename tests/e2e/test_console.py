@@ -7,6 +7,7 @@ are shown as text, never run."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -85,6 +86,8 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
 
     row.get_by_role("link").click()
     expect(page.locator("#members tbody tr")).to_have_count(1)
+    heartbeat = page.locator("#members tbody tr td").nth(5)  # the consumer heartbeats
+    expect(heartbeat).to_have_text(re.compile(r"^\d+\.\d s ago$"))
     acquired = page.locator('#partitions [data-state="Acquired"]')
     expect(acquired).to_have_count(1)
     assert "delivery count 1" in (acquired.get_attribute("title") or "")

@@ -6,7 +6,7 @@ import { configSection } from "./configs.js";
 import { recordsForm } from "./records.js";
 import { deleteOffsetsForm, resetForm } from "./reset.js";
 import { confirmPlan } from "./confirm.js";
-import { clear, el, setText } from "./dom.js";
+import { age, clear, el, setText } from "./dom.js";
 import { LiveTable } from "./sortable.js";
 
 const STATES = ["Available", "Acquired", "Acknowledged", "Archiving", "Archived"];
@@ -44,14 +44,22 @@ function bar(cell, p) {
 function membersTable(group, refresh) {
   return new LiveTable(
     [
-      { key: "member", label: "Member id", width: "22%", value: (m) => m.member_id },
-      { key: "client", label: "Client id", width: "18%", value: (m) => m.client_id },
-      { key: "host", label: "Host", width: "14%", value: (m) => m.host },
+      { key: "member", label: "Member id", width: "20%", value: (m) => m.member_id },
+      { key: "client", label: "Client id", width: "16%", value: (m) => m.client_id },
+      { key: "host", label: "Host", width: "12%", value: (m) => m.host },
       {
-        key: "assignment", label: "Assignment", width: "26%",
+        key: "assignment", label: "Assignment", width: "22%",
         value: (m) => Object.entries(m.assignment).map(([t, ps]) => `${t}: ${ps.join(",")}`).join("; "),
       },
-      { key: "epoch", label: "Epoch", width: "8%", numeric: true, value: (m) => m.member_epoch },
+      { key: "epoch", label: "Epoch", width: "7%", numeric: true, value: (m) => m.member_epoch },
+      {
+        key: "heartbeat", label: "Last heartbeat", width: "11%", numeric: true,
+        value: (m) => m.last_heartbeat_age_seconds,
+        render(cell, m) {
+          cell.setAttribute("title", m.last_heartbeat);
+          setText(cell, `${age(m.last_heartbeat_age_seconds)} ago`);
+        },
+      },
       {
         key: "act", label: "Locks", width: "12%", value: () => "",
         render(cell, m) {
