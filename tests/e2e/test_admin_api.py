@@ -343,3 +343,29 @@ def test_invalid_input_gets_clear_errors_and_changes_nothing(proxy, topic, produ
     deleted = cli(p, "delete", group)
     assert deleted.returncode == 0, deleted.stderr
     assert cli(p, "describe", group).returncode == 1
+
+
+def test_nodes_lists_this_node_with_what_it_serves(proxy, topic, produce):
+    p = proxy()
+    t = topic(2)
+    produce(t, 4, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = share_consumer(p, group)
+    c.subscribe([t])
+    try:
+        assert poll_until(c, 1, 30)
+        with api(p) as http:
+            answer = http.get("/v1/nodes")
+            assert answer.status_code == 200, answer.text
+            listed = answer.json()
+        assert listed["unreached"] == []
+        (node,) = listed["nodes"]
+        assert node["node_id"] == listed["node_id"]
+        assert node["lease_live"] is True
+        assert node["admin_url"].endswith(f":{p.admin_port}")
+        assert list(node["listeners"].values()) == [p.bootstrap]
+        assert datetime.fromisoformat(node["lease_expires_at"]) > datetime.now(UTC)
+        assert node["groups_coordinated"] >= 1  # the group above, and any others stored
+        assert node["share_partitions_led"] >= 2  # its two share-partitions, loaded here
+    finally:
+        c.close()

@@ -77,6 +77,12 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
     expect(row.locator("td").nth(2)).to_have_text("1")  # members
     expect(row.locator("td").nth(3)).to_have_text(t)
     expect(row.locator("td").nth(4)).to_have_text("10")  # lag: acquired, not acknowledged
+    node = page.locator("#nodes tbody tr")
+    expect(node).to_have_count(1)  # one proxy node, answering, coordinating the group
+    expect(node.locator("td")).to_have_text(
+        [re.compile(r"^\d+ \(this\)$"), re.compile("SASL_PLAINTEXT://127.0.0.1:"),
+         re.compile("^http://"), "live", re.compile(r"^[1-9]\d*$"), re.compile(r"^[1-9]\d*$")]
+    )  # fmt: skip
     sort = page.get_by_role("button", name="Lag", exact=True)
     sort.focus()
     page.keyboard.press("Enter")  # the header buttons sort from the keyboard too
