@@ -15,6 +15,7 @@ from shareproxy.admin import (
     archived_api,
     console,
     errors,
+    group_stats_api,
     groups_api,
     inflight_api,
     nodes_api,
@@ -54,6 +55,7 @@ def create_app(
     if admin is not None and security is not None:
         app.state.auth = AdminAuth(security)
         app.include_router(groups_api.router(admin))
+        app.include_router(group_stats_api.router(admin))
         app.include_router(inflight_api.router(admin))
         if archived is not None:
             app.include_router(archived_api.router(archived, admin))

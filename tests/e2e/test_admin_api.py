@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
+from confluent_kafka import AcknowledgeType
 
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
 
@@ -369,3 +370,42 @@ def test_nodes_lists_this_node_with_what_it_serves(proxy, topic, produce):
         assert node["share_partitions_led"] >= 2  # its two share-partitions, loaded here
     finally:
         c.close()
+
+
+def test_group_stats_count_deliveries_redeliveries_timeouts_and_archived(proxy, topic, produce):
+    p = proxy()
+    t = topic(1)
+    produce(t, 6, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with api(p) as http:
+        assert http.get(f"/v1/share-groups/{group}/stats").status_code == 404
+        http.put(
+            f"/v1/share-groups/{group}/config",
+            json={"configs": {"share.record.lock.duration.ms": 1000}},
+        ).raise_for_status()
+        c = share_consumer(p, group, mode="explicit")
+        c.subscribe([t])
+        try:
+            got = poll_until(c, 6, 30)
+            assert len(got) == 6
+            for m in got:  # offsets 0-1 released, 2 rejected, the rest accepted
+                kind = {0: "RELEASE", 1: "RELEASE", 2: "REJECT"}.get(m.offset(), "ACCEPT")
+                c.acknowledge(m, getattr(AcknowledgeType, kind))
+            c.commit_sync()
+            assert len(poll_until(c, 2, 30)) == 2  # the released two, held until their locks end
+
+            def counted():
+                s = http.get(f"/v1/share-groups/{group}/stats").json()
+                return s if s["lock_timeouts"] >= 2 else None
+
+            stats = wait_for(counted, 20, "lock timeouts counted")
+        finally:
+            c.close()
+    assert stats == {
+        "group_id": group,
+        "deliveries": 6,
+        "redeliveries": 2,
+        "lock_timeouts": 2,
+        "archived": 1,
+        "unreached": [],
+    }

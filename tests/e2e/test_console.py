@@ -94,6 +94,9 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
     expect(page.locator("#members tbody tr")).to_have_count(1)
     heartbeat = page.locator("#members tbody tr td").nth(5)  # the consumer heartbeats
     expect(heartbeat).to_have_text(re.compile(r"^\d+\.\d s ago$"))
+    expect(page.locator("#chart-lag")).to_have_attribute("data-last", "10")
+    expect(page.locator("#chart-lock-timeouts")).to_have_attribute("data-last", "0")
+    expect(page.locator("#chart-redeliveries")).to_have_attribute("data-last", "0")
     acquired = page.locator('#partitions [data-state="Acquired"]')
     expect(acquired).to_have_count(1)
     assert "delivery count 1" in (acquired.get_attribute("title") or "")
@@ -103,6 +106,12 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
     consumer.commit_sync()  # implicit mode: acknowledges what the poll returned
     expect(page.locator('#partitions [data-state="Acquired"]')).to_have_count(0)
     expect(page.locator("#partitions .bar")).to_have_attribute("data-spso", "10")
+    expect(page.locator("#chart-lag")).to_have_attribute("data-last", "0")
+    # the page keeps each refresh's sample: the chart has the 10 and the 0 at least
+    expect(page.locator("#chart-lag")).to_have_attribute(
+        "data-points", re.compile(r"^([2-9]|\d\d+)$")
+    )
+    assert page.locator("#chart-lag polyline").get_attribute("points").count(",") >= 2
     consumer.close()
     expect(page.locator("#members tbody tr")).to_have_count(0)
 

@@ -2,6 +2,7 @@
 // and the actions, each confirmed after its plan is shown.
 import { get, post, report, seg } from "./api.js";
 import { archivedSection } from "./archived.js";
+import { groupCharts } from "./charts.js";
 import { configSection } from "./configs.js";
 import { recordsForm } from "./records.js";
 import { deleteOffsetsForm, resetForm } from "./reset.js";
@@ -117,12 +118,14 @@ export function groupPage(main, group) {
   let shown = [];
   const configs = configSection(group, () => refresh());
   const archived = archivedSection(group, () => refresh());
+  const charts = groupCharts();
   const changeRecords = recordsForm(group, () => shown, () => refresh());
   const deleteOffsets = deleteOffsetsForm(group, () => shown, () => refresh());
   main.append(
     el("p", {}, el("a", { href: "#/" }, "← Share groups")),
     el("h1", {}, "Share group ", el("code", { id: "group-id" }, group)),
     el("p", {}, "State: ", state, " · total lag: ", lag, " · ", epochs),
+    ...charts.section,
     el("h2", {}, "Members"), members.table,
     el("h2", {}, "Share-partitions"), legend(), partitions.table,
     el("h2", {}, "Change records"), changeRecords,
@@ -134,7 +137,10 @@ export function groupPage(main, group) {
   );
   refresh = async () => {
     const base = `/v1/share-groups/${seg(group)}`;
-    const [detail, offsets] = await Promise.all([get(base), get(`${base}/offsets`)]);
+    const [detail, offsets, stats] = await Promise.all([
+      get(base), get(`${base}/offsets`), get(`${base}/stats`),
+    ]);
+    charts.sample(offsets.total_lag, stats);
     setText(state, detail.state);
     setText(epochs, `group epoch ${detail.group_epoch}, assignment epoch ${detail.assignment_epoch}`);
     setText(lag, offsets.total_lag);
