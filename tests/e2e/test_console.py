@@ -12,8 +12,10 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+from confluent_kafka import Producer
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from tests.support.consumers import poll_until
@@ -162,19 +164,31 @@ def test_a_user_sees_only_the_groups_it_may_describe(secure, browser, topic, pro
             c.close()
 
 
-def test_names_from_the_cluster_are_text(secure, browser, topic, produce):
+def test_names_and_records_from_the_cluster_are_text(secure, browser, broker, topic, produce):
     t = topic(1)
     produce(t, 2, partitions=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(t, key=SCRIPT.encode(), value=IMAGE.encode(), partition=0)  # offset 2
+    assert producer.flush(30) == 0
     tag = uuid.uuid4().hex[:4]
     shown = [f"{SCRIPT}{tag}", f"{IMAGE}{tag}"]
-    consumers = [joined(secure, g, t, 2, **{"client.id": IMAGE}) for g in shown]
+    consumers = [joined(secure, g, t, 3, **{"client.id": IMAGE}) for g in shown]
     try:
+        with secure.http() as http:  # rejected: archived, so the archived list previews it
+            answer = http.post(
+                f"/v1/share-groups/{quote(shown[1], safe='')}/partitions/{t}/0/records/reject",
+                json={"first_offset": 2},
+            )
+            assert answer.status_code == 200, answer.text
         page = page_as(browser, secure, "admin")
         for g in shown:
             expect(group_row(page, g)).to_have_count(1)
         page.get_by_role("link", name=shown[1], exact=True).click()
         expect(page.locator("#group-id")).to_have_text(shown[1])
         expect(page.locator("#members tbody tr td").nth(1)).to_have_text(IMAGE)
+        archived = page.locator("#archived tbody tr td")
+        expect(archived.nth(6)).to_have_text(SCRIPT)  # the first record's key
+        expect(archived.nth(7)).to_have_text(IMAGE)  # and value
         assert page.locator("main img, main script").count() == 0
         assert page.evaluate("() => window.__xss") is None
         page.context.close()
@@ -204,6 +218,8 @@ def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic
         rejected = page.locator("#archived tbody tr")
         expect(rejected).to_have_count(1)
         expect(rejected.locator("td").nth(2)).to_have_text("operator-rejected")
+        expect(rejected.locator("td").nth(6)).to_have_text("2")  # the record's key
+        expect(rejected.locator("td").nth(7)).to_have_text("v" * 100)  # its value
 
         rejected.get_by_role("button", name=f"Redrive offsets 2\u20132 of {t}:0").click()
         expect(dialog.locator(".redrive-plan")).to_have_text(
