@@ -44,8 +44,10 @@ class Sparkline {
   draw(t, value) {
     const known = this.samples.filter((s) => s.v !== null);
     const top = Math.max(1, ...known.map((s) => s.v));
+    // the line spans the chart: the history so far, up to the last 10 minutes
+    const span = Math.max(1, t - this.samples[0].t);
     const points = known.map((s) => {
-      const x = WIDTH - (WIDTH * (t - s.t)) / KEEP_MS;
+      const x = WIDTH - 1 - ((WIDTH - 2) * (t - s.t)) / span;
       const y = HEIGHT - 2 - ((HEIGHT - 4) * s.v) / top;
       return `${x.toFixed(1)},${y.toFixed(1)}`;
     });
@@ -54,8 +56,8 @@ class Sparkline {
     this.box.setAttribute("data-last", value ?? "");
     const minutes = ((t - this.samples[0].t) / 60000).toFixed(1);
     const text = this.counter
-      ? `${known.reduce((sum, s) => sum + s.v, 0)} in the last ${minutes} min (max ${top} per refresh)`
-      : `now ${value ?? "–"} (max ${top} in the last ${minutes} min)`;
+      ? `${known.reduce((sum, s) => sum + s.v, 0)} in ${minutes} min`
+      : `now ${value ?? "–"}, max ${top} in ${minutes} min`;
     this.box.setAttribute("aria-label", `${this.label}: ${text}`);
     setText(this.now, text);
   }
