@@ -310,3 +310,24 @@ def install_live_state(read: Callable[[], dict[str, Any]]) -> None:
         REGISTRY.register(_live)
     else:
         _live.read = read
+
+
+def group_totals(group_id: str) -> dict[str, int]:
+    """What this process counted for one group since it started: first deliveries,
+    redeliveries, acquisition-lock timeouts and records archived (for the admin API's stats;
+    read through the counters' public samples)."""
+    totals = {"deliveries": 0, "redeliveries": 0, "lock_timeouts": 0, "archived": 0}
+    picks = (
+        (
+            DELIVERIES,
+            lambda labels: "redeliveries" if labels["delivery"] != "first" else "deliveries",
+        ),
+        (LOCK_TIMEOUTS, lambda labels: "lock_timeouts"),
+        (ARCHIVED, lambda labels: "archived"),
+    )
+    for counter, field in picks:
+        for family in counter.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total") and sample.labels.get("group") == group_id:
+                    totals[field(sample.labels)] += int(sample.value)
+    return totals

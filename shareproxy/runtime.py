@@ -24,6 +24,7 @@ from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.broker.group_configs import READ_EVERY_S as CONFIGS_READ_EVERY_S
 from shareproxy.broker.group_configs import GroupConfigs
+from shareproxy.broker.node_directory import NodeDirectory
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.record_copies import CopyProducer
@@ -75,6 +76,7 @@ class Runtime:
     retention: GroupRetention
     group_admin: GroupAdmin
     census: StoredCensus
+    directory: NodeDirectory
     config_reader: Periodic
     _running: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
@@ -177,6 +179,7 @@ def build_runtime(
         peers=nodes.peers,
         leader_at=nodes.leader_admin,
     )
+    census = StoredCensus(store)
     runtime = Runtime(
         store=store,
         upstream=upstream,
@@ -202,7 +205,8 @@ def build_runtime(
             s.share_group_retention_check_interval_ms,
         ),
         group_admin=group_admin,
-        census=StoredCensus(store),
+        census=census,
+        directory=NodeDirectory(nodes, partitions, coordinator, census),
         # a group config changed through another node applies here within a second
         config_reader=Periodic(
             "group-configs", CONFIGS_READ_EVERY_S, configs.refresh, "reading group configs"

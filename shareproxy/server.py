@@ -241,7 +241,9 @@ class Proxy:
             )
         )
         self.admin = AdminServer(
-            create_app(probes, rt.group_admin, self.security, rt.consumers, rt.archived),
+            create_app(
+                probes, rt.group_admin, self.security, rt.consumers, rt.archived, rt.directory
+            ),
             admin_socket,
         )
         with listen_errors(admin_what):

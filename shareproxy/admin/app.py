@@ -15,8 +15,10 @@ from shareproxy.admin import (
     archived_api,
     console,
     errors,
+    group_stats_api,
     groups_api,
     inflight_api,
+    nodes_api,
     records_api,
     security_api,
 )
@@ -24,6 +26,7 @@ from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
 from shareproxy.broker.consumers import ShareConsumers
 from shareproxy.broker.group_admin import GroupAdmin
+from shareproxy.broker.node_directory import NodeDirectory
 from shareproxy.broker.redrive import ArchivedRecords
 from shareproxy.security.guard import Security
 
@@ -34,6 +37,7 @@ def create_app(
     security: Security | None = None,
     consumers: ShareConsumers | None = None,
     archived: ArchivedRecords | None = None,
+    directory: NodeDirectory | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="shareproxy admin",
@@ -51,11 +55,14 @@ def create_app(
     if admin is not None and security is not None:
         app.state.auth = AdminAuth(security)
         app.include_router(groups_api.router(admin))
+        app.include_router(group_stats_api.router(admin))
         app.include_router(inflight_api.router(admin))
         if archived is not None:
             app.include_router(archived_api.router(archived, admin))
         if consumers is not None:
             app.include_router(records_api.router(consumers, admin))
+        if directory is not None:
+            app.include_router(nodes_api.router(directory))
         app.include_router(security_api.router(security))
         console.install(app)
     return app

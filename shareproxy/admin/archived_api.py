@@ -29,6 +29,11 @@ from shareproxy.core.redrive import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 REDRIVE_MAX_SELECTIONS = 100  # selections in one redrive request
 
 
+class FirstRecord(BaseModel):
+    key: str | None = Field(description='up to 120 characters, "…" after; null: no key')
+    value: str | None = Field(description='as key; "(binary, N bytes)" when not UTF-8')
+
+
 class ArchivedRange(BaseModel):
     topic: str | None = Field(description="null: the cluster no longer has the topic")
     topic_id: UUID
@@ -40,6 +45,11 @@ class ArchivedRange(BaseModel):
     delivery_count: int
     archived_at: datetime
     redriven_at: datetime | None = Field(description="when a redrive copied it back; null: never")
+    first_record: FirstRecord | None = Field(
+        default=None,
+        description="with preview=true: the range's first record (null: not asked for, no Read "
+        "on the topic, beyond the first 100 ranges, or no longer in the log)",
+    )
 
 
 class WaitingDeadLetters(BaseModel):
@@ -114,13 +124,20 @@ def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
         partition: Annotated[int | None, Query(ge=0, le=MAX_INT32)] = None,
         from_: Annotated[int, Query(alias="from", ge=0, le=MAX_INT64)] = 0,
         limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = LIST_LIMIT_DEFAULT,
+        preview: bool = False,
     ) -> ArchivedList:
         """The group's archived ranges in topic, partition and offset order, those ending at or
         after ``from``; one partition is paged with ``next_from``."""
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
         if partition is not None and topic is None:
             raise ShareError(ErrorCode.INVALID_REQUEST, "partition is given only with topic")
-        views = await archived.archived(group_id, topic, partition, from_, limit + 1)
+
+        def readable(t: str) -> bool:  # records' contents: as for consuming them, Read
+            return caller.allowed(Operation.READ, ResourceType.TOPIC, t, audit=False)
+
+        views = await archived.archived(
+            group_id, topic, partition, from_, limit + 1, readable if preview else None
+        )
         more = len(views) > limit
         rows = [
             ArchivedRange(
@@ -134,6 +151,9 @@ def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
                 delivery_count=v.entry.delivery_count,
                 archived_at=v.entry.archived_at,
                 redriven_at=v.entry.redriven_at,
+                first_record=FirstRecord(key=v.first_record.key, value=v.first_record.value)
+                if v.first_record
+                else None,
             )
             for v in views[:limit]
             # topics the caller may not Describe are left out

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from fastapi import Request, Response
@@ -96,8 +96,12 @@ async def _answered_there(
     raise Answered(answer)
 
 
+class HasPeers(Protocol):
+    def peers(self) -> list[NodeAddress]: ...
+
+
 async def on_every_peer(
-    request: Request, admin: GroupAdmin, parse: Callable[[Any], T]
+    request: Request, admin: HasPeers, parse: Callable[[Any], T]
 ) -> tuple[list[T], list[str]]:
     """The same call made on each other live node (for what each node holds of its own, such
     as a member's locks): their answers read by ``parse``, and the nodes that did not answer

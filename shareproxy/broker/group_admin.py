@@ -161,6 +161,7 @@ class GroupAdmin:
                     AssignedTopic(t, names.get(t, ""), sorted(ps))
                     for t, ps in sorted(m.assignment.items())
                 ],
+                last_heartbeat_ms=m.last_heartbeat_ms,
             )
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
         ]

@@ -28,6 +28,7 @@ class MemberView:
     rack_id: str | None
     subscribed_topics: list[str]
     assignment: list[AssignedTopic]
+    last_heartbeat_ms: int = 0  # the coordinator's wall clock at its last heartbeat
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ says what was claimed), which is the side a redrive errs on: never twice.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from shareproxy.broker.record_copies import Copy, CopyError, CopyProducer, read_
 from shareproxy.broker.upstream_feed import topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.core.record_preview import PREVIEW_RANGES_MAX, preview
 from shareproxy.core.redrive import (
     REDRIVE_MAX_RECORDS,
     ArchivedEntry,
@@ -37,11 +39,21 @@ audit = logging.getLogger(AUDIT_LOGGER)
 
 
 @dataclass(frozen=True, slots=True)
+class RecordPreview:
+    """A record's key and value as ``core.record_preview.preview`` shows them."""
+
+    key: str | None
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ArchivedView:
-    """One archive log range, its topic named (None: the cluster no longer has it)."""
+    """One archive log range, its topic named (None: the cluster no longer has it), and its
+    first record previewed (None: not asked for, or not read: gone from the log, unreadable)."""
 
     topic: str | None
     entry: ArchivedEntry
+    first_record: RecordPreview | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +118,11 @@ class ArchivedRecords:
         partition: int | None,
         from_offset: int,
         limit: int,
+        readable: Callable[[str], bool] | None = None,
     ) -> list[ArchivedView]:
-        """The group's archived ranges in topic, partition and offset order."""
+        """The group's archived ranges in topic, partition and offset order; with
+        ``readable``, the first record of each range in a topic it allows is read back from
+        the log, as a redrive reads it, for a preview (of the first PREVIEW_RANGES_MAX)."""
         await self.require_group(group_id)
         keys = None
         if topic is not None:
@@ -117,7 +132,30 @@ class ArchivedRecords:
             keys = [SharePartitionKey(group_id, info.topic_id, p) for p in partitions]
         entries = await self.archive_log.archived_page(group_id, keys, from_offset, limit)
         names = self._names()
-        return [ArchivedView(names.get(e.key.topic_id), e) for e in entries]
+        views = [ArchivedView(names.get(e.key.topic_id), e) for e in entries]
+        if readable is None:
+            return views
+        level = self.settings_for(group_id).isolation_level
+        wanted = [i for i, v in enumerate(views) if v.topic is not None and readable(v.topic)]
+        wanted = wanted[:PREVIEW_RANGES_MAX]
+        firsts = await asyncio.gather(
+            *(self._first_record(views[i], level) for i in wanted), return_exceptions=True
+        )
+        for i, first in zip(wanted, firsts, strict=True):
+            if isinstance(first, RecordPreview):
+                views[i] = ArchivedView(views[i].topic, views[i].entry, first)
+        return views
+
+    async def _first_record(self, view: ArchivedView, isolation_level: int) -> RecordPreview | None:
+        offset = view.entry.first_offset
+        topic, partition = view.topic or "", view.entry.key.partition
+        read = await read_originals(
+            self.upstream, topic, partition, offset, offset, isolation_level
+        )
+        original = read.get(offset)
+        if original is None:
+            return None
+        return RecordPreview(preview(original.key), preview(original.value))
 
     def _names(self) -> dict[UUID, str]:
         return {info.topic_id: name for name, info in self.upstream.topics.items()}

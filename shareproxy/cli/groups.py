@@ -95,11 +95,16 @@ def _print_group(data: dict[str, Any]) -> None:
         f"{data['group_epoch']}, assignment epoch {data['assignment_epoch']} "
         f"({data['assignor']} assignor)"
     )
-    table = Table("MEMBER", "CLIENT", "HOST", "SUBSCRIPTIONS", "ASSIGNMENT")
+    table = Table("MEMBER", "CLIENT", "HOST", "SUBSCRIPTIONS", "ASSIGNMENT", "HEARTBEAT")
     for m in data["members"]:
         assignment = ", ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in m["assignment"].items())
         table.add_row(
-            m["member_id"], m["client_id"], m["host"], ",".join(m["subscriptions"]), assignment
+            m["member_id"],
+            m["client_id"],
+            m["host"],
+            ",".join(m["subscriptions"]),
+            assignment,
+            f"{m['last_heartbeat_age_seconds']:.1f} s ago",
         )
     out.print(table)
 

@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
+from confluent_kafka import AcknowledgeType
 
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
 
@@ -53,6 +54,9 @@ def test_list_describe_and_lag_falling_to_zero(proxy, topic, produce):
             assert member["subscriptions"] == [t]
             assert member["assignment"] == {t: [0, 1, 2]}
             assert member["host"] == "127.0.0.1"
+            heard = datetime.fromisoformat(member["last_heartbeat"])
+            assert abs(datetime.now(UTC) - heard) < timedelta(seconds=30)
+            assert 0 <= member["last_heartbeat_age_seconds"] < 30
             lag_before = http.get(f"/v1/share-groups/{group}/offsets").json()["total_lag"]
             assert 0 < lag_before <= 300
             got = len(first) + len(accept_all(c, 300 - len(first)))
@@ -67,6 +71,8 @@ def test_list_describe_and_lag_falling_to_zero(proxy, topic, produce):
             assert all(x["high_watermark"] == 100 for x in offsets["partitions"])
         described = json.loads(cli(p, "describe", group, "--output", "json").stdout)
         assert described["members"][0]["member_id"] == member["member_id"]
+        shown = cli(p, "describe", group)
+        assert shown.returncode == 0 and " s ago" in shown.stdout, shown.stdout
         table = cli(p, "offsets", group)
         assert table.returncode == 0 and "total lag: 0" in table.stdout
     finally:
@@ -338,3 +344,68 @@ def test_invalid_input_gets_clear_errors_and_changes_nothing(proxy, topic, produ
     deleted = cli(p, "delete", group)
     assert deleted.returncode == 0, deleted.stderr
     assert cli(p, "describe", group).returncode == 1
+
+
+def test_nodes_lists_this_node_with_what_it_serves(proxy, topic, produce):
+    p = proxy()
+    t = topic(2)
+    produce(t, 4, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = share_consumer(p, group)
+    c.subscribe([t])
+    try:
+        assert poll_until(c, 1, 30)
+        with api(p) as http:
+            answer = http.get("/v1/nodes")
+            assert answer.status_code == 200, answer.text
+            listed = answer.json()
+        assert listed["unreached"] == []
+        (node,) = listed["nodes"]
+        assert node["node_id"] == listed["node_id"]
+        assert node["lease_live"] is True
+        assert node["admin_url"].endswith(f":{p.admin_port}")
+        assert list(node["listeners"].values()) == [p.bootstrap]
+        assert datetime.fromisoformat(node["lease_expires_at"]) > datetime.now(UTC)
+        assert node["groups_coordinated"] >= 1  # the group above, and any others stored
+        assert node["share_partitions_led"] >= 2  # its two share-partitions, loaded here
+    finally:
+        c.close()
+
+
+def test_group_stats_count_deliveries_redeliveries_timeouts_and_archived(proxy, topic, produce):
+    p = proxy()
+    t = topic(1)
+    produce(t, 6, partitions=1)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with api(p) as http:
+        assert http.get(f"/v1/share-groups/{group}/stats").status_code == 404
+        http.put(
+            f"/v1/share-groups/{group}/config",
+            json={"configs": {"share.record.lock.duration.ms": 1000}},
+        ).raise_for_status()
+        c = share_consumer(p, group, mode="explicit")
+        c.subscribe([t])
+        try:
+            got = poll_until(c, 6, 30)
+            assert len(got) == 6
+            for m in got:  # offsets 0-1 released, 2 rejected, the rest accepted
+                kind = {0: "RELEASE", 1: "RELEASE", 2: "REJECT"}.get(m.offset(), "ACCEPT")
+                c.acknowledge(m, getattr(AcknowledgeType, kind))
+            c.commit_sync()
+            assert len(poll_until(c, 2, 30)) == 2  # the released two, held until their locks end
+
+            def counted():
+                s = http.get(f"/v1/share-groups/{group}/stats").json()
+                return s if s["lock_timeouts"] >= 2 else None
+
+            stats = wait_for(counted, 20, "lock timeouts counted")
+        finally:
+            c.close()
+    assert stats == {
+        "group_id": group,
+        "deliveries": 6,
+        "redeliveries": 2,
+        "lock_timeouts": 2,
+        "archived": 1,
+        "unreached": [],
+    }

@@ -7,12 +7,15 @@ are shown as text, never run."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+from confluent_kafka import Producer
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from tests.support.consumers import poll_until
@@ -76,6 +79,12 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
     expect(row.locator("td").nth(2)).to_have_text("1")  # members
     expect(row.locator("td").nth(3)).to_have_text(t)
     expect(row.locator("td").nth(4)).to_have_text("10")  # lag: acquired, not acknowledged
+    node = page.locator("#nodes tbody tr")
+    expect(node).to_have_count(1)  # one proxy node, answering, coordinating the group
+    expect(node.locator("td")).to_have_text(
+        [re.compile(r"^\d+ \(this\)$"), re.compile("SASL_PLAINTEXT://127.0.0.1:"),
+         re.compile("^http://"), "live", re.compile(r"^[1-9]\d*$"), re.compile(r"^[1-9]\d*$")]
+    )  # fmt: skip
     sort = page.get_by_role("button", name="Lag", exact=True)
     sort.focus()
     page.keyboard.press("Enter")  # the header buttons sort from the keyboard too
@@ -85,6 +94,11 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
 
     row.get_by_role("link").click()
     expect(page.locator("#members tbody tr")).to_have_count(1)
+    heartbeat = page.locator("#members tbody tr td").nth(5)  # the consumer heartbeats
+    expect(heartbeat).to_have_text(re.compile(r"^\d+\.\d s ago$"))
+    expect(page.locator("#chart-lag")).to_have_attribute("data-last", "10")
+    expect(page.locator("#chart-lock-timeouts")).to_have_attribute("data-last", "0")
+    expect(page.locator("#chart-redeliveries")).to_have_attribute("data-last", "0")
     acquired = page.locator('#partitions [data-state="Acquired"]')
     expect(acquired).to_have_count(1)
     assert "delivery count 1" in (acquired.get_attribute("title") or "")
@@ -94,6 +108,12 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
     consumer.commit_sync()  # implicit mode: acknowledges what the poll returned
     expect(page.locator('#partitions [data-state="Acquired"]')).to_have_count(0)
     expect(page.locator("#partitions .bar")).to_have_attribute("data-spso", "10")
+    expect(page.locator("#chart-lag")).to_have_attribute("data-last", "0")
+    # the page keeps each refresh's sample: the chart has the 10 and the 0 at least
+    expect(page.locator("#chart-lag")).to_have_attribute(
+        "data-points", re.compile(r"^([2-9]|\d\d+)$")
+    )
+    assert page.locator("#chart-lag polyline").get_attribute("points").count(",") >= 2
     consumer.close()
     expect(page.locator("#members tbody tr")).to_have_count(0)
 
@@ -144,19 +164,31 @@ def test_a_user_sees_only_the_groups_it_may_describe(secure, browser, topic, pro
             c.close()
 
 
-def test_names_from_the_cluster_are_text(secure, browser, topic, produce):
+def test_names_and_records_from_the_cluster_are_text(secure, browser, broker, topic, produce):
     t = topic(1)
     produce(t, 2, partitions=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(t, key=SCRIPT.encode(), value=IMAGE.encode(), partition=0)  # offset 2
+    assert producer.flush(30) == 0
     tag = uuid.uuid4().hex[:4]
     shown = [f"{SCRIPT}{tag}", f"{IMAGE}{tag}"]
-    consumers = [joined(secure, g, t, 2, **{"client.id": IMAGE}) for g in shown]
+    consumers = [joined(secure, g, t, 3, **{"client.id": IMAGE}) for g in shown]
     try:
+        with secure.http() as http:  # rejected: archived, so the archived list previews it
+            answer = http.post(
+                f"/v1/share-groups/{quote(shown[1], safe='')}/partitions/{t}/0/records/reject",
+                json={"first_offset": 2},
+            )
+            assert answer.status_code == 200, answer.text
         page = page_as(browser, secure, "admin")
         for g in shown:
             expect(group_row(page, g)).to_have_count(1)
         page.get_by_role("link", name=shown[1], exact=True).click()
         expect(page.locator("#group-id")).to_have_text(shown[1])
         expect(page.locator("#members tbody tr td").nth(1)).to_have_text(IMAGE)
+        archived = page.locator("#archived tbody tr td")
+        expect(archived.nth(6)).to_have_text(SCRIPT)  # the first record's key
+        expect(archived.nth(7)).to_have_text(IMAGE)  # and value
         assert page.locator("main img, main script").count() == 0
         assert page.evaluate("() => window.__xss") is None
         page.context.close()
@@ -186,6 +218,8 @@ def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic
         rejected = page.locator("#archived tbody tr")
         expect(rejected).to_have_count(1)
         expect(rejected.locator("td").nth(2)).to_have_text("operator-rejected")
+        expect(rejected.locator("td").nth(6)).to_have_text("2")  # the record's key
+        expect(rejected.locator("td").nth(7)).to_have_text("v" * 100)  # its value
 
         rejected.get_by_role("button", name=f"Redrive offsets 2\u20132 of {t}:0").click()
         expect(dialog.locator(".redrive-plan")).to_have_text(

@@ -92,6 +92,12 @@ def test_archived_records_are_listed_with_why_and_redriven_once(proxy, topic, br
             8: ("delivery-limit", 2, False),
         }
         assert {a["topic"] for a in listed["archived"]} == {source}
+        assert all(a["first_record"] is None for a in listed["archived"])  # not asked for
+        previewed = api.get("/archived", params={"preview": "true"}).json()["archived"]
+        assert {a["first_offset"]: a["first_record"] for a in previewed} == {
+            a["first_offset"]: {"key": f"k{a['first_offset']}", "value": f"v{a['first_offset']}"}
+            for a in listed["archived"]
+        }  # each range's first record, read back from the log
         page = api.get("/archived", params={"topic": source, "partition": 0, "limit": 1}).json()
         assert len(page["archived"]) == 1 and page["more"]
         rest = api.get(

@@ -1,5 +1,6 @@
-// Archived records (rejected, or at the delivery limit) from the archive log, each range
-// redriven to its source topic after the dry run's plan is shown.
+// Archived records (rejected, or at the delivery limit) from the archive log with their first
+// record's key and value previewed, each range redriven to its source topic after the dry
+// run's plan is shown.
 import { get, post, seg } from "./api.js";
 import { confirmPlan } from "./confirm.js";
 import { el, setText } from "./dom.js";
@@ -7,19 +8,32 @@ import { LiveTable } from "./sortable.js";
 
 const ranges = (list) => list.map(([a, b]) => (a === b ? `${a}` : `${a}–${b}`)).join(", ") || "none";
 
+// the first record's key or value, previewed by the API (bounded, binary shown by its size)
+const shown = (a, part) => (a.first_record ? (a.first_record[part] ?? "(null)") : null);
+
+function previewCell(part) {
+  return (cell, a) => {
+    const text = shown(a, part);
+    setText(cell, text);
+    cell.setAttribute("title", text ?? "not read: gone from the log, or no Read on the topic");
+  };
+}
+
 export function archivedSection(group, afterChange) {
   const base = `/v1/share-groups/${seg(group)}/archived`;
   const dead = el("p", { id: "dead-letter-topic" });
   const table = new LiveTable(
     [
-      { key: "tp", label: "Share-partition", width: "16%", value: (a) => `${a.topic ?? a.topic_id}:${a.partition}` },
-      { key: "offsets", label: "Offsets", width: "12%", value: (a) => `${a.first_offset}–${a.last_offset}` },
-      { key: "reason", label: "Reason", width: "13%", value: (a) => a.reason },
-      { key: "count", label: "Deliveries", width: "10%", numeric: true, value: (a) => a.delivery_count },
-      { key: "at", label: "Archived at", width: "19%", value: (a) => a.archived_at },
-      { key: "redriven", label: "Redriven at", width: "19%", value: (a) => a.redriven_at },
+      { key: "tp", label: "Share-partition", width: "13%", value: (a) => `${a.topic ?? a.topic_id}:${a.partition}` },
+      { key: "offsets", label: "Offsets", width: "9%", value: (a) => `${a.first_offset}–${a.last_offset}` },
+      { key: "reason", label: "Reason", width: "11%", value: (a) => a.reason },
+      { key: "count", label: "Deliveries", width: "8%", numeric: true, value: (a) => a.delivery_count },
+      { key: "at", label: "Archived at", width: "13%", value: (a) => a.archived_at },
+      { key: "redriven", label: "Redriven at", width: "13%", value: (a) => a.redriven_at },
+      { key: "rkey", label: "First key", width: "12%", value: (a) => shown(a, "key"), render: previewCell("key") },
+      { key: "rvalue", label: "First value", width: "13%", value: (a) => shown(a, "value"), render: previewCell("value") },
       {
-        key: "act", label: "Redrive", width: "11%", value: () => "",
+        key: "act", label: "Redrive", width: "8%", value: () => "",
         render(cell, a) {
           if (cell.firstChild || a.topic === null) return;
           const button = el("button", { type: "button" }, "Redrive…");
@@ -45,7 +59,7 @@ export function archivedSection(group, afterChange) {
   );
   table.table.id = "archived";
   const load = async () => {
-    const answer = await get(`${base}?limit=100`);
+    const answer = await get(`${base}?limit=100&preview=true`);
     setText(dead, answer.dead_letter_topic
       ? `Dead-letter topic: ${answer.dead_letter_topic}; waiting on this node: ${answer.dead_letters_waiting.map((w) => `${w.topic}:${w.partition} ${w.waiting}${w.problem ? ` (${w.problem})` : ""}`).join(", ") || "none"}`
       : "No dead-letter topic.");

@@ -2,11 +2,12 @@
 // and the actions, each confirmed after its plan is shown.
 import { get, post, report, seg } from "./api.js";
 import { archivedSection } from "./archived.js";
+import { groupCharts } from "./charts.js";
 import { configSection } from "./configs.js";
 import { recordsForm } from "./records.js";
 import { deleteOffsetsForm, resetForm } from "./reset.js";
 import { confirmPlan } from "./confirm.js";
-import { clear, el, setText } from "./dom.js";
+import { age, clear, el, setText } from "./dom.js";
 import { LiveTable } from "./sortable.js";
 
 const STATES = ["Available", "Acquired", "Acknowledged", "Archiving", "Archived"];
@@ -44,14 +45,22 @@ function bar(cell, p) {
 function membersTable(group, refresh) {
   return new LiveTable(
     [
-      { key: "member", label: "Member id", width: "22%", value: (m) => m.member_id },
-      { key: "client", label: "Client id", width: "18%", value: (m) => m.client_id },
-      { key: "host", label: "Host", width: "14%", value: (m) => m.host },
+      { key: "member", label: "Member id", width: "20%", value: (m) => m.member_id },
+      { key: "client", label: "Client id", width: "16%", value: (m) => m.client_id },
+      { key: "host", label: "Host", width: "12%", value: (m) => m.host },
       {
-        key: "assignment", label: "Assignment", width: "26%",
+        key: "assignment", label: "Assignment", width: "22%",
         value: (m) => Object.entries(m.assignment).map(([t, ps]) => `${t}: ${ps.join(",")}`).join("; "),
       },
-      { key: "epoch", label: "Epoch", width: "8%", numeric: true, value: (m) => m.member_epoch },
+      { key: "epoch", label: "Epoch", width: "7%", numeric: true, value: (m) => m.member_epoch },
+      {
+        key: "heartbeat", label: "Last heartbeat", width: "11%", numeric: true,
+        value: (m) => m.last_heartbeat_age_seconds,
+        render(cell, m) {
+          cell.setAttribute("title", m.last_heartbeat);
+          setText(cell, `${age(m.last_heartbeat_age_seconds)} ago`);
+        },
+      },
       {
         key: "act", label: "Locks", width: "12%", value: () => "",
         render(cell, m) {
@@ -109,12 +118,14 @@ export function groupPage(main, group) {
   let shown = [];
   const configs = configSection(group, () => refresh());
   const archived = archivedSection(group, () => refresh());
+  const charts = groupCharts();
   const changeRecords = recordsForm(group, () => shown, () => refresh());
   const deleteOffsets = deleteOffsetsForm(group, () => shown, () => refresh());
   main.append(
     el("p", {}, el("a", { href: "#/" }, "← Share groups")),
     el("h1", {}, "Share group ", el("code", { id: "group-id" }, group)),
     el("p", {}, "State: ", state, " · total lag: ", lag, " · ", epochs),
+    ...charts.section,
     el("h2", {}, "Members"), members.table,
     el("h2", {}, "Share-partitions"), legend(), partitions.table,
     el("h2", {}, "Change records"), changeRecords,
@@ -126,7 +137,10 @@ export function groupPage(main, group) {
   );
   refresh = async () => {
     const base = `/v1/share-groups/${seg(group)}`;
-    const [detail, offsets] = await Promise.all([get(base), get(`${base}/offsets`)]);
+    const [detail, offsets, stats] = await Promise.all([
+      get(base), get(`${base}/offsets`), get(`${base}/stats`),
+    ]);
+    charts.sample(offsets.total_lag, stats);
     setText(state, detail.state);
     setText(epochs, `group epoch ${detail.group_epoch}, assignment epoch ${detail.assignment_epoch}`);
     setText(lag, offsets.total_lag);

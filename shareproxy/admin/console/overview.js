@@ -1,4 +1,5 @@
-// /ui: every share group the principal may describe, refreshed in place.
+// /ui: every share group the principal may describe, and the proxy nodes with what each
+// serves, refreshed in place.
 import { get } from "./api.js";
 import { age, el, setText } from "./dom.js";
 import { LiveTable } from "./sortable.js";
@@ -32,6 +33,37 @@ export function overview(main) {
     "Share groups, refreshed every few seconds. Sort by a column with its header button.",
   );
   table.table.id = "groups";
-  main.append(el("h1", {}, "Share groups"), table.table);
-  return async () => table.update(await get("/v1/share-groups"));
+  const nodes = nodesTable();
+  const unreached = el("p", { class: "muted", id: "nodes-unreached" });
+  main.append(el("h1", {}, "Share groups"), table.table, el("h2", {}, "Proxy nodes"), nodes.table,
+    unreached);
+  return async () => {
+    const [groups, cluster] = await Promise.all([get("/v1/share-groups"), get("/v1/nodes")]);
+    table.update(groups);
+    nodes.update(cluster.nodes.map((n) => ({ ...n, answering: n.node_id === cluster.node_id })));
+    setText(unreached, cluster.unreached.length ? `Not reached: ${cluster.unreached.join("; ")}` : "");
+  };
+}
+
+function nodesTable() {
+  const table = new LiveTable(
+    [
+      {
+        key: "node", label: "Node", width: "8%", numeric: true, value: (n) => n.node_id,
+        render: (cell, n) => setText(cell, n.answering ? `${n.node_id} (this)` : n.node_id),
+      },
+      {
+        key: "listeners", label: "Listeners", width: "30%",
+        value: (n) => Object.entries(n.listeners).map(([p, a]) => `${p}://${a}`).join(", "),
+      },
+      { key: "admin", label: "Admin API", width: "22%", value: (n) => n.admin_url },
+      { key: "lease", label: "Lease", width: "10%", value: (n) => (n.lease_live ? "live" : "lapsed") },
+      { key: "groups", label: "Groups coordinated", width: "15%", numeric: true, value: (n) => n.groups_coordinated },
+      { key: "partitions", label: "Share-partitions led", width: "15%", numeric: true, value: (n) => n.share_partitions_led },
+    ],
+    (n) => String(n.node_id),
+    "The live proxy nodes, each with the share groups it coordinates and the share-partitions it leads.",
+  );
+  table.table.id = "nodes";
+  return table;
 }

@@ -1,0 +1,68 @@
+"""REST resource for the cluster's proxy nodes: each live node's id, listeners, admin API,
+lease and how many share groups it coordinates and share-partitions it leads. Any
+authenticated caller may list them, as any client may list Kafka's brokers (DescribeCluster
+asks for no ACL); each node answers its own counts, so the others are asked too."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from shareproxy.admin.auth import CallerDep
+from shareproxy.admin.forwarding import on_every_peer, passed_on
+from shareproxy.broker.node_directory import NodeDirectory, NodeView
+
+
+class Node(BaseModel):
+    node_id: int
+    listeners: dict[str, str] = Field(description="security protocol → advertised host:port")
+    admin_url: str | None = Field(description="where its admin API answers (null: none)")
+    lease_live: bool = Field(description="its lease holds (by its own reckoning for itself)")
+    lease_expires_at: datetime | None = Field(description="by the store's clock")
+    groups_coordinated: int | None = Field(description="null: the node could not be asked")
+    share_partitions_led: int | None = Field(description="share-partitions it has loaded")
+
+
+class Nodes(BaseModel):
+    node_id: int = Field(description="the node that answered")
+    nodes: list[Node]
+    unreached: list[str] = Field(
+        default_factory=list, description="nodes that could not be asked (their counts are null)"
+    )
+
+
+def router(directory: NodeDirectory) -> APIRouter:
+    r = APIRouter(prefix="/v1/nodes", tags=["nodes"])
+
+    @r.get("", response_model=Nodes)
+    async def nodes(caller: CallerDep, http: Request) -> Nodes:
+        """The live nodes as this node last read them from the store, with each node's own
+        counts (a call passed on from another node answers only this node's row)."""
+        del caller  # authenticated; no ACL, as for Kafka's DescribeCluster
+        if passed_on(http):
+            return Nodes(node_id=directory.node_id, nodes=[_node(directory.this_node())])
+        rows = {v.node_id: _node(v) for v in directory.live()}
+        others, unreached = await on_every_peer(http, directory, Nodes.model_validate)
+        for answer in others:
+            own = next((n for n in answer.nodes if n.node_id == answer.node_id), None)
+            if own is not None and own.node_id in rows:
+                rows[own.node_id] = own
+        return Nodes(
+            node_id=directory.node_id, nodes=[rows[i] for i in sorted(rows)], unreached=unreached
+        )
+
+    return r
+
+
+def _node(v: NodeView) -> Node:
+    return Node(
+        node_id=v.node_id,
+        listeners=v.listeners,
+        admin_url=v.admin_url,
+        lease_live=v.lease_live,
+        lease_expires_at=v.lease_expires_at,
+        groups_coordinated=v.groups_coordinated,
+        share_partitions_led=v.share_partitions_led,
+    )
