@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -104,7 +105,7 @@ def _print_group(data: dict[str, Any]) -> None:
             m["host"],
             ",".join(m["subscriptions"]),
             assignment,
-            f"{m['last_heartbeat_age_seconds']:.1f} s ago",
+            _ago(m["last_heartbeat"]),
         )
     out.print(table)
 
@@ -191,3 +192,9 @@ def config(
     for name, entry in data["configs"].items():
         table.add_row(name, entry["value"], entry["source"])
     out.print(table)
+
+
+def _ago(when: str) -> str:
+    """How long ago an API time was, by this machine's clock (the API gives the time only)."""
+    seconds = (datetime.now(UTC) - datetime.fromisoformat(when)).total_seconds()
+    return f"{max(0.0, seconds):.1f} s ago"

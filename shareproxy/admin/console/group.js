@@ -55,10 +55,12 @@ function membersTable(group, refresh) {
       { key: "epoch", label: "Epoch", width: "7%", numeric: true, value: (m) => m.member_epoch },
       {
         key: "heartbeat", label: "Last heartbeat", width: "11%", numeric: true,
-        value: (m) => m.last_heartbeat_age_seconds,
+        value: (m) => -Date.parse(m.last_heartbeat),
         render(cell, m) {
+          // the age by this browser's clock: the API gives the time, the same from every node
+          const seconds = Math.max(0, (Date.now() - Date.parse(m.last_heartbeat)) / 1000);
           cell.setAttribute("title", m.last_heartbeat);
-          setText(cell, `${age(m.last_heartbeat_age_seconds)} ago`);
+          setText(cell, `${age(seconds)} ago`);
         },
       },
       {
