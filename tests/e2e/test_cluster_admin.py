@@ -310,6 +310,47 @@ def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(
     assert again["records"] == [], again
 
 
+def test_any_node_lists_every_node_and_sums_a_groups_counters(nodes, broker):
+    """What the console's overview and charts read: any node lists every live node with each
+    node's own counts, and a group's counters summed over the nodes leading its partitions."""
+    for _ in range(20):  # placement is by topic id: one led by every node
+        topic = create_topic(broker.bootstrap, 6)
+        if len(set(wait_for_view(nodes, topic).values())) == len(nodes):
+            break
+    else:
+        raise AssertionError("no topic spread over every node in 20 tries")
+    produce(broker.bootstrap, topic, 30, partitions=6)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    ask = {"topics": [topic], "consumer_id": "console", "max_records": 100, "max_wait_ms": 300}
+    records: list[dict] = []
+    deadline = time.monotonic() + 20
+    while len(records) < 30:
+        answer = _rest(nodes[0], "POST", f"/v1/share-groups/{group}/records/fetch", json=ask)
+        assert answer.status_code == 200, answer.text
+        records += answer.json()["records"]
+        assert time.monotonic() < deadline, len(records)
+    # each node counted the first deliveries of the share-partitions it leads
+    stats = _everywhere(nodes, lambda n: _rest(n, "GET", f"/v1/share-groups/{group}/stats").json())
+    assert (stats["deliveries"], stats["redeliveries"], stats["unreached"]) == (30, 0, [])
+
+    def listed(node: ProxyProcess) -> tuple[list, list]:
+        answer = _rest(node, "GET", "/v1/nodes").json()
+        return answer["unreached"], [(x["node_id"], x["lease_live"]) for x in answer["nodes"]]
+
+    assert _everywhere(nodes, listed) == ([], [(int(n.options["node_id"]), True) for n in nodes])
+    rows = _rest(nodes[2], "GET", "/v1/nodes").json()["nodes"]
+    assert all(r["share_partitions_led"] >= 1 for r in rows), rows  # the topic is on each
+    # acknowledged: no record waits on, so the group's age stays 0 for the tests after this one
+    acks = [
+        {"topic": topic, "partition": r["partition"], "first_offset": r["offset"],
+         "last_offset": r["offset"], "type": "accept"}
+        for r in records
+    ]  # fmt: skip
+    body = {"consumer_id": "console", "acknowledgements": acks}
+    done = _rest(nodes[1], "POST", f"/v1/share-groups/{group}/records/acknowledge", json=body)
+    assert done.status_code == 200, done.text
+
+
 def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
     """It kills a node, and the two left are checked alike (the test after it kills another)."""
     topic = create_topic(broker.bootstrap, 3)
