@@ -108,6 +108,29 @@ def _everywhere(nodes: list[ProxyProcess], ask) -> object:
         time.sleep(0.5)
 
 
+def _spread_topic(nodes: list[ProxyProcess], broker) -> tuple[str, dict[int, int]]:
+    """A six-partition topic led by every node (placement is by topic id), and its leaders."""
+    for _ in range(20):
+        topic = create_topic(broker.bootstrap, 6)
+        leaders = wait_for_view(nodes, topic)
+        if len(set(leaders.values())) == len(nodes):
+            return topic, leaders
+    raise AssertionError("no topic spread over every node in 20 tries")
+
+
+def _accept(node: ProxyProcess, group: str, consumer_id: str, records: list[dict]) -> list:
+    """The HTTP records API's acknowledgement of ``records``, through ``node``: its results."""
+    acks = [
+        {"topic": r["topic"], "partition": r["partition"], "first_offset": r["offset"],
+         "last_offset": r["offset"], "type": "accept"}
+        for r in records
+    ]  # fmt: skip
+    body = {"consumer_id": consumer_id, "acknowledgements": acks}
+    done = _rest(node, "POST", f"/v1/share-groups/{group}/records/acknowledge", json=body)
+    assert done.status_code == 200, done.text
+    return done.json()["results"]
+
+
 def _reads(group: str, topic: str) -> list:
     """Every REST read of one group, as (status, body), and every CLI read, as (exit, text)."""
     base = f"/v1/share-groups/{group}"
@@ -262,13 +285,7 @@ def test_dead_letters_waiting_on_any_node_are_seen_from_every_node(nodes, broker
 def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(nodes, broker):
     """An HTTP consumer behind a load balancer: a fetch through one node acquires from every
     partition, whichever node leads it, and acknowledgements go through any node."""
-    for _ in range(20):  # placement is by topic id: one led by every node
-        topic = create_topic(broker.bootstrap, 6)
-        leaders = wait_for_view(nodes, topic)
-        if len(set(leaders.values())) == len(nodes):
-            break
-    else:
-        raise AssertionError("no topic spread over every node in 20 tries")
+    topic, leaders = _spread_topic(nodes, broker)
     produce(broker.bootstrap, topic, 60, partitions=6)
     first, second = nodes[0], nodes[1]
     group = f"g-{uuid.uuid4().hex[:6]}"
@@ -290,15 +307,7 @@ def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(
     )
     # every record acknowledged, half through the node that fetched it, half through another
     for node, half in ((first, records[::2]), (second, records[1::2])):
-        acks = [
-            {"topic": topic, "partition": r["partition"], "first_offset": r["offset"],
-             "last_offset": r["offset"], "type": "accept"}
-            for r in half
-        ]  # fmt: skip
-        body = {"consumer_id": "http-lb", "acknowledgements": acks}
-        done = _rest(node, "POST", f"{base}/acknowledge", json=body)
-        assert done.status_code == 200, done.text
-        results = done.json()["results"]
+        results = _accept(node, group, "http-lb", half)
         assert len(results) == 6 and all(x["error_code"] is None for x in results), results
     # nothing left to redeliver: every share-partition's start offset is past its records
     for partition in range(6):
@@ -313,12 +322,7 @@ def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(
 def test_any_node_lists_every_node_and_sums_a_groups_counters(nodes, broker):
     """What the console's overview and charts read: any node lists every live node with each
     node's own counts, and a group's counters summed over the nodes leading its partitions."""
-    for _ in range(20):  # placement is by topic id: one led by every node
-        topic = create_topic(broker.bootstrap, 6)
-        if len(set(wait_for_view(nodes, topic).values())) == len(nodes):
-            break
-    else:
-        raise AssertionError("no topic spread over every node in 20 tries")
+    topic, _ = _spread_topic(nodes, broker)
     produce(broker.bootstrap, topic, 30, partitions=6)
     group = f"g-{uuid.uuid4().hex[:6]}"
     ask = {"topics": [topic], "consumer_id": "console", "max_records": 100, "max_wait_ms": 300}
@@ -341,14 +345,7 @@ def test_any_node_lists_every_node_and_sums_a_groups_counters(nodes, broker):
     rows = _rest(nodes[2], "GET", "/v1/nodes").json()["nodes"]
     assert all(r["share_partitions_led"] >= 1 for r in rows), rows  # the topic is on each
     # acknowledged: no record waits on, so the group's age stays 0 for the tests after this one
-    acks = [
-        {"topic": topic, "partition": r["partition"], "first_offset": r["offset"],
-         "last_offset": r["offset"], "type": "accept"}
-        for r in records
-    ]  # fmt: skip
-    body = {"consumer_id": "console", "acknowledgements": acks}
-    done = _rest(nodes[1], "POST", f"/v1/share-groups/{group}/records/acknowledge", json=body)
-    assert done.status_code == 200, done.text
+    _accept(nodes[1], group, "console", records)
 
 
 def test_a_dead_coordinator_is_a_503_until_another_node_takes_its_groups(nodes, broker):
