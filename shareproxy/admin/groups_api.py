@@ -157,6 +157,8 @@ class ConfigEntry(BaseModel):
     source: Literal["group", "default"]
     type: str
     doc: str
+    min: int | None = Field(None, description="the least value this node accepts (null: any)")
+    max: int | None = Field(None, description="the greatest value this node accepts")
 
 
 class GroupConfig(BaseModel):
@@ -406,6 +408,8 @@ def _config(admin: GroupAdmin, group_id: str) -> GroupConfig:
                 source="group" if name in overrides else "default",
                 type=d.kind,
                 doc=d.doc,
+                min=bound.low if (bound := admin.config_bound(name)) else None,
+                max=bound.high if bound else None,
             )
             for name, d in group_config.DEFINITIONS.items()
         },

@@ -31,6 +31,7 @@ from shareproxy.broker.nodes import NodeAddress
 from shareproxy.broker.partitions import SharePartitions
 from shareproxy.broker.upstream_feed import topic_named
 from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.group_config import Bound
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.lag import PartitionLag
 from shareproxy.core.names import require_group_id
@@ -301,6 +302,10 @@ class GroupAdmin:
     def settings_for(self, group_id: str) -> GroupSettings:
         """The group's configs in force: its own values over the proxy's defaults."""
         return self.configs.settings_for(group_id)
+
+    def config_bound(self, name: str) -> Bound | None:
+        """The range this node accepts for a group config (None: unbounded)."""
+        return self.configs.bounds.bound(name)
 
     def config_overrides(self, group_id: str) -> dict[str, str]:
         """The group configs set on this group (the rest are the proxy-wide defaults)."""

@@ -232,9 +232,10 @@ def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic
         page.fill("#config-value", "7")
         page.get_by_role("button", name="Change config…").click()
         expect(dialog).to_contain_text("share.delivery.count.limit")
+        expect(dialog).to_contain_text("Allowed: 2 to 10.")  # Kafka's bounds, the proxy's too
         dialog.get_by_role("button", name="Change config").click()
         limit = page.locator('#configs tr[data-key="share.delivery.count.limit"] td')
-        expect(limit).to_have_text(["share.delivery.count.limit", "7", "group"])
+        expect(limit).to_have_text(["share.delivery.count.limit", "7", "group", "2 to 10"])
         expect(page.locator("#problem")).to_be_hidden()
         page.context.close()
     finally:

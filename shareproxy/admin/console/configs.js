@@ -5,13 +5,17 @@ import { confirmPlan } from "./confirm.js";
 import { el } from "./dom.js";
 import { LiveTable } from "./sortable.js";
 
+// the range this node accepts, as the API gives it (group.share.min/max… on the proxy)
+const bounds = (c) => (c && c.min !== null && c.min !== undefined ? `${c.min} to ${c.max}` : "");
+
 export function configSection(group, afterChange) {
   const path = `/v1/share-groups/${seg(group)}/config`;
   const table = new LiveTable(
     [
-      { key: "name", label: "Config", width: "40%", value: (c) => c.name },
-      { key: "value", label: "Value", width: "30%", value: (c) => c.value },
-      { key: "source", label: "Source", width: "30%", value: (c) => c.source },
+      { key: "name", label: "Config", width: "36%", value: (c) => c.name },
+      { key: "value", label: "Value", width: "24%", value: (c) => c.value },
+      { key: "source", label: "Source", width: "16%", value: (c) => c.source },
+      { key: "bounds", label: "Allowed", width: "24%", value: (c) => bounds(c) },
     ],
     (c) => c.name,
     "Group configs: a group's own value, or the proxy's default.",
@@ -24,6 +28,12 @@ export function configSection(group, afterChange) {
     el("label", { for: "config-name" }, "Config", name),
     el("label", { for: "config-value" }, "New value", value),
     el("button", { type: "submit" }, "Change config…"));
+  const hint = () => {
+    const allowed = bounds(current[name.value]);
+    if (allowed) value.setAttribute("title", `allowed: ${allowed}`);
+    else value.removeAttribute("title");
+  };
+  name.addEventListener("change", hint);
   const load = async () => {
     const answer = await get(path);
     current = answer.configs;
@@ -33,6 +43,7 @@ export function configSection(group, afterChange) {
       for (const n of names) name.append(el("option", { value: n }, n));
     }
     table.update(names.map((n) => ({ name: n, ...current[n] })));
+    hint();
   };
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -41,7 +52,8 @@ export function configSection(group, afterChange) {
     const was = current[chosen];
     confirmPlan(`Change ${chosen}`,
       [el("p", {}, `${chosen}: ${was ? `${was.value} (${was.source})` : "–"} → `,
-        wanted === "" ? "the default" : wanted)],
+        wanted === "" ? "the default" : wanted),
+      ...(bounds(was) ? [el("p", { class: "muted" }, `Allowed: ${bounds(was)}.`)] : [])],
       "Change config",
       async () => {
         await call("PUT", path, { configs: { [chosen]: wanted === "" ? null : wanted } });
