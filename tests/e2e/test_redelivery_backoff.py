@@ -69,6 +69,8 @@ def test_a_repeatedly_released_record_comes_back_after_a_growing_back_off(proxy,
         "source": "group",
         "type": "double",
         "doc": "",
+        "min": None,  # unbounded
+        "max": None,
     }
     c = share_consumer(p, group, mode="explicit")
     c.subscribe([t])
