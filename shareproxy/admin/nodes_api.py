@@ -57,12 +57,4 @@ def router(directory: NodeDirectory) -> APIRouter:
 
 
 def _node(v: NodeView) -> Node:
-    return Node(
-        node_id=v.node_id,
-        listeners=v.listeners,
-        admin_url=v.admin_url,
-        lease_live=v.lease_live,
-        lease_expires_at=v.lease_expires_at,
-        groups_coordinated=v.groups_coordinated,
-        share_partitions_led=v.share_partitions_led,
-    )
+    return Node.model_validate(v, from_attributes=True)
