@@ -12,6 +12,7 @@ from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _noted: list[int] = []
+_raised: list[Interrupted] = []
 _stop_is_success = False
 
 
@@ -31,7 +32,10 @@ class Interrupted(SystemExit):
 
 def within(exc: BaseException) -> Interrupted | None:
     """The stop signal an exception carries. Python wraps what a handler raises in some places
-    (an import's ``__set_name__`` becomes a ``RuntimeError`` caused by it), so the chain is read."""
+    (an import's ``__set_name__`` becomes a ``RuntimeError`` caused by it), so the chain is read;
+    an extension may make its own error of it with no chain at all (pydantic-core, interrupted
+    while it builds a validator, raises a ``SchemaError`` naming it), so a stop once raised is
+    what any failure after it carries."""
     seen: set[int] = set()
     found: BaseException | None = exc
     while found is not None and id(found) not in seen:
@@ -39,7 +43,7 @@ def within(exc: BaseException) -> Interrupted | None:
             return found
         seen.add(id(found))
         found = found.__cause__ or found.__context__
-    return None
+    return _raised[0] if _raised else None
 
 
 def _note(signum: int, frame: FrameType | None) -> None:
@@ -47,7 +51,9 @@ def _note(signum: int, frame: FrameType | None) -> None:
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
-    raise Interrupted(signum)
+    stop = Interrupted(signum)
+    _raised.append(stop)
+    raise stop
 
 
 def arm(command: str | None) -> None:

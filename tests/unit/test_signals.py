@@ -55,3 +55,24 @@ def test_an_exit_code_passes_through(monkeypatch):
     with pytest.raises(SystemExit) as exited:
         launch.main()
     assert exited.value.code == 2
+
+
+def test_a_stop_an_extension_made_its_own_error_of_is_still_a_stop(monkeypatch, capsys):
+    """pydantic-core, interrupted while it builds a validator, raises a ``SchemaError`` that only
+    names the stop: no cause, no context."""
+    monkeypatch.setattr(signals, "_noted", [])
+    monkeypatch.setattr(signals, "_raised", [])
+
+    def serve_interrupted_in_an_extension() -> None:
+        signals.arm("serve")
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except signals.Interrupted as exc:
+            named = f"Error building validator: {type(exc).__name__}: {exc}"
+        raise ValueError(named)
+
+    monkeypatch.setattr(app, "main", serve_interrupted_in_an_extension)
+    with pytest.raises(SystemExit) as exited:
+        launch.main()
+    assert exited.value.code == 0
+    assert capsys.readouterr().err == "stopped by SIGINT while starting\n"
