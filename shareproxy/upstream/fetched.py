@@ -33,7 +33,7 @@ class PartitionData:
 Fetched = list[tuple[str, int, PartitionData]]  # (topic, partition, data) in response order
 
 
-def _uvarint(buf: bytes, at: int) -> tuple[int, int]:
+def _uvarint(buf: bytes | memoryview, at: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         byte = buf[at]
@@ -44,7 +44,7 @@ def _uvarint(buf: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip_tags(buf: bytes, at: int) -> int:
+def _skip_tags(buf: bytes | memoryview, at: int) -> int:
     count, at = _uvarint(buf, at)
     for _ in range(count):
         _, at = _uvarint(buf, at)
@@ -53,7 +53,7 @@ def _skip_tags(buf: bytes, at: int) -> int:
     return at
 
 
-def read_fetch_response(frame: bytes, at: int) -> tuple[int, Fetched]:
+def read_fetch_response(frame: bytes | memoryview, at: int) -> tuple[int, Fetched]:
     """The response's top-level error code and every partition's data, from a Fetch v12
     response body starting at ``at`` in ``frame``; raises on a truncated frame."""
     view = memoryview(frame)
@@ -102,3 +102,7 @@ class FetchViews:
         # getvalue() of an unmodified BytesIO is the bytes it was made from: no copy
         _, fetched = read_fetch_response(data.getvalue(), data.tell())
         return fetched
+
+    def decode_frame(self, frame: memoryview, at: int) -> Fetched:
+        """The body from ``at`` in a big frame received into its own buffer."""
+        return read_fetch_response(frame, at)[1]

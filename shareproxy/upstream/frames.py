@@ -5,7 +5,9 @@ appended to a bytearray (a copy, and a reallocation as it grows), ``readexactly`
 frame out of it, and a frame bigger than the reader's limit pauses and resumes the socket on
 every chunk. A Fetch response is megabytes of record batches the proxy only passes on, so
 ``FrameReader`` keeps the chunks as the transport made them and joins only what a frame needs
-(a frame that is exactly one chunk is handed over as it came).
+(a frame that is exactly one chunk is handed over as it came). On a plain TCP transport a
+``FrameProtocol`` feeds it whole frames, a big one received straight into its own buffer and
+read through its view (``decode_frame``) rather than aiokafka's copy into a ``BytesIO``.
 
 What this relies on, pinned by ``tests/unit/test_upstream_frames.py``:
 
@@ -13,7 +15,8 @@ What this relies on, pinned by ``tests/unit/test_upstream_frames.py``:
   it to the protocol and calls ``_create_reader_task`` before it sends anything: there the
   reader becomes a ``FrameReader`` (its class changed in place, so the protocol feeds the new
   one). Its ``_read`` loop only calls ``readexactly`` on the reader, and ``connected`` calls
-  ``at_eof``.
+  ``at_eof``. ``_handle_frame`` takes ``(correlation id, request, future)`` from the left of
+  ``_requests``, and pops it once answered.
 - asyncio's ``StreamReader`` internals the base class keeps using: ``_eof``, ``_exception``,
   ``_limit``, ``_paused``, ``_transport``, ``_waiter``, ``_wakeup_waiter`` and
   ``_wait_for_data`` (which resumes a paused transport before waiting).
@@ -23,10 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafka.conn import READER_LIMIT, AIOKafkaConnection
+
+from shareproxy.upstream.frame_protocol import FrameProtocol
 
 
 class FrameReader(asyncio.StreamReader):
@@ -53,7 +59,7 @@ class FrameReader(asyncio.StreamReader):
         self._start_frames()
 
     def _start_frames(self) -> None:
-        self._chunks: collections.deque[bytes] = collections.deque()
+        self._chunks: collections.deque[bytes | memoryview] = collections.deque()
         self._held = 0  # bytes in _chunks not read yet
         self._head = 0  # bytes of _chunks[0] already read
         self._want = 0  # bytes the waiting readexactly needs
@@ -80,8 +86,22 @@ class FrameReader(asyncio.StreamReader):
             return
         if type(data) is not bytes:  # the transports pass bytes; anything else may be reused
             data = bytes(data)
-        self._chunks.append(data)
-        self._held += len(data)
+        self._append(data)
+
+    def feed_frame(self, header: bytes, frame: bytes | memoryview) -> None:
+        """A whole frame and its 4-byte size, kept as given: a big frame is a read-only view of
+        the buffer it was received into, which nothing else holds or writes."""
+        assert not self._eof, "feed_frame after feed_eof"
+        if not frame:
+            self.feed_data(header)
+            return
+        self._chunks.append(header)
+        self._held += len(header)
+        self._append(frame)
+
+    def _append(self, chunk: bytes | memoryview) -> None:
+        self._chunks.append(chunk)
+        self._held += len(chunk)
         if self._held >= self._want:
             self._wakeup_waiter()
         if (
@@ -164,15 +184,41 @@ class FrameReader(asyncio.StreamReader):
 
 
 class FrameConnection(AIOKafkaConnection):
-    """aiokafka's connection reading with a ``FrameReader``; everything else (connecting, the
-    version lookup, SASL, the read loop) is aiokafka's own."""
+    """aiokafka's connection reading with a ``FrameReader``, fed by a ``FrameProtocol`` on a
+    plain TCP transport; everything else (connecting, the version lookup, SASL, the read loop,
+    matching answers to requests) is aiokafka's own."""
 
     _reader: asyncio.StreamReader
+    _writer: asyncio.StreamWriter
+    _protocol: asyncio.Protocol
+    _requests: collections.deque[tuple[int | None, Any, asyncio.Future[Any]]]
+    _last_action: float
 
     def _create_reader_task(self) -> Any:
         # connect() has made the reader and given it to the protocol, and has sent nothing yet
-        FrameReader.adopt(self._reader)
+        reader = FrameReader.adopt(self._reader)
+        transport = self._writer.transport
+        if transport.get_extra_info("sslcontext") is None:
+            transport.set_protocol(FrameProtocol(self._protocol, reader))
         return super()._create_reader_task()
+
+    def _handle_frame(self, resp: bytes | memoryview) -> None:
+        """A big frame arrives as a view of its own buffer. aiokafka would copy it into a
+        BytesIO; a response type with ``decode_frame`` reads the view itself. Any other answer,
+        or one that does not match its request, goes aiokafka's way, as bytes."""
+        correlation_id, request, fut = self._requests[0]
+        decode = getattr(getattr(request, "RESPONSE_TYPE", None), "decode_frame", None)
+        if type(resp) is bytes or correlation_id is None or decode is None:
+            super()._handle_frame(bytes(resp))
+            return
+        header, at = request.read_response_header(resp)
+        if header.correlation_id != correlation_id:
+            super()._handle_frame(bytes(resp))
+            return
+        if not fut.done():
+            fut.set_result(decode(resp, at))
+        self._last_action = time.monotonic()
+        self._requests.popleft()
 
 
 async def open_connection(host: str, port: int, **options: Any) -> AIOKafkaConnection:

@@ -75,6 +75,12 @@ class _PreparedKio:
         data.seek(offset)
         return header
 
+    def read_response_header(self, frame: memoryview) -> tuple[Any, int]:
+        """The header at the start of a big frame (a read-only view), and where the body
+        starts."""
+        header, offset = reader_for(self.RESPONSE_TYPE.cls.__header_schema__)(frame, 0)
+        return header, offset
+
     def __repr__(self) -> str:
         return f"kio {type(self.body).__name__} v{self.API_VERSION}"
 
@@ -104,6 +110,9 @@ class _RawBody:
     def decode(self, data: io.BytesIO) -> RawResponse:
         body = memoryview(data.getvalue())[data.tell() :]
         return RawResponse(self.api_key, self.api_version, body)
+
+    def decode_frame(self, frame: memoryview, at: int) -> RawResponse:
+        return RawResponse(self.api_key, self.api_version, frame[at:])
 
 
 class _PreparedRaw(_PreparedKio):

@@ -8,21 +8,28 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import io
 import random
 import struct
 
 import pytest
 from aiokafka.conn import AIOKafkaConnection, create_conn
 from aiokafka.protocol.admin import ApiVersionRequest, ApiVersionResponse_v0
+from kio.schema.api_versions.v0.request import ApiVersionsRequest
+from kio.schema.api_versions.v0.response import ApiVersionsResponse
 
+from shareproxy.upstream.frame_protocol import SCRATCH_BYTES, FrameProtocol
 from shareproxy.upstream.frames import FrameConnection, FrameReader, open_connection
+from shareproxy.upstream.kio_over_aiokafka import KioRequest
 
 # aiokafka 0.14.0's sources that FrameConnection relies on (connect makes a plain reader and
 # starts the read task before sending anything; the read loop calls only readexactly; connected
-# calls at_eof). A new aiokafka must be read again.
+# calls at_eof; _handle_frame answers the left of _requests and pops it). A new aiokafka must be
+# read again.
 PINNED = {
     "connect": "b0f9ba7f0cf6b432",
     "_read": "7b892995c0b81468",
+    "_handle_frame": "46a7d9b8cf7ca222",
     "connected": "e392e7f6dadb2368",
 }
 
@@ -197,3 +204,104 @@ async def test_an_adopted_reader_keeps_what_it_had_buffered():
     assert await reader.readexactly(6) == b"abcdef"
     with pytest.raises(TypeError):
         FrameReader.adopt(reader)  # already one
+
+
+class _Replaced(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.told: list[str] = []
+
+    def eof_received(self) -> bool:
+        self.told.append("eof")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.told.append(f"lost {exc}")
+
+    def pause_writing(self) -> None:
+        self.told.append("pause")
+
+    def resume_writing(self) -> None:
+        self.told.append("resume")
+
+
+@pytest.mark.parametrize("seed", range(20))
+async def test_the_protocol_cuts_frames_however_the_reads_fall(seed):
+    """Frames come out whole and in order; one bigger than the scratch buffer is received into
+    a buffer of its own and handed on as a read-only view, a smaller one as bytes."""
+    rnd = random.Random(seed)
+    sizes = [
+        rnd.choice([0, 1, 7, 300, SCRATCH_BYTES - 4, SCRATCH_BYTES - 3, 400_000]) for _ in range(12)
+    ]
+    frames, stream = _frames(sizes)
+    reader = FrameReader()
+    protocol = FrameProtocol(_Replaced(), reader)
+    task = asyncio.ensure_future(_read_frames(reader, len(frames)))
+    at = 0
+    while at < len(stream):
+        buffer = protocol.get_buffer(-1)
+        assert len(buffer) > 0
+        step = min(len(buffer), rnd.choice([1, 3, 4, 5, 1000, 65_536, 262_144]), len(stream) - at)
+        buffer[:step] = stream[at : at + step]
+        protocol.buffer_updated(step)
+        at += step
+        if rnd.random() < 0.5:
+            await asyncio.sleep(0)
+    got = await task
+    assert [bytes(f) for f in got] == frames
+    for frame in got:
+        if len(frame) + 4 > SCRATCH_BYTES:
+            assert isinstance(frame, memoryview) and frame.readonly
+        else:
+            assert type(frame) is bytes
+
+
+async def test_the_protocol_passes_on_what_is_not_data():
+    replaced = _Replaced()
+    reader = FrameReader()
+    protocol = FrameProtocol(replaced, reader)
+    protocol.pause_writing()
+    protocol.resume_writing()
+    assert protocol.eof_received() is False
+    protocol.connection_lost(None)
+    assert replaced.told == ["pause", "resume", "eof", "lost None"]
+
+
+async def test_a_negative_size_fails_the_read_as_before():
+    reader = FrameReader()
+    protocol = FrameProtocol(_Replaced(), reader)
+    buffer = protocol.get_buffer(-1)
+    buffer[:8] = struct.pack(">i", -5) + b"junk"
+    protocol.buffer_updated(8)
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    with pytest.raises(ValueError):
+        await reader.readexactly(size)
+
+
+class _ViewsKept:
+    """A response type that reads a big frame's view itself, as the Fetch reader does."""
+
+    cls = ApiVersionsResponse
+
+    def decode(self, data: io.BytesIO) -> tuple[str, int]:
+        return "decode", len(data.getvalue()) - data.tell()
+
+    def decode_frame(self, frame: memoryview, at: int) -> tuple[str, int, memoryview]:
+        return "decode_frame", len(frame) - at, frame
+
+
+@pytest.mark.parametrize("entries", [0, 300_000])
+async def test_a_big_answer_reaches_its_reader_as_the_view_it_was_received_into(entries):
+    server, port = await _fake_broker(entries)
+    async with server:
+        conn = await open_connection("127.0.0.1", port, request_timeout_ms=5000)
+        try:
+            assert isinstance(conn._writer.transport.get_protocol(), FrameProtocol)
+            for _ in range(3):
+                answer = await conn.send(KioRequest(ApiVersionsRequest(), decoder=_ViewsKept()))
+                if entries:
+                    how, size, frame = answer
+                    assert how == "decode_frame" and frame.readonly and size > SCRATCH_BYTES
+                else:
+                    assert answer[0] == "decode"
+        finally:
+            await conn.close()
