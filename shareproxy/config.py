@@ -47,7 +47,8 @@ MIN_LIBRDKAFKA_FETCH_WAIT_MS = 10  # below, idle consumers poll the nodes in a t
 # the longest any fetch is held, a minute (Kafka bounds no MaxWaitMs; a client's own request
 # timeout ends a longer one anyway); a cap at or over the MaxWaitMs asked holds it as asked
 MAX_FETCH_WAIT_MS = 60_000
-AUTO = "auto"  # a --node-id leased from the store
+AUTO = "auto"  # a --node-id leased from the store; --nodes: one per usable core
+MAX_NODES = 64  # node processes one serve --nodes runs
 ENV_PREFIX = "SHAREPROXY_"
 FLAG_NAMES = {"auto_migrate": "--migrate/--no-migrate"}  # the rest: --field-name
 SECRET = frozenset({"upstream_sasl_password"})  # environment or file only, never shown
@@ -148,13 +149,12 @@ class Settings(BaseSettings):
         "stops); without it a held id is waited for until its lease passes, and refused (exit "
         "2) when its node renews the lease",
     )
-    nodes: int = Field(
+    nodes: int | Literal["auto"] = Field(
         default=1,
-        ge=1,
-        le=64,
         description="node processes to run on this machine (one asyncio loop each): node ids "
         "--node-id and up, every listener and admin port +1 per node; more than one needs a "
-        "Postgres --state-url",
+        "Postgres --state-url; auto: one per core this process may use (its CPU affinity and "
+        f"cgroup CPU limit), at most {MAX_NODES}",
     )
     node_lease_ms: int = Field(
         default=10_000,
@@ -324,6 +324,15 @@ class Settings(BaseSettings):
             raise ValueError("no server given (HOST:PORT,…)")
         return value
 
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _nodes(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if value != AUTO and not (isinstance(value, int) and 1 <= value <= MAX_NODES):
+            raise ValueError(f"a number of nodes from 1 to {MAX_NODES}, or auto")
+        return value
+
     @field_validator("node_id", mode="before")
     @classmethod
     def _node_id(cls, value: Any) -> Any:
@@ -398,7 +407,7 @@ class Settings(BaseSettings):
             raise SettingError("advertised_listeners", str(exc)) from None
         if any(spec.uses_tls for spec, _ in specs) and not self.ssl_certfile:
             raise SettingError("listeners", "an SSL or SASL_SSL listener needs --ssl-certfile")
-        if self.nodes > 1 and not self.state_url.startswith("postgresql"):
+        if self.nodes != 1 and not self.state_url.startswith("postgresql"):
             raise SettingError(
                 "nodes",
                 "several nodes share their state through a Postgres --state-url (postgresql://…)",

@@ -25,8 +25,11 @@ from shareproxy.node_commands import node_command, node_id_of, node_settings
 STARTUP_S = 10.0
 
 
-def supervise(settings: config.Settings, flags: Mapping[str, Any], config_file: Path | None) -> int:
-    """Run ``settings.nodes`` nodes until a signal; the exit code."""
+def supervise(
+    settings: config.Settings, count: int, flags: Mapping[str, Any], config_file: Path | None
+) -> int:
+    """Run ``count`` nodes (``settings.nodes``, or the cores ``auto`` found) until a signal; the
+    exit code."""
     if settings.auto_migrate:  # once, here: N nodes upgrading one schema at once would race
         _migrate(settings.state_url)
     nodes = [
@@ -34,7 +37,7 @@ def supervise(settings: config.Settings, flags: Mapping[str, Any], config_file: 
             node_id_of(settings, i) if isinstance(settings.node_id, int) else f"#{i + 1}",
             node_command(flags, config_file, node_settings(settings, i)),
         )
-        for i in range(settings.nodes)
+        for i in range(count)
     ]
     stopping = False
 

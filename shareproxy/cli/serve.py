@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from shareproxy import config, config_io, terminal
+from shareproxy.config import MAX_NODES
+from shareproxy.cores import usable_cores
 from shareproxy.exits import CommandError
 
 err = Console(stderr=True, soft_wrap=True)
@@ -86,11 +88,16 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
     if print_config:
         out.print(config_io.render(settings), markup=False, highlight=False, end="")
         return
-    if settings.nodes > 1:
+    count = settings.nodes if isinstance(settings.nodes, int) else min(usable_cores(), MAX_NODES)
+    if settings.nodes == config.AUTO:
+        err.print(
+            f"--nodes auto: {count} node{'s' * (count > 1)}, one per core this process may use"
+        )
+    if count > 1:
         from shareproxy.cli.nodes import supervise
 
         try:
-            code = supervise(settings, flags, config_file)
+            code = supervise(settings, count, flags, config_file)
         except CommandError as exc:
             raise fail(exc) from exc
         raise typer.Exit(code)

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 
 from shareproxy import exits
 from shareproxy.cli.nodes import STARTUP_S
+from shareproxy.cores import usable_cores
 from shareproxy.embedded import free_port, spawn, stop_process, wait_for_port
 from tests.support.proxy import ProxyProcess
 
@@ -167,6 +168,40 @@ def test_serve_nodes_runs_one_process_per_node_on_consecutive_ports(broker, post
     assert all(_free(p) for p in (kafka, kafka + 1, admin, admin + 1))  # both nodes stopped
 
 
+def test_serve_nodes_auto_runs_one_node_per_core_it_may_use(broker, postgres, tmp_path):
+    """``--nodes auto`` in a process allowed two CPUs runs two nodes (one, where a cgroup CPU
+    limit allows one core)."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    expected = min(len(cpus), usable_cores())
+    url = postgres.create_database("serve_nodes_auto", template="template_migrated")
+    kafka, admin = _consecutive_free_ports(2), _consecutive_free_ports(2)
+    serve = [sys.executable, "-m", "shareproxy.cli", "serve", "--nodes", "auto",
+             "--bootstrap-servers", broker.bootstrap, "--state-url", url,
+             "--listen", f"127.0.0.1:{kafka}", "--admin-listen", f"127.0.0.1:{admin}"]  # fmt: skip
+    pinned = f"import os, sys; os.sched_setaffinity(0, {cpus}); os.execv(sys.executable, {serve})"
+    log = (tmp_path / "nodes.log").open("wb")
+    proc = spawn([sys.executable, "-c", pinned], log)
+    try:
+        for i in range(expected):
+            wait_for_port(
+                admin + i, 60, f"node {i + 1} of --nodes auto", lambda: proc.poll() is None
+            )
+        nodes = {
+            httpx.get(f"http://127.0.0.1:{admin + i}/readyz", timeout=10).json()["node"]["node_id"]
+            for i in range(expected)
+        }
+        assert nodes == set(range(1, expected + 1))
+        assert _free(admin + expected)  # no more than that
+    finally:
+        code = stop_process(proc, grace_s=40)
+        log.close()
+    text = (tmp_path / "nodes.log").read_text()
+    assert code == 0, text
+    many = "s" * (expected > 1)
+    assert f"--nodes auto: {expected} node{many}, one per core this process may use" in text, text
+    assert "Traceback" not in text, text
+
+
 def _children(pid: int) -> dict[int, str]:
     """The processes a process started, with their command lines (NUL-separated)."""
     found = {}
@@ -176,9 +211,10 @@ def _children(pid: int) -> dict[int, str]:
     return found
 
 
-def test_serve_nodes_refuses_a_store_it_cannot_share(tmp_path):
+@pytest.mark.parametrize("nodes", ["2", "auto"])
+def test_serve_nodes_refuses_a_store_it_cannot_share(tmp_path, nodes):
     done = subprocess.run(
-        [sys.executable, "-m", "shareproxy.cli", "serve", "--nodes", "2",
+        [sys.executable, "-m", "shareproxy.cli", "serve", "--nodes", nodes,
          "--state-url", f"sqlite:///{tmp_path}/x.db"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -3,11 +3,13 @@ starts."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
 
 from shareproxy import config_io
+from shareproxy.cores import cpu_limit, usable_cores
 from shareproxy.exits import CommandError
 from shareproxy.node_commands import node_command, node_settings, shift_ports
 
@@ -72,3 +74,34 @@ def test_each_node_advertises_its_own_admin_url_and_a_bad_one_is_refused():
     for bad in ("proxy.example:8080", "ftp://proxy.example:8080", "http://"):
         with pytest.raises(CommandError, match="admin"):
             config_io.load({"state_url": PG, "admin_advertised_url": bad})
+
+
+def test_nodes_auto_is_a_count_or_auto_and_needs_postgres_too():
+    assert config_io.load({"nodes": "auto", "state_url": PG}).nodes == "auto"
+    assert config_io.load({"nodes": " 64 ", "state_url": PG}).nodes == 64
+    for wrong in ("0", "65", "-1", "many", "2.5"):
+        with pytest.raises(CommandError, match="nodes"):
+            config_io.load({"nodes": wrong, "state_url": PG})
+    with pytest.raises(CommandError, match="Postgres"):
+        config_io.load({"nodes": "auto", "state_url": "sqlite:///x.db"})
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "cores"),
+    [("max 100000", None), ("200000 100000", 2), ("150000 100000", 2), ("50000 100000", 1),
+     ("", None), ("garbage", None), ("x 100000", None), ("0 100000", None)],
+)  # fmt: skip
+def test_a_cgroup_cpu_limit_is_read_as_whole_cores_rounded_up(cpu_max, cores):
+    assert cpu_limit(cpu_max) == cores
+
+
+def test_usable_cores_are_the_affinity_bounded_by_the_cgroup_limit(tmp_path):
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max = tmp_path / "cpu.max"
+    assert usable_cores(tmp_path / "absent") == affinity
+    cpu_max.write_text("max 100000\n")
+    assert usable_cores(cpu_max) == affinity
+    cpu_max.write_text("100000 100000\n")
+    assert usable_cores(cpu_max) == 1
+    cpu_max.write_text(f"{(affinity + 8) * 100000} 100000\n")
+    assert usable_cores(cpu_max) == affinity
