@@ -130,7 +130,8 @@ class Proxy:
                 await migrate.require_current(s.state_url)
             self.engine = create_engine(s.state_url)
             self._running.push_async_callback(self.engine.dispose)
-            self.store = SqlShareStateStore(self.engine, s.state_fold_every)
+            self.store = SqlShareStateStore(self.engine, s.state_fold_every, keep_connection=True)
+            self._running.push_async_callback(self.store.close)  # before the engine's disposal
             self.upstream = Upstream(self.upstream_settings)
             self._running.push_async_callback(self.upstream.close)
             nodes = ClusterNodes(

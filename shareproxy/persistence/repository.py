@@ -48,18 +48,29 @@ __all__ = [
 ]
 
 
-def state_writer(engine: AsyncEngine, fold_every: int = DEFAULT_FOLD_EVERY) -> StateWriter:
-    """The write path for the engine's dialect."""
-    writer = PostgresWriter if engine.dialect.name == "postgresql" else SqliteWriter
-    return writer(engine, fold_every)
+def state_writer(
+    engine: AsyncEngine, fold_every: int = DEFAULT_FOLD_EVERY, *, keep_connection: bool = False
+) -> StateWriter:
+    """The write path for the engine's dialect (``keep_connection``: see PostgresWriter)."""
+    if engine.dialect.name == "postgresql":
+        return PostgresWriter(engine, fold_every, keep_connection=keep_connection)
+    return SqliteWriter(engine, fold_every)
 
 
 @store_boundary
 class SqlShareStateStore:
     """The durable share-partition state, behind the core's ``ShareStateStore`` Protocol."""
 
-    def __init__(self, engine: AsyncEngine, fold_every: int = DEFAULT_FOLD_EVERY) -> None:
-        self._writer = state_writer(engine, fold_every)
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        fold_every: int = DEFAULT_FOLD_EVERY,
+        *,
+        keep_connection: bool = False,
+    ) -> None:
+        """``keep_connection``: the write path keeps a connection between writes, for a server
+        whose writes come one batch at a time; ``close`` it before disposing of the engine."""
+        self._writer = state_writer(engine, fold_every, keep_connection=keep_connection)
         self.engine = engine
         self.fold_every = fold_every
         self._groups = GroupRecords(engine)
@@ -67,6 +78,9 @@ class SqlShareStateStore:
         self._partitions = SharePartitionStates(engine)
         self._scans = BatchScans(engine)
         self._archive_log = ArchiveLogRecords(engine)
+
+    async def close(self) -> None:
+        await self._writer.close()
 
     # groups
     async def ensure_group(self, group_id: str) -> ShareGroupRecord:

@@ -53,6 +53,9 @@ class StateWriter(ABC):
         self.engine = engine
         self.fold_every = fold_every
 
+    async def close(self) -> None:  # noqa: B027  (a writer that keeps nothing has nothing to do)
+        """Release what the writer keeps between writes."""
+
     async def write(self, writes: Sequence[PartitionWrite]) -> Verdicts:
         """All deltas in one transaction. One statement locks each share-partition's snapshot
         row, checks its state epoch and counts the new updates; a fenced or unknown one is
