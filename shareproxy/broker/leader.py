@@ -27,6 +27,7 @@ from shareproxy.core.inflight import AcquiredRange, InFlightRange
 from shareproxy.core.key_order import WHOLE_SPACE, owned_range
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.record_actions import RecordsPage
+from shareproxy.core.record_views import Records
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
@@ -47,7 +48,7 @@ class Acquisition:
     of the bytes read from upstream, not a copy, where they lie side by side."""
 
     acquired: list[AcquiredRange]
-    records: bytes | memoryview
+    records: Records
 
 
 class SharePartitionLeader:

@@ -11,6 +11,7 @@ from shareproxy.broker.cache_budget import CacheBudget, FrameRefs, frame_of
 from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.record_views import RecordViews
 from shareproxy.protocol.record_batch import (
     ABORT_MARKER,
     BatchInfo,
@@ -229,9 +230,12 @@ def _size_to(b: CachedBatch) -> int:
     return b.size_to
 
 
-def records_holding(batches: list[CachedBatch], acquired: Sequence[AcquiredRange]) -> memoryview:
+def records_holding(
+    batches: list[CachedBatch], acquired: Sequence[AcquiredRange]
+) -> memoryview | RecordViews:
     """The whole batches (of ``batches``, in log order) holding any acquired offset, each once:
-    one view of the fetched bytes when they lie side by side there (no copy), else joined."""
+    one view of the fetched bytes when they lie side by side there, else a view per stretch
+    that does (no copy either way)."""
     views: list[memoryview] = []
     raw: memoryview | None = None
     start = end = 0
@@ -255,7 +259,7 @@ def records_holding(batches: list[CachedBatch], acquired: Sequence[AcquiredRange
     if not views:
         return raw[start:end]
     views.append(raw[start:end])
-    return memoryview(b"".join(views))
+    return RecordViews(views)
 
 
 def _aborted_batches(infos: list[BatchInfo], aborted: list[tuple[int, int]]) -> set[int]:

@@ -15,6 +15,7 @@ from collections.abc import Collection, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 from uuid import UUID
 
+from shareproxy.core.record_views import Records, RecordViews
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import RESPONSE_HEADER_BYTES, EncodedResponse
 
@@ -44,7 +45,7 @@ class AcquiredRun(Protocol):
 # partition index, error code, message, acknowledge error code, message, leader id, leader
 # epoch, record batches, acquired runs
 FetchedPartition = tuple[
-    int, int, str | None, int, str | None, int, int, bytes | memoryview, Sequence[AcquiredRun]
+    int, int, str | None, int, str | None, int, int, Records, Sequence[AcquiredRun]
 ]
 # partition index, error code, message, leader id, leader epoch
 AcknowledgedPartition = tuple[int, int, str | None, int, int]
@@ -137,7 +138,10 @@ def share_fetch(head: Head, topics: FetchedTopics, endpoints: Endpoints = ()) ->
             buf += _uvarint(n + 1)
             if n:  # the batches as they came: the chunk before them ends here
                 size += len(buf)
-                chunks.append(records)
+                if isinstance(records, RecordViews):
+                    chunks.extend(records.views)
+                else:
+                    chunks.append(records)
                 size += n
                 buf = bytearray()
                 chunks.append(buf)

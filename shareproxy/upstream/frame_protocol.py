@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from shareproxy.upstream.frames import FrameReader
+from typing import Protocol
 
 SCRATCH_BYTES = 64 * 1024  # a frame that fits is copied out of it; a bigger one gets its own
 _SIZE = struct.Struct(">i")
+
+
+class FrameSink(Protocol):
+    """Where the frames go (``frames.FrameReader``)."""
+
+    def feed_data(self, data: bytes | bytearray | memoryview) -> None: ...
+
+    def feed_frame(self, header: bytes, frame: bytes | memoryview) -> None: ...
 
 
 class FrameProtocol(asyncio.BufferedProtocol):
@@ -27,7 +32,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
     tells a protocol goes to the protocol it replaced (aiokafka's, whose writer and close
     future depend on it)."""
 
-    def __init__(self, replaced: asyncio.Protocol, reader: FrameReader) -> None:
+    def __init__(self, replaced: asyncio.Protocol, reader: FrameSink) -> None:
         self._replaced = replaced
         self._reader = reader
         self._scratch = bytearray(SCRATCH_BYTES)

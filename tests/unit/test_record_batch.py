@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import struct
 
-from shareproxy.broker.log_cache import LogCache
+from shareproxy.broker.log_cache import LogCache, records_holding
+from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.record_views import RecordViews
 from shareproxy.protocol.record_batch import (
     ABORT_MARKER,
     COMMIT_MARKER,
@@ -154,3 +156,25 @@ def test_the_timestamp_from_an_offset_is_its_batchs_first_or_the_append_time():
     cache.add(data(batch(20, 1, timestamps=(3_000, 3_000))), fetch_offset=20)
     assert cache.timestamp_from(3) is None  # the cached stretch begins past it
     assert cache.timestamp_from(20) == 3_000
+
+
+def test_batches_handed_out_together_are_views_of_the_fetched_bytes_never_joined():
+    cache = LogCache()
+    first = data(batch(0, 5), batch(5, 5))
+    cache.add(first)
+    second = data(batch(10, 5))
+    cache.add(second)
+    batches = cache.from_offset(0, 10**9)
+    side_by_side = records_holding(batches, [AcquiredRange(0, 9, 1)])
+    assert isinstance(side_by_side, memoryview) and side_by_side.obj is first.records
+    assert bytes(side_by_side) == bytes(first.records)
+    apart = records_holding(batches, [AcquiredRange(3, 12, 1)])
+    assert isinstance(apart, RecordViews)
+    assert [v.obj is r for v, r in zip(apart, [first.records, second.records], strict=True)] == [
+        True,
+        True,
+    ]  # not copied
+    assert bytes(apart) == bytes(first.records) + bytes(second.records)
+    assert len(apart) == len(bytes(apart))
+    only_the_last = records_holding(batches, [AcquiredRange(12, 12, 1)])
+    assert bytes(only_the_last) == bytes(second.records)

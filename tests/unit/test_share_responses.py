@@ -8,6 +8,7 @@ import pytest
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.record_views import RecordViews
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import encode_response, encode_response_chunks, response_type
 from shareproxy.protocol.share_responses import Head, share_acknowledge, share_fetch
@@ -16,12 +17,19 @@ T1 = UUID("00000000-0000-0000-0000-000000000001")
 T2 = UUID("f0000000-0000-0000-0000-0000000000ff")
 BATCH = bytes(range(256)) * 5  # long enough that its length takes a two-byte varint
 LONG_MESSAGE = "é" * 100
+SPLIT = RecordViews([memoryview(BATCH)[:700], memoryview(BATCH * 2)[700:]])
 
 FETCH_CASES = {
     "empty": ([], [], 0, None),
     "refused": ([], [], 58, "a refusal"),
     "one partition with records": (
         [(T1, [(0, 0, None, 0, None, 1, 7, BATCH, [AcquiredRange(5, 9, 1)])])],
+        [],
+        0,
+        None,
+    ),
+    "records from two fetches": (
+        [(T1, [(0, 0, None, 0, None, 1, 7, SPLIT, [AcquiredRange(5, 9, 1)])])],
         [],
         0,
         None,
@@ -153,3 +161,9 @@ def test_share_acknowledge_is_kios_encoding(version, case):
         "share_acknowledge", version, 30_000, topics, endpoints, code, message, _acknowledged
     )
     assert b"".join(encode_response_chunks(5, ours)) == encode_response(5, theirs)
+
+
+def test_record_batches_from_several_fetches_travel_as_their_views():
+    topics = [(T1, [(0, 0, None, 0, None, 1, 7, SPLIT, [])])]
+    chunks = encode_response_chunks(1, share_fetch(Head(2, 1), topics))
+    assert [c for c in chunks if any(c is v for v in SPLIT)] == SPLIT.views
