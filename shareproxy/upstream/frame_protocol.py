@@ -70,7 +70,9 @@ class FrameProtocol(asyncio.BufferedProtocol):
             if size < 0:  # passed on as received, for readexactly to refuse
                 self._reader.feed_data(scratch[at : at + 4])
                 self._broken = True
-            elif end <= used:
+                at = used
+                break
+            if end <= used:
                 self._reader.feed_frame(bytes(scratch[at : at + 4]), bytes(scratch[at + 4 : end]))
             elif 4 + size > len(scratch):
                 self._header = bytes(scratch[at : at + 4])
@@ -82,7 +84,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 break
             else:
                 break  # a small frame not all here yet
-            at = end if not self._broken else used
+            at = end
         if self._broken:
             at = used
         if at:
