@@ -10,6 +10,7 @@ steady rate while each reader runs.
 
     python -m bench.throughput [--records 200000] [--size 1024] [--batch-records 500]
                                [--consumers 3] [--runs 5] [--modes implicit,explicit] [--secure]
+                               [--max-poll-records N]
 
 --secure: the ShareConsumers log in with SCRAM-SHA-512 over a SASL_PLAINTEXT listener and the
 proxy enforces ACLs (one prefixed group rule, one topic rule), the cost of security on.
@@ -246,6 +247,12 @@ def main() -> None:
     ap.add_argument("--latency-records", type=int, default=5000)
     ap.add_argument("--latency-rate", type=float, default=1000.0)
     ap.add_argument("--secure", action="store_true", help="SASL SCRAM listener and ACLs on")
+    ap.add_argument(
+        "--max-poll-records",
+        type=int,
+        help="the ShareConsumers' max.poll.records (librdkafka's default: 500), which is the "
+        "MaxRecords of their ShareFetch: the records per answer, so the per-request costs",
+    )
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if not modes or set(modes) - set(MODES):
@@ -265,6 +272,8 @@ def main() -> None:
         client: dict = {}
         if args.secure:
             client = secure(proxy, url)
+        if args.max_poll_records is not None:
+            client["max.poll.records"] = args.max_poll_records
         proxy.start()
         assert proxy.proc is not None
         if args.secure:
