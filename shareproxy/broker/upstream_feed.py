@@ -154,6 +154,7 @@ class UpstreamFeed:
         self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._watch_wakeup = asyncio.Event()
         self._polled: list[SharePartitionLeader] = []  # the last tail poll's, to wake
+        self._polled_from: dict[SharePartitionKey, int] = {}  # where the poll under way asks
         self._background: set[asyncio.Task[None]] = set()
         # a failed poll pauses before the waiting fetches are woken and ask again
         self.tail = Periodic(
@@ -188,8 +189,11 @@ class UpstreamFeed:
         ``room``: the records and bytes the fetch may take, read for where the cache is short."""
         wanted: dict[tuple[str, int], int] = {}
         owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
+        asks_now = max_wait_ms <= 1 and not beyond_cache  # a request's read, not a long poll
         for leader in leaders:
             offset = wanted_offset(leader, beyond_cache, room)
+            if offset is not None and asks_now and self._left_to_the_tail(leader, offset):
+                continue
             if offset is not None and reads_its_topic(self.upstream, leader):
                 tp = (leader.topic, leader.key.partition)
                 if tp not in wanted or offset < wanted[tp]:
@@ -205,8 +209,11 @@ class UpstreamFeed:
             isolation_level=isolation,
             partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
         )
+        at_end: list[SharePartitionLeader] = []
         for tp, d in data.items():
             d.records = worth_keeping(d.records)  # not one partition pinning the whole frame
+            if asks_now and not d.records and d.error_code == ErrorCode.NONE:
+                at_end += owners.get(tp, [])
             for leader in owners.get(tp, []):
                 if d.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:  # the log start moved
                     await self._log_start_lost(leader)
@@ -215,6 +222,17 @@ class UpstreamFeed:
                     leader.notify()  # requests waiting on this partition can acquire now
                 if d.log_start_offset > leader.log_start_offset:
                     await leader.log_start_moved(d.log_start_offset)
+        if at_end:  # read to their end: the tail poll waits on them from now
+            self.watch(at_end)
+
+    def _left_to_the_tail(self, leader: SharePartitionLeader, offset: int) -> bool:
+        """Whether a request's read leaves this partition out: upstream said it ends here, and
+        the tail poll under way asks from here too, so it brings new records as soon as
+        upstream has them and wakes the fetches waiting on them. (A consumer that has read a
+        partition to its end while others still have records asked upstream for it on every
+        fetch: a round trip each, for nothing.)"""
+        end = leader.cache.high_watermark  # 0 until upstream has answered
+        return 0 < end <= offset and self._polled_from.get(leader.key, -1) >= offset
 
     async def _log_start_lost(self, leader: SharePartitionLeader) -> None:
         """The offset read is below the log start now: ask where the log starts."""
@@ -286,8 +304,14 @@ class UpstreamFeed:
         if not watched:
             return
         self._polled = watched
+        self._polled_from = {
+            w.key: offset for w in watched if (offset := wanted_offset(w)) is not None
+        }
         started = self.clock_ms()
-        await self.read(watched, max_wait_ms=TAIL_POLL_MS)
+        try:
+            await self.read(watched, max_wait_ms=TAIL_POLL_MS)
+        finally:
+            self._polled_from = {}  # requests read these themselves again
         log.debug(
             "tail poll of %s took %d ms",
             [(w.topic, w.key.partition, wanted_offset(w)) for w in watched],

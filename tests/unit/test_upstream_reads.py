@@ -75,7 +75,8 @@ async def _settled(condition, what: str) -> None:  # type: ignore[no-untyped-def
     raise AssertionError(f"never happened: {what}")
 
 
-async def test_a_late_answer_never_leaves_a_hole_in_the_log_cache():
+def _one_partition() -> tuple[ScriptedUpstream, UpstreamFeed, SharePartitionLeader, Consumption]:
+    """The runtime's feed, one leader and the fetch loop, over a scripted upstream."""
     upstream = ScriptedUpstream(per_fetch=2)
     now = [1_000]
     feed = UpstreamFeed(upstream, lambda: now[0])  # type: ignore[arg-type]
@@ -97,6 +98,11 @@ async def test_a_late_answer_never_leaves_a_hole_in_the_log_cache():
         lambda _: settings,
         lambda: now[0],
     )
+    return upstream, feed, leader, consumption
+
+
+async def test_a_late_answer_never_leaves_a_hole_in_the_log_cache():
+    upstream, feed, leader, consumption = _one_partition()
 
     async def fetch(member: str, max_records: int) -> list[tuple[int, int]]:
         got = await consumption.acquire(
@@ -145,5 +151,45 @@ async def test_a_late_answer_never_leaves_a_hole_in_the_log_cache():
             (10, 14, "ACQUIRED"),
             (15, 19, "ACQUIRED"),
         ]
+    finally:
+        await feed.stop()
+
+
+async def test_a_partition_read_to_its_end_is_left_to_the_tail_poll_under_way():
+    """A consumer that has read a partition to its end, while it has records elsewhere, does
+    not ask upstream for it on every fetch: the tail poll asks from that end meanwhile."""
+    upstream, feed, leader, consumption = _one_partition()
+
+    async def fetch() -> list[tuple[int, int]]:
+        got = await consumption.acquire(
+            [leader],
+            "b",
+            max_wait_ms=0,
+            max_records=5,
+            max_bytes=1 << 20,
+            mode=AcquireMode.BATCH_OPTIMIZED,
+        )
+        return [(r.first_offset, r.last_offset) for a in got.values() for r in a.acquired]
+
+    feed.start()
+    try:
+        upstream.append(5)
+        assert await fetch() == [(0, 4)]
+        ack = AckBatch(0, 4, (AcknowledgeType.ACCEPT,))
+        assert await leader.acknowledge("b", [ack]) == ErrorCode.NONE
+        upstream.hold_long_polls = asyncio.Event()
+        # read at 5, the end: nothing; the tail poll asks from 5 from now on
+        assert await fetch() == []
+        await _settled(lambda: upstream.asked == [0, 5, 5], "the tail poll asked")
+        for _ in range(3):
+            assert await fetch() == []
+        assert upstream.asked == [0, 5, 5]  # no fetch asked upstream itself
+        # the poll ends (empty, as it was asked): fetches read for themselves again
+        upstream.append(5)
+        upstream.hold_long_polls.set()
+        await _settled(lambda: not feed._polled_from, "the tail poll ended")
+        upstream.hold_long_polls = None
+        assert await fetch() == [(5, 9)]
+        assert upstream.asked[:4] == [0, 5, 5, 5]
     finally:
         await feed.stop()
