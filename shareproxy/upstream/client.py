@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 _FETCH_VIEWS = FetchViews()
 
 EARLIEST = -2
+# deleted topics' names remembered, so one created again under its name is seen as replaced
+MAX_GONE_TOPICS = 1000
 LATEST = -1
 NOT_LEADER_ERRORS = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -73,6 +76,9 @@ class TopicInfo:
     name: str
     topic_id: UUID
     leaders: dict[int, int]  # partition -> leader node id
+    # when (time.monotonic) the metadata first showed this id where the name had another, or
+    # none (deleted) before; None for a topic first seen as it is
+    replaced_at: float | None = None
 
     @property
     def partition_count(self) -> int:
@@ -98,6 +104,7 @@ class Upstream:
         self._conns: Connections | None = None
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[UUID, TopicInfo] = {}
+        self._gone: dict[str, UUID] = {}  # the last id of names the metadata no longer has
         self.cluster_id: str | None = None
         self.controller_id = -1  # -1: unknown (a KRaft broker forwards controller requests)
         # whether the latest request to the cluster was answered (a gauge reads it)
@@ -208,9 +215,17 @@ class Upstream:
             ):
                 continue
             info = TopicInfo(
-                t.name, t.topic_id, {p.partition_index: p.leader_id for p in t.partitions}
+                t.name,
+                t.topic_id,
+                {p.partition_index: p.leader_id for p in t.partitions},
+                self._replaced_at(t.name, t.topic_id),
             )
             found[t.name] = info
+        for name in self.topics.keys() - found.keys() if topics is None else set(topics):
+            if name not in found and name in self.topics:
+                self._gone[name] = self.topics[name].topic_id
+                if len(self._gone) > MAX_GONE_TOPICS:  # deleted for good: forget the oldest
+                    del self._gone[next(iter(self._gone))]
         if topics is None:
             self.topics = dict(found)
         else:
@@ -224,6 +239,14 @@ class Upstream:
         if any(node not in self._known_nodes() for node in known):
             await self.client.force_metadata_update()
         return found
+
+    def _replaced_at(self, name: str, topic_id: UUID) -> float | None:
+        """When this id replaced another under ``name`` (now, if this read shows it first)."""
+        known = self.topics.get(name)
+        if known is not None and known.topic_id == topic_id:
+            return known.replaced_at
+        before = known.topic_id if known is not None else self._gone.pop(name, None)
+        return time.monotonic() if before is not None and before != topic_id else None
 
     def _known_nodes(self) -> set[int]:
         return {b.nodeId for b in self.client.cluster.brokers()}

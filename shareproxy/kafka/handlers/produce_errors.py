@@ -11,8 +11,9 @@ sends again, and its writes succeed once the topic exists.
 So a Produce partition answered UNKNOWN_SERVER_ERROR is looked at again: where its topic is now
 missing, was unknown when the request was routed, or has another topic id than then, the code
 becomes Kafka's. The write may fail a moment before the deletion shows in the metadata, so the
-topic is looked at up to three times within a second. Any other UNKNOWN_SERVER_ERROR is passed on
-as it came."""
+topic is looked at up to four times within two seconds. A write routed to the topic created again
+that fails within seconds of its creation is retriable too (the broker does not serve the new
+topic yet). Any other UNKNOWN_SERVER_ERROR is passed on as it came."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
 from uuid import UUID
@@ -36,7 +38,10 @@ log.addFilter(RateLimit())
 
 _DELETED = "the topic was deleted: its metadata will name it once it exists again"
 _RECREATED = "the topic was deleted and created again: refresh the metadata"
-_LOOKS = (0.0, 0.2, 0.5)  # seconds before each look at the topic's metadata
+_LOOKS = (0.0, 0.2, 0.5, 1.0)  # seconds before each look at the topic's metadata
+# how long after a topic is seen created again a write to it that fails is taken as one the
+# new topic is not ready for
+_JUST_CREATED_S = 10.0
 
 
 async def awaited(
@@ -101,6 +106,11 @@ def _code_now(ctx: RelayContext, name: str, routed: UUID | None) -> tuple[int, s
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, _DELETED
     if routed is None or info.topic_id != routed:  # unknown when routed, or another topic now
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, _RECREATED
+    replaced = info.replaced_at
+    if replaced is not None and time.monotonic() - replaced < _JUST_CREATED_S:
+        # routed to the topic created again, which the broker does not serve yet: Kafka's
+        # broker answers NOT_LEADER_OR_FOLLOWER while it does not host the new partition
         return ErrorCode.NOT_LEADER_OR_FOLLOWER, _RECREATED
     return None  # the same topic as before: not a deletion
 
