@@ -34,6 +34,7 @@ from shareproxy.core import assignor
 from shareproxy.core import group_config as gc
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE
 from shareproxy.exits import UsageError
+from shareproxy.persistence.writes import DEFAULT_FOLD_EVERY
 from shareproxy.security.listeners import parse_listeners, plan, split_host_port
 
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"
@@ -182,7 +183,10 @@ class Settings(BaseSettings):
         default="plain", description="plain | json (one object per line)"
     )
     state_fold_every: int = Field(
-        default=50, ge=1, description="update rows per share-partition before a new snapshot"
+        default=DEFAULT_FOLD_EVERY,
+        ge=1,
+        description="update rows per share-partition before a new snapshot (Kafka's "
+        "share.coordinator.snapshot.update.records.per.snapshot)",
     )
     max_frame_bytes: int = Field(
         default=100 * 1024 * 1024, ge=1024, description="largest Kafka request accepted"
