@@ -304,16 +304,16 @@ class UpstreamFeed:
         if not watched:
             return
         self._polled = watched
-        self._polled_from = {
-            w.key: offset for w in watched if (offset := wanted_offset(w)) is not None
-        }
+        polled_from = {w.key: offset for w in watched if (offset := wanted_offset(w)) is not None}
+        self._polled_from = polled_from
         started = self.clock_ms()
         try:
             await self.read(watched, max_wait_ms=TAIL_POLL_MS)
         finally:
             self._polled_from = {}  # requests read these themselves again
-        log.debug(
-            "tail poll of %s took %d ms",
-            [(w.topic, w.key.partition, wanted_offset(w)) for w in watched],
-            self.clock_ms() - started,
-        )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "tail poll from %s took %d ms",
+                [(w.topic, w.key.partition, polled_from.get(w.key)) for w in watched],
+                self.clock_ms() - started,
+            )

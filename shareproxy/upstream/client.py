@@ -32,9 +32,9 @@ log = logging.getLogger(__name__)
 _FETCH_VIEWS = FetchViews()
 
 EARLIEST = -2
+LATEST = -1
 # deleted topics' names remembered, so one created again under its name is seen as replaced
 MAX_GONE_TOPICS = 1000
-LATEST = -1
 NOT_LEADER_ERRORS = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.FENCED_LEADER_EPOCH,
