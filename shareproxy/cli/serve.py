@@ -79,6 +79,7 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
     import uvloop
 
     from shareproxy import logs
+    from shareproxy.allocator import keep_freed_memory
     from shareproxy.server import serve as run_server
 
     try:
@@ -102,6 +103,7 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
             raise fail(exc) from exc
         raise typer.Exit(code)
     logs.configure(settings.log_level, settings.log_format)
+    keep_freed_memory(settings.log_cache_bytes)
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run_server(settings))
