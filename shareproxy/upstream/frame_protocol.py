@@ -15,6 +15,8 @@ import asyncio
 import struct
 from typing import Protocol
 
+from shareproxy.allocator import unzeroed_bytearray
+
 SCRATCH_BYTES = 64 * 1024  # a frame that fits is copied out of it; a bigger one gets its own
 _SIZE = struct.Struct(">i")
 
@@ -76,7 +78,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 self._reader.feed_frame(bytes(scratch[at : at + 4]), bytes(scratch[at + 4 : end]))
             elif 4 + size > len(scratch):
                 self._header = bytes(scratch[at : at + 4])
-                self._frame = bytearray(size)
+                self._frame = unzeroed_bytearray(size)  # the kernel fills it whole
                 self._frame_view = memoryview(self._frame)
                 self._filled = used - at - 4
                 self._frame_view[: self._filled] = scratch[at + 4 : used]

@@ -6,6 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+from shareproxy.allocator import unzeroed_bytearray
+
 # Where an 8 MiB bytearray's bytes lie: in the [heap] mapping, or in a mapping of their own.
 _PROBE = """
 import ctypes, sys
@@ -32,3 +36,13 @@ def _where(mode: str) -> str:
 def test_a_big_buffer_comes_from_the_heap_once_freed_memory_is_kept():
     assert _where("default") == "own mapping"  # glibc's default: mapped, unmapped when freed
     assert _where("kept") == "heap"
+
+
+def test_a_buffer_left_unzeroed_is_a_writable_bytearray_of_its_size():
+    buffer = unzeroed_bytearray(3 * 1024 * 1024)
+    assert type(buffer) is bytearray and len(buffer) == 3 * 1024 * 1024
+    memoryview(buffer)[-4:] = b"tail"
+    assert buffer.endswith(b"tail")
+    assert unzeroed_bytearray(0) == bytearray()
+    with pytest.raises(ValueError, match="-1 bytes"):
+        unzeroed_bytearray(-1)
