@@ -72,6 +72,9 @@ class Consumption:
         one transaction), each answered with its own error code once durable."""
         if not acks:
             return {}
+        if len(acks) == 1:  # most fetches: no task and gathering future for one partition
+            ((tp, batches),) = acks.items()
+            return {tp: await self._acknowledge_one(group_id, member_id, tp, batches)}
         jobs = [self._acknowledge_one(group_id, member_id, tp, acks[tp]) for tp in acks]
         return dict(zip(acks, await asyncio.gather(*jobs), strict=True))
 

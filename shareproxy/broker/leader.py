@@ -10,10 +10,13 @@ afresh from the store on next use.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from prometheus_client import Counter
 
 from shareproxy import metrics
 from shareproxy.broker.cache_budget import CacheBudget
@@ -353,6 +356,14 @@ class SharePartitionLeader:
 _ACK_NAMES = {t: t.name.lower() for t in AcknowledgeType}
 
 
+@functools.cache
+def _group_counter(metric: Counter, group_id: str, label: str) -> Any:
+    """A group's child of a counter moved on every fetch, looked up once: ``labels`` builds
+    and checks its key each call. As many as the metric's own children, which are never
+    removed either."""
+    return metric.labels(group_id, label)
+
+
 def _count_deliveries(group_id: str, acquired: Sequence[AcquiredRange]) -> None:
     first = redelivered = 0
     for a in acquired:
@@ -362,9 +373,9 @@ def _count_deliveries(group_id: str, acquired: Sequence[AcquiredRange]) -> None:
         else:
             redelivered += n
     if first:
-        metrics.DELIVERIES.labels(group_id, "first").inc(first)
+        _group_counter(metrics.DELIVERIES, group_id, "first").inc(first)
     if redelivered:
-        metrics.DELIVERIES.labels(group_id, "redelivery").inc(redelivered)
+        _group_counter(metrics.DELIVERIES, group_id, "redelivery").inc(redelivered)
 
 
 def _count_acknowledgements(group_id: str, batches: Sequence[AckBatch]) -> None:
@@ -379,6 +390,6 @@ def _count_acknowledgements(group_id: str, batches: Sequence[AckBatch]) -> None:
             for t in types:
                 counts[t] = counts.get(t, 0) + 1
     for t, n in counts.items():
-        metrics.ACKNOWLEDGEMENTS.labels(group_id, _ACK_NAMES[AcknowledgeType(t)]).inc(n)
+        _group_counter(metrics.ACKNOWLEDGEMENTS, group_id, _ACK_NAMES[AcknowledgeType(t)]).inc(n)
         if t == AcknowledgeType.REJECT:
             metrics.ARCHIVED.labels(group_id, "rejected").inc(n)
