@@ -20,12 +20,13 @@ from typing import cast
 # mallopt(3) parameters
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+# glibc's upper bound for M_MMAP_THRESHOLD on 64-bit (HEAP_MAX_SIZE / 2): bigger ones are mapped
+MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
+
+# with no source, CPython's C API leaves the new bytearray's bytes as allocated
 _new_bytearray = ctypes.pythonapi.PyByteArray_FromStringAndSize
 _new_bytearray.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
 _new_bytearray.restype = ctypes.py_object
-
-# glibc's upper bound for M_MMAP_THRESHOLD on 64-bit (HEAP_MAX_SIZE / 2): bigger ones are mapped
-MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
 
 
 def keep_freed_memory(kept_bytes: int) -> bool:
