@@ -33,9 +33,10 @@ from shareproxy.core.redrive import (
 )
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.security.guard import AUDIT_LOGGER
-from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.client import Upstream, UpstreamError
 
 audit = logging.getLogger(AUDIT_LOGGER)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,15 +148,24 @@ class ArchivedRecords:
         return views
 
     async def _first_record(self, view: ArchivedView, isolation_level: int) -> RecordPreview | None:
+        """The range's first record, read again once if the first read failed or brought
+        nothing (an upstream connection renewed, a leader moving): a preview is shown once."""
         offset = view.entry.first_offset
         topic, partition = view.topic or "", view.entry.key.partition
-        read = await read_originals(
-            self.upstream, topic, partition, offset, offset, isolation_level
-        )
-        original = read.get(offset)
-        if original is None:
-            return None
-        return RecordPreview(preview(original.key), preview(original.value))
+        for last_try in (False, True):
+            try:
+                read = await read_originals(
+                    self.upstream, topic, partition, offset, offset, isolation_level
+                )
+            except UpstreamError as exc:
+                log.info("archived record %s-%d@%d not read: %s", topic, partition, offset, exc)
+                if last_try:
+                    raise
+                continue
+            original = read.get(offset)
+            if original is not None:
+                return RecordPreview(preview(original.key), preview(original.value))
+        return None
 
     def _names(self) -> dict[UUID, str]:
         return {info.topic_id: name for name, info in self.upstream.topics.items()}
