@@ -20,3 +20,5 @@ def main() -> None:
             raise
         print(stop.line(), file=sys.stderr)
         raise SystemExit(stop.code) from None
+    finally:
+        signals.done()

@@ -74,6 +74,14 @@ def arm(command: str | None) -> None:
         raise Interrupted(_noted[0])
 
 
+def done() -> None:
+    """The command is over, its outcome printed: a stop signal now has nothing left to stop.
+    Ignored, as the interpreter's finalization would hand it back to the default action, a death
+    by the signal that hides the exit code."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def catch() -> None:
     """Note stop signals until ``arm``: the first thing the command does."""
     for sig in STOP_SIGNALS:

@@ -76,3 +76,22 @@ def test_a_stop_an_extension_made_its_own_error_of_is_still_a_stop(monkeypatch, 
         launch.main()
     assert exited.value.code == 0
     assert capsys.readouterr().err == "stopped by SIGINT while starting\n"
+
+
+@pytest.mark.parametrize("outcome", ["done", "failed"])
+def test_a_stop_after_the_command_is_ignored_not_a_death_by_the_signal(monkeypatch, outcome):
+    """Once the command is over, the interpreter's finalization would hand a stop signal back to
+    the default action: a migrate that printed "migrated" would die by SIGINT at the last moment
+    and report no exit code at all."""
+
+    def command() -> None:
+        if outcome == "failed":
+            raise SystemExit(1)
+
+    monkeypatch.setattr(app, "main", command)
+    if outcome == "failed":
+        with pytest.raises(SystemExit):
+            launch.main()
+    else:
+        launch.main()
+    assert all(signal.getsignal(sig) is signal.SIG_IGN for sig in signals.STOP_SIGNALS)
