@@ -8,6 +8,7 @@ import time
 import uuid
 from datetime import timedelta
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.add_partitions_to_txn.v3 import request as add_txn
@@ -67,6 +68,7 @@ def _by_topic(topics) -> dict[str, list[tuple[int, int]]]:
     }
 
 
+@pytest.mark.long
 def test_offsets_are_committed_and_fetched_for_the_topics_allowed(secure, topic):
     principal, k = _user(secure)
     t1, t2, group = topic(1), topic(1), f"eg-{uuid.uuid4().hex[:6]}"

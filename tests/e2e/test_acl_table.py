@@ -7,12 +7,14 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from confluent_kafka import Producer
 
 from tests.support.kafka_client import KafkaConnection
 from tests.support.secure import PASSWORDS
 
 
+@pytest.mark.long
 def test_every_row_of_the_acl_table_has_a_denied_and_an_allowed_case(secure, topic, produce):
     """Each RPC of KIP-932's table, kio-encoded over a SASL PLAIN connection: refused with the
     Kafka error before the grant, answered after it."""

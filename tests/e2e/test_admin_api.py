@@ -12,6 +12,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType
 
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
@@ -30,6 +31,7 @@ def cli(proxy, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.long
 def test_list_describe_and_lag_falling_to_zero(proxy, topic, produce):
     p = proxy()
     t = topic(3)
@@ -80,6 +82,7 @@ def test_list_describe_and_lag_falling_to_zero(proxy, topic, produce):
         c.close()
 
 
+@pytest.mark.long
 def test_reset_refused_with_members_then_earliest_rereads_everything(proxy, topic, produce):
     p = proxy()
     t = topic(2)
@@ -122,6 +125,7 @@ def test_reset_refused_with_members_then_earliest_rereads_everything(proxy, topi
         again.close()
 
 
+@pytest.mark.long
 def test_delete_offsets_refused_while_subscribed_and_done_after(proxy, topic, produce):
     p = proxy()
     t1, t2 = topic(1), topic(1)
@@ -159,6 +163,7 @@ def test_delete_offsets_refused_while_subscribed_and_done_after(proxy, topic, pr
         c.close()
 
 
+@pytest.mark.long
 def test_lock_duration_change_applies_without_restart(proxy, topic, produce):
     p = proxy()
     t = topic(1)
@@ -294,6 +299,7 @@ def test_http_consumption_shares_a_group_with_kafka_consumers(proxy, topic, prod
         assert r.json()["results"][0]["error_code"] == "INVALID_RECORD_STATE"
 
 
+@pytest.mark.long
 def test_invalid_input_gets_clear_errors_and_changes_nothing(proxy, topic, produce):
     p = proxy()
     t = topic(1)

@@ -213,6 +213,7 @@ def test_a_truncated_log_is_found_and_a_live_group_goes_on_from_its_end(
         c.close()
 
 
+@pytest.mark.long
 def test_an_added_partition_is_found_and_initialized(
     s3_proxy, s3_broker, s3_objects, s3_topic, tmp_path
 ):

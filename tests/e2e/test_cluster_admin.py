@@ -150,6 +150,7 @@ def _reads(group: str, topic: str) -> list:
     ]
 
 
+@pytest.mark.long
 def test_every_group_route_and_command_answers_alike_from_every_node(nodes, broker):
     topic = create_topic(broker.bootstrap, 3)
     c, group, home = _member(nodes, topic)

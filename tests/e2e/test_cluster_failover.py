@@ -170,6 +170,7 @@ class Run:
             print(f"accepted but not confirmed to the consumer: {self.missing()}")
 
 
+@pytest.mark.long
 def test_a_node_killed_mid_run_costs_seconds_and_never_a_confirmed_record(cluster, topic, produce):
     total = 50_000
     nodes, t, leaders = started(cluster, topic, produce, 3, total)

@@ -9,6 +9,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import ShareConsumer
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
@@ -18,6 +19,7 @@ from tests.support.kafka_client import call
 from tests.support.proxy import ProxyProcess
 
 
+@pytest.mark.long
 def test_every_node_names_the_same_brokers_and_leaders_and_each_leads_a_share(
     cluster, topic, produce
 ):
@@ -49,6 +51,7 @@ def test_every_node_names_the_same_brokers_and_leaders_and_each_leads_a_share(
     assert len(coordinators) == 1  # the group lives on one node only
 
 
+@pytest.mark.long
 def test_kafkas_java_client_sees_the_cluster_and_shares_a_topic_across_its_nodes(
     cluster, topic, produce, java
 ):
@@ -65,6 +68,7 @@ def test_kafkas_java_client_sees_the_cluster_and_shares_a_topic_across_its_nodes
     }
 
 
+@pytest.mark.long
 def test_group_admin_goes_to_the_groups_coordinator_and_each_group_is_listed_once(
     cluster, topic, produce
 ):
@@ -144,6 +148,7 @@ def _held_ms(
     return held
 
 
+@pytest.mark.long
 def test_a_client_that_fetches_one_node_at_a_time_is_not_held_where_there_is_nothing(
     cluster, topic, produce
 ):
@@ -180,6 +185,7 @@ def test_a_client_that_fetches_one_node_at_a_time_is_not_held_where_there_is_not
     assert java >= 1900, java
 
 
+@pytest.mark.long
 def test_a_group_config_changed_through_one_node_applies_on_every_node(cluster, topic, produce):
     """share.auto.offset.reset set through node 1 only: node 2 starts the partitions it leads
     at the earliest offset too, so a consumer gets the records produced before the group."""

@@ -68,6 +68,7 @@ def group_row(page: Page, group: str) -> Locator:
     )
 
 
+@pytest.mark.long
 def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, produce):
     t = topic(1)
     produce(t, 10, partitions=1)

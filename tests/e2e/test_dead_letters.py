@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, AcknowledgeType, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -66,6 +67,7 @@ def dead_letter_view(proxy, group: str) -> dict:
     return r.json()
 
 
+@pytest.mark.long
 def test_rejected_and_exhausted_records_are_in_the_dead_letter_topic_with_kafkas_headers(
     proxy, topic, broker
 ):
@@ -127,6 +129,7 @@ def test_rejected_and_exhausted_records_are_in_the_dead_letter_topic_with_kafkas
     assert f'shareproxy_dead_letter_records_total{{group="{group}"}} 4.0' in metrics
 
 
+@pytest.mark.long
 def test_a_missing_dead_letter_topic_is_visible_and_a_killed_proxy_loses_no_dead_letter(
     proxy, topic, broker
 ):

@@ -155,6 +155,7 @@ def test_a_consumer_with_a_group_id_assigns_commits_and_resumes_from_its_commits
     assert sorted(rest) == sorted([b"v6", b"v8", b"v5", b"v7", b"v9"])
 
 
+@pytest.mark.long
 def test_a_consumer_group_and_a_share_group_side_by_side(endpoint, broker):
     """A classic group (JoinGroup/SyncGroup/Heartbeat relayed to the upstream coordinator)
     consumes and commits; ListGroups shows it beside the proxy's share group; describing and
@@ -197,6 +198,7 @@ def test_a_consumer_group_and_a_share_group_side_by_side(endpoint, broker):
     assert group not in {g.group_id for g in admin.list_consumer_groups().result(30).valid}
 
 
+@pytest.mark.long
 def test_a_coordinator_that_went_away_answers_a_retriable_error_per_group(postgres):
     """The proxy knows where a group's coordinator was; the broker goes away: each group of a
     relayed request is answered COORDINATOR_NOT_AVAILABLE (the client looks it up again), and

@@ -13,6 +13,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import Producer
 
 from tests.support.consumers import share_consumer, wait_for
@@ -50,6 +51,7 @@ def produce_in_large_batches(bootstrap: str, topic: str) -> int:
     return len(delivered)
 
 
+@pytest.mark.long
 def test_six_consumers_on_three_partitions_all_get_work(proxy, topic, broker):
     t = topic(PARTITIONS)
     p = proxy(group_share_min_heartbeat_interval_ms=1000, heartbeat_interval_ms=1000)

@@ -10,6 +10,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType
 
 from tests.e2e.test_admin_api import api, cli
@@ -32,6 +33,7 @@ def _age_gauge(proxy, group: str, topic: str) -> float | None:
     return scrape(proxy).get((AGE, labels))
 
 
+@pytest.mark.long
 def test_lag_and_oldest_unacked_age_follow_the_records_timestamps(proxy, topic, produce):
     p = proxy()
     t = topic(1)
@@ -91,6 +93,7 @@ def test_lag_and_oldest_unacked_age_follow_the_records_timestamps(proxy, topic, 
         c.close()
 
 
+@pytest.mark.long
 def test_describe_all_groups_is_every_groups_describe(proxy, topic):
     p = proxy()
     t = topic(1)

@@ -9,6 +9,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 from kio.schema.share_group_heartbeat.v1 import request as hb
 
 from tests.support.consumers import poll_until, share_consumer
@@ -34,6 +35,7 @@ def _counter(p, name: str) -> float:
     return float(m.group(1))
 
 
+@pytest.mark.long
 def test_an_empty_group_expires_after_the_retention_and_a_live_one_stays(proxy, topic, produce):
     p = proxy(**RETENTION)
     name = topic(1)
@@ -69,6 +71,7 @@ def test_an_empty_group_expires_after_the_retention_and_a_live_one_stays(proxy, 
         keeper.close()
 
 
+@pytest.mark.long
 def test_the_state_of_a_topic_the_members_dropped_expires_and_the_rest_stays(proxy, topic, produce):
     p = proxy(**RETENTION)
     kept, dropped = topic(1), topic(1)

@@ -9,6 +9,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 
 from shareproxy.embedded import TansuBroker
 from tests.e2e.test_metrics import scrape, value
@@ -30,6 +31,7 @@ def _until(p: ProxyProcess, name: str, wanted: float, within: float) -> dict:
     return wait_for(seen, within, f"{name} == {wanted}")
 
 
+@pytest.mark.long
 def test_spso_oldest_waiting_store_lease_and_upstream_gauges_move(postgres):
     broker = TansuBroker().start()
     relay = TcpRelay(postgres.port).start()

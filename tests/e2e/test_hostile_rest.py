@@ -113,6 +113,7 @@ def test_an_acknowledgement_of_the_wrong_types_is_a_422_naming_the_field(admin, 
     assert next(iter(change)) in r.json()["message"], r.text
 
 
+@pytest.mark.long
 def test_fetches_racing_deletions_of_their_group_never_fail(admin, topic):
     """A fetch creates the state of the share-partitions it loads; an admin deleting the
     group or its offsets meanwhile removes it before it is claimed. The fetch starts over."""

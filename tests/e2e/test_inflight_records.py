@@ -15,6 +15,7 @@ import uuid
 from datetime import UTC, datetime
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType
 from sqlalchemy import select
 
@@ -74,6 +75,7 @@ async def archived_rows(state_url: str, group: str) -> list[tuple[int, int, int]
         await engine.dispose()
 
 
+@pytest.mark.long
 def test_view_release_member_skip_and_reject_then_a_new_consumer(proxy, topic, produce):
     p = proxy()
     t = topic(1)
@@ -161,6 +163,7 @@ def test_view_release_member_skip_and_reject_then_a_new_consumer(proxy, topic, p
     assert "records reject by User:ANONYMOUS from 127.0.0.1: INVALID_RECORD_STATE" in log
 
 
+@pytest.mark.long
 def test_every_node_answers_for_the_partition_its_leader_holds(cluster, topic, produce):
     nodes, t, leaders = started(cluster, topic, produce, 2, 20, partitions=2,
                                 record_lock_duration_ms=30000)  # fmt: skip
@@ -204,6 +207,7 @@ def test_every_node_answers_for_the_partition_its_leader_holds(cluster, topic, p
         c.close()
 
 
+@pytest.mark.long
 def test_seeing_needs_describe_and_changing_needs_read_on_group_and_topic(secure, topic, produce):
     t = topic(1)
     produce(t, 5, partitions=1)

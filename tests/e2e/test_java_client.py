@@ -60,6 +60,7 @@ def test_the_admin_client_manages_topics_and_configs(java, endpoint):
     }
 
 
+@pytest.mark.long
 def test_the_default_producer_is_idempotent_and_writes_every_record_once(
     java, endpoint, broker, topic
 ):
@@ -68,6 +69,7 @@ def test_the_default_producer_is_idempotent_and_writes_every_record_once(
     assert sorted(_values(broker.bootstrap, name, 3)) == sorted(f"v{i}" for i in range(60))
 
 
+@pytest.mark.long
 def test_a_transactional_producer_commits_and_aborts_as_against_the_cluster(
     java, endpoint, broker, topic
 ):
@@ -79,6 +81,7 @@ def test_a_transactional_producer_commits_and_aborts_as_against_the_cluster(
     assert through == direct
 
 
+@pytest.mark.long
 def test_a_classic_consumer_group_reads_and_commits(java, endpoint, topic, produce):
     name = topic(3)
     produce(name, 30)

@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 
+import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -47,6 +48,7 @@ def _ten_held_then_topic_deleted(p, broker, topic, produce):
     return c, got
 
 
+@pytest.mark.long
 def test_acknowledging_records_of_a_deleted_topic_is_an_error_the_application_sees(
     proxy, broker, topic, produce
 ):
@@ -85,6 +87,7 @@ def test_a_deleted_topic_is_noticed_at_once(proxy, broker, topic, produce):
         c.close()
 
 
+@pytest.mark.long
 def test_a_recreated_topic_never_delivers_the_records_of_the_deleted_one(proxy, broker, topic):
     """Records released (Available again) when the topic is deleted must not come back once a
     topic of the same name exists: a share consumer gets only the new topic's records, as a
@@ -115,6 +118,7 @@ def test_a_recreated_topic_never_delivers_the_records_of_the_deleted_one(proxy, 
         c.close()
 
 
+@pytest.mark.long
 def test_a_producer_writes_on_while_its_topic_is_deleted_and_created_again(proxy, broker, topic):
     """Tansu answers UNKNOWN_SERVER_ERROR for a write that meets the deletion, which the
     producer does not retry: the record is lost. Kafka's broker answers a retriable code
@@ -312,6 +316,7 @@ def _group_state(p, group: str) -> str | None:
     return {g["group_id"]: g["state"] for g in listed}.get(group)
 
 
+@pytest.mark.long
 def test_a_member_removed_by_session_timeout_keeps_fetching_and_acknowledging(
     proxy, topic, produce
 ):

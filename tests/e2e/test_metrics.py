@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -140,6 +141,7 @@ def test_lag_falls_to_zero_and_poison_records_are_counted(proxy, topic, produce)
     assert moved("share_archived_records_total", group=group, reason="rejected") == 3
 
 
+@pytest.mark.long
 def test_group_and_partition_gauges_count_what_the_store_holds_after_a_restart(
     proxy, topic, produce
 ):

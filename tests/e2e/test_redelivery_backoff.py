@@ -8,6 +8,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType
 from confluent_kafka.admin import (
     AdminClient,
@@ -48,6 +49,7 @@ def release_and_commit(consumer, message) -> float:
     return released_at
 
 
+@pytest.mark.long
 def test_a_repeatedly_released_record_comes_back_after_a_growing_back_off(proxy, topic, produce):
     t = topic(1)
     produce(t, 1, partitions=1)
@@ -94,6 +96,7 @@ def test_a_repeatedly_released_record_comes_back_after_a_growing_back_off(proxy,
         )
 
 
+@pytest.mark.long
 def test_the_back_off_outlives_a_crash_of_the_proxy(proxy, topic, produce):
     t = topic(1)
     produce(t, 1, partitions=1)

@@ -12,6 +12,7 @@ import sys
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType, Producer
 
 from shareproxy.core import group_config as gc
@@ -57,6 +58,7 @@ def cli(proxy, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.long
 def test_archived_records_are_listed_with_why_and_redriven_once(proxy, topic, broker):
     source = topic(1)
     produce_with_headers(broker.bootstrap, source, 10)
@@ -230,6 +232,7 @@ def test_bad_redrives_are_4xx_with_a_message(proxy, topic, broker):
     assert records_in(broker.bootstrap, source, 3) == 3
 
 
+@pytest.mark.long
 def test_a_redrive_needs_read_on_the_group_and_write_on_the_topic(secure, topic):
     source = topic(1)
     group = f"g-{uuid.uuid4().hex[:6]}"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
+
 from tests.e2e.test_admin_api import api, cli
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
 
@@ -39,6 +41,7 @@ def _received(p, group: str, t: str, want: int) -> list[tuple[int, int]]:
         c.close()
 
 
+@pytest.mark.long
 def test_shift_by_minus_five_redelivers_exactly_the_five_before(proxy, topic, produce):
     p = proxy()
     t = topic(1)
@@ -53,6 +56,7 @@ def test_shift_by_minus_five_redelivers_exactly_the_five_before(proxy, topic, pr
     assert plan.stdout == f"{t},0,0\n"
 
 
+@pytest.mark.long
 def test_by_duration_starts_at_the_records_of_the_last_moments(proxy, topic, produce):
     p = proxy()
     t = topic(1)
@@ -74,6 +78,7 @@ def test_by_duration_starts_at_the_records_of_the_last_moments(proxy, topic, pro
     assert cli(p, "reset-offsets", group, "--by-duration", "soon").returncode == 1
 
 
+@pytest.mark.long
 def test_topic_colon_partition_resets_that_partition_alone(proxy, topic, produce):
     p = proxy()
     t = topic(2)
@@ -101,6 +106,7 @@ def test_topic_colon_partition_resets_that_partition_alone(proxy, topic, produce
     assert both.returncode == 2
 
 
+@pytest.mark.long
 def test_export_then_from_file_applies_the_same_plan(proxy, topic, produce, tmp_path):
     p = proxy()
     t = topic(2)

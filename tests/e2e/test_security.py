@@ -13,6 +13,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 from confluent_kafka import KafkaException, ShareConsumer
 
 from shareproxy.core.store import SharePartitionKey
@@ -67,6 +68,7 @@ def metadata_error(secure: Secure, user: str, topic: str) -> int:
         return r.topics[0].error_code.value
 
 
+@pytest.mark.long
 def test_group_then_topic_grants_take_effect_without_reconnecting(secure, topic, produce):
     t = topic(1)
     produce(t, 10, partitions=1)
@@ -264,6 +266,7 @@ def test_a_rest_reset_asks_for_the_topics_it_moves_not_a_deleted_ones_id(secure,
         assert refused.json()["error_code"] == "TOPIC_AUTHORIZATION_FAILED"
 
 
+@pytest.mark.long
 def test_users_and_acls_from_the_cli(secure):
     env = {
         **os.environ,

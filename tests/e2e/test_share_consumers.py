@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 
+import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.support.cluster import LEASE_MS
@@ -190,6 +191,7 @@ def test_delivery_count_limit_archives_a_poison_record(proxy, topic, produce):
     c.close()
 
 
+@pytest.mark.long
 def test_read_committed_skips_aborted_and_waits_for_open_transactions(proxy, topic, broker):
     from confluent_kafka import Producer
 
