@@ -247,7 +247,7 @@ def test_every_advertised_version_answers_a_typical_request(running, key, versio
             assert c.closed_by_peer()
         return
     with KafkaConnection(p.port) as c:
-        answer = c.call(typical(key, version, Names(name, topic_id, "typical-group")))
+        answer = c.call(typical(key, version, Names(name, topic_id, f"typical-group-{key}")))
         assert answer is not None
         if key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             again = c.call(
