@@ -32,8 +32,8 @@ from shareproxy.security import listeners
 from shareproxy.security.guard import Security
 from shareproxy.security.listeners import EVERY_ADDRESS, host_name, split_host_port
 from shareproxy.security.store import SecurityStore
+from shareproxy.sockets import bind_socket
 from shareproxy.startup import (
-    bind_socket,
     connect_upstream,
     listen_errors,
     listener_tls,

@@ -1,5 +1,5 @@
-"""What the proxy checks and prepares before it serves: sockets bound early (a port in use is
-reported before any wait), TLS contexts built from the settings' files, and the upstream cluster
+"""What the proxy checks and prepares before it serves: how a socket that cannot listen is
+reported, TLS contexts built from the settings' files, and the upstream cluster
 reached with backoff, each failed try logged with a one-line hint saying which setting to check."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import errno
 import logging
-import socket
 import ssl
 from typing import Any
 
@@ -35,21 +34,6 @@ def upstream_hint(s: Settings, exc: Exception) -> str:
     if "SSL" in text or "certificate" in text.lower():
         return "check --upstream-security-protocol and --upstream-ssl-cafile"
     return f"check --bootstrap-servers ({s.bootstrap_servers}) and that the cluster is up"
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Bound, not yet listening: asyncio and uvicorn listen on it when they serve."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 @contextlib.contextmanager

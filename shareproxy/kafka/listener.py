@@ -21,6 +21,7 @@ from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
 from shareproxy.exits import first_line
+from shareproxy.kafka.acceptor import Acceptor
 from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
@@ -45,6 +46,7 @@ from shareproxy.protocol.framing import (
     frame_size,
 )
 from shareproxy.security.listeners import certificate_principal
+from shareproxy.sockets import bind_socket
 
 _SEND_BUFFER = 4 * 1024 * 1024
 # requests of one connection whose answers may be on their way at once: Produce and Fetch
@@ -119,7 +121,7 @@ class KafkaListener:
         self.max_frame_bytes = max_frame_bytes
         self.protocol = protocol  # the listener's name and security protocol
         self.ssl_context = ssl_context
-        self._server: asyncio.Server | None = None
+        self._acceptor: Acceptor | None = None
         self._connections: dict[asyncio.Task[None], Connection] = {}
         self._awaiting: set[asyncio.StreamWriter] = set()  # reading a request's size
         self._idle: set[asyncio.StreamWriter] = set()  # …and owing no answer
@@ -135,25 +137,23 @@ class KafkaListener:
 
     @property
     def accepting(self) -> bool:
-        return self._server is not None and self._server.is_serving() and not self._closing
+        return self._acceptor is not None and self._acceptor.is_serving() and not self._closing
 
     async def start(self, sock: socket.socket | None = None) -> None:
         """Serve on ``sock`` if given (bound beforehand), else bind host and port now."""
-        if sock is not None:
-            self._server = await asyncio.start_server(self._serve, sock=sock, ssl=self.ssl_context)
-        else:
-            self._server = await asyncio.start_server(
-                self._serve, self.host, self.port, ssl=self.ssl_context
-            )
-        bound = self._server.sockets[0].getsockname()
+        if sock is None:
+            sock = bind_socket(self.host, self.port)
+        self._acceptor = Acceptor(sock, self._serve, self.ssl_context)
+        self._acceptor.start()
+        bound = self._acceptor.address
         self.port = bound[1]
         log.info("Kafka listener %s on %s:%d", self.protocol, bound[0], bound[1])
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting; answer the requests being handled; close every connection."""
-        if self._server is None:
+        if self._acceptor is None:
             return
-        self._server.close()
+        self._acceptor.close()
         self._closing = True
         for writer in list(self._idle):  # waiting for a request: nothing to finish
             writer.close()
@@ -162,8 +162,8 @@ class KafkaListener:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
+        await self._acceptor.wait_closed()
+        self._acceptor = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
