@@ -161,9 +161,8 @@ class SharePartitions:
             if claimed is not None:
                 break
             start = await resolve_start_offset(settings.auto_offset_reset, offsets, self.clock_ms())
-            await self.store.initialize(key, start, info.name)
-            # an admin may delete the group or its offsets between the two: start over
-            claimed = await self.store.claim(key)
+            # None: an admin deleted the group or its offsets meanwhile: start over
+            claimed = await self.store.claim_new(key, start, info.name)
         if claimed is None:
             raise ShareError(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,

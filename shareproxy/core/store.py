@@ -124,6 +124,13 @@ class ShareStateStore(Protocol):
         """Read the state for a new leader and bump the state epoch, fencing any older one."""
         ...
 
+    async def claim_new(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState | None:
+        """``initialize`` then ``claim``, in one transaction: a leader's first load of a new
+        share-partition. None when the group or the state was deleted meanwhile (start over)."""
+        ...
+
     async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
         """Commit many share-partitions' deltas in one transaction; per-partition outcome."""
         ...

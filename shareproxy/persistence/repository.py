@@ -118,6 +118,11 @@ class SqlShareStateStore:
     async def claim(self, key: SharePartitionKey) -> LoadedState | None:
         return await self._partitions.claim(key)
 
+    async def claim_new(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState | None:
+        return await self._partitions.claim_new(key, start_offset, topic_name)
+
     async def reset(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
     ) -> LoadedState:

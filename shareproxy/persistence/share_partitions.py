@@ -88,14 +88,24 @@ class SharePartitionStates:
     async def claim(self, key: SharePartitionKey) -> LoadedState | None:
         """Take the next state epoch (fencing the previous leader) and load the state."""
         async with self.engine.begin() as conn:
-            result = await conn.execute(
-                update(share_snapshots)
-                .where(key_is(SNAPSHOT_KEY, key))
-                .values(state_epoch=share_snapshots.c.state_epoch + 1)
-            )
-            if result.rowcount == 0:
-                return None
-            return await stored_state.load(conn, key)
+            return await _claim(conn, key)
+
+    async def claim_new(
+        self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
+    ) -> LoadedState | None:
+        """The state created unless it exists, then claimed: one transaction, not the two of
+        ``initialize`` and ``claim`` (a thousand new share-partitions load at a group's start)."""
+        try:
+            async with self.engine.begin() as conn:
+                await insert_group(conn, key.group_id)
+                await conn.execute(
+                    insert_ignore(
+                        conn, share_snapshots, ["group_id", "topic_id", "partition"]
+                    ).values(**_new_snapshot(key, start_offset, topic_name))
+                )
+                return await _claim(conn, key)
+        except IntegrityError:  # the snapshot's group row was deleted under it
+            return None
 
     async def reset(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
@@ -158,3 +168,14 @@ class SharePartitionStates:
                 .order_by(share_snapshots.c.topic_id, share_snapshots.c.partition)
             )
             return [key_of(r) for r in rows]
+
+
+async def _claim(conn: AsyncConnection, key: SharePartitionKey) -> LoadedState | None:
+    result = await conn.execute(
+        update(share_snapshots)
+        .where(key_is(SNAPSHOT_KEY, key))
+        .values(state_epoch=share_snapshots.c.state_epoch + 1)
+    )
+    if result.rowcount == 0:
+        return None
+    return await stored_state.load(conn, key)

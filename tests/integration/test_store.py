@@ -55,6 +55,22 @@ async def test_initialize_is_idempotent_and_records_the_group(store: SqlShareSta
     assert await store.list_partitions("g1") == [key()]
 
 
+async def test_claim_new_creates_then_fences_and_never_resets(store: SqlShareStateStore):
+    """A leader's first load of a new share-partition, in one transaction: created at the
+    start offset and claimed; on a state that exists (another node created it first), the
+    state is kept and only the epoch moves on, fencing whoever held it."""
+    first = await store.claim_new(key(), 100, "orders")
+    assert (first.state_epoch, first.state.start_offset, first.state.batches) == (1, 100, [])
+    assert [g.group_id for g in await store.list_groups()] == ["g1"]
+    delta = StateDelta(-1, (pb(100, 104, ACK, 1),))
+    assert await store.write([PartitionWrite(key(), 1, delta)]) == {key(): ErrorCode.NONE}
+    again = await store.claim_new(key(), 999, "orders")
+    assert (again.state_epoch, again.state.start_offset) == (2, 100)
+    assert again.state.batches == [pb(100, 104, ACK, 1)]
+    stale = PartitionWrite(key(), 1, StateDelta(-1, (pb(105, 105, ACK, 1),)))
+    assert await store.write([stale]) == {key(): ErrorCode.FENCED_STATE_EPOCH}
+
+
 async def test_writes_fold_into_snapshots_and_read_back_exactly(store: SqlShareStateStore):
     await store.initialize(key(), 0)
     model = PersistedState(0, [])
