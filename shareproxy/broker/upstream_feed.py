@@ -67,13 +67,18 @@ def reads_its_topic(upstream: Upstream, leader: SharePartitionLeader) -> bool:
 
 
 class UpstreamOffsets:
-    """ListOffsets of one upstream partition, as the core's OffsetLookup."""
+    """ListOffsets of one upstream partition, as the core's OffsetLookup, for one load, view
+    or plan: the log start offset is asked once (a load asked it twice, a plan three times)."""
 
     def __init__(self, upstream: Upstream, topic: str, partition: int) -> None:
         self.upstream, self.topic, self.partition = upstream, topic, partition
+        self._earliest: int | None = None
 
     async def earliest_offset(self) -> int:
-        return await self.upstream.list_offset(self.topic, self.partition, EARLIEST) or 0
+        if self._earliest is None:
+            found = await self.upstream.list_offset(self.topic, self.partition, EARLIEST)
+            self._earliest = found or 0
+        return self._earliest
 
     async def latest_offset(self) -> int:
         start = await self.earliest_offset()
