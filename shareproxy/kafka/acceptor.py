@@ -40,7 +40,7 @@ class Acceptor:
         self._serve = serve
         self._ssl = ssl_context
         self._loop = asyncio.get_running_loop()
-        self._handshakes: set[asyncio.Task[None]] = set()
+        self._connecting: set[asyncio.Task[None]] = set()
         self._paused: asyncio.TimerHandle | None = None
         self._serving = False
 
@@ -58,7 +58,8 @@ class Acceptor:
         return self._serving
 
     def close(self) -> None:
-        """No new connection; those mid-handshake are dropped. Served ones are the caller's."""
+        """No new connection; those still connecting (a TLS handshake) are dropped. Served ones
+        are the caller's."""
         if not self._serving:
             return
         self._serving = False
@@ -67,11 +68,11 @@ class Acceptor:
         else:
             self._loop.remove_reader(self._sock.fileno())
         self._sock.close()
-        for task in self._handshakes:
+        for task in self._connecting:
             task.cancel()
 
     async def wait_closed(self) -> None:
-        await asyncio.gather(*self._handshakes, return_exceptions=True)
+        await asyncio.gather(*self._connecting, return_exceptions=True)
 
     def _accept_waiting(self) -> None:
         for _ in range(LISTEN_BACKLOG):  # the queue's bound: never an endless turn
@@ -92,8 +93,8 @@ class Acceptor:
                 return
             conn.setblocking(False)
             task = self._loop.create_task(self._connect(conn))
-            self._handshakes.add(task)
-            task.add_done_callback(self._handshakes.discard)
+            self._connecting.add(task)
+            task.add_done_callback(self._connecting.discard)
 
     def _resume(self) -> None:
         self._paused = None
