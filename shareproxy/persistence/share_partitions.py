@@ -3,7 +3,7 @@ leader takes the next state epoch), reset, delete, and the lists and epochs arou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
@@ -60,7 +60,17 @@ class SharePartitionStates:
     async def initialize(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
     ) -> LoadedState | None:
-        """None when the group is deleted meanwhile (its row goes between this transaction's
+        return await self._created(key, start_offset, topic_name, stored_state.load)
+
+    async def _created(
+        self,
+        key: SharePartitionKey,
+        start_offset: int,
+        topic_name: str | None,
+        then: Callable[[AsyncConnection, SharePartitionKey], Awaitable[LoadedState | None]],
+    ) -> LoadedState | None:
+        """The state created unless it exists, then ``then`` in the same transaction. None
+        when the group is deleted meanwhile (its row goes between this transaction's
         statements, which an insert that finds a row does not lock): the caller starts over."""
         try:
             async with self.engine.begin() as conn:
@@ -70,7 +80,7 @@ class SharePartitionStates:
                         conn, share_snapshots, ["group_id", "topic_id", "partition"]
                     ).values(**_new_snapshot(key, start_offset, topic_name))
                 )
-                return await stored_state.load(conn, key)
+                return await then(conn, key)
         except IntegrityError:  # the snapshot's group row was deleted under it
             return None
 
@@ -95,17 +105,7 @@ class SharePartitionStates:
     ) -> LoadedState | None:
         """The state created unless it exists, then claimed: one transaction, not the two of
         ``initialize`` and ``claim`` (a thousand new share-partitions load at a group's start)."""
-        try:
-            async with self.engine.begin() as conn:
-                await insert_group(conn, key.group_id)
-                await conn.execute(
-                    insert_ignore(
-                        conn, share_snapshots, ["group_id", "topic_id", "partition"]
-                    ).values(**_new_snapshot(key, start_offset, topic_name))
-                )
-                return await _claim(conn, key)
-        except IntegrityError:  # the snapshot's group row was deleted under it
-            return None
+        return await self._created(key, start_offset, topic_name, _claim)
 
     async def reset(
         self, key: SharePartitionKey, start_offset: int, topic_name: str | None = None
