@@ -19,6 +19,11 @@ MIN_LOG_CACHE_BYTES = 1024 * 1024
 # the least a read asks per partition once the bound is reached: a request's own read is never
 # refused, so nothing starves (the broker still returns a first batch larger than this whole)
 MIN_READ_BYTES = 64 * 1024
+# the reads a node's requests may have under way at once while the caches are past the bound: a
+# request's own read is never refused, but a thousand consumers each reading a batch together
+# would hold a thousand batches beyond the bound; in turns, what is read is handed out and
+# acknowledged as the next reads arrive
+OVER_BOUND_READS = 4
 # a partition's records are copied out of a frame more than this many times their size, so one
 # lagging partition does not keep the rest of a multi-partition fetch alive
 COPY_OUT_RATIO = 4
@@ -57,7 +62,19 @@ class CacheBudget:
 
     def may_read_ahead(self) -> bool:
         """Whether a background read may start: only while under the bound."""
-        return self.limit is None or self.held + self.reserved < self.limit
+        return not self.is_over()
+
+    def is_over(self) -> bool:
+        """Whether what is held and reserved has reached the bound."""
+        return self.limit is not None and self.held + self.reserved >= self.limit
+
+    def response_bytes(self, most: int) -> int:
+        """Bytes one read's whole answer may bring (its MaxBytes): ``most`` while the bound is
+        far, the room left as it fills, never under MIN_READ_BYTES. A long poll of a thousand
+        idle partitions that all get records at once then stays within the bound too."""
+        if self.limit is None:
+            return most
+        return max(MIN_READ_BYTES, min(most, self.limit - self.held - self.reserved))
 
     def read_size(self, most: int, partitions: int = 1) -> int:
         """Bytes one read may ask per partition: ``most`` while the bound is far, shrinking to

@@ -8,16 +8,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from uuid import UUID
 
-from shareproxy.broker.cache_budget import CacheBudget, worth_keeping
+from shareproxy.broker.cache_budget import OVER_BOUND_READS, CacheBudget, worth_keeping
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import require_topic_name
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.jobs import Periodic
-from shareproxy.upstream.client import EARLIEST, TopicInfo, Upstream, UpstreamError
+from shareproxy.upstream.client import (
+    EARLIEST,
+    FETCH_MAX_BYTES,
+    PartitionData,
+    TopicInfo,
+    Upstream,
+    UpstreamError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +168,7 @@ class UpstreamFeed:
         self._polled: list[SharePartitionLeader] = []  # the last tail poll's, to wake
         self._polled_from: dict[SharePartitionKey, int] = {}  # where the poll under way asks
         self._background: set[asyncio.Task[None]] = set()
+        self._over_bound = asyncio.Semaphore(OVER_BOUND_READS)
         # a failed poll pauses before the waiting fetches are woken and ask again
         self.tail = Periodic(
             "tail-poll",
@@ -207,13 +215,22 @@ class UpstreamFeed:
         if not wanted:
             return
         isolation = max(leader.settings.isolation_level for leader in leaders)
-        # not reserved: a long poll of idle partitions must not hold read-ahead of busy ones back
-        data = await self.upstream.fetch(
-            wanted,
-            max_wait_ms=max_wait_ms,
-            isolation_level=isolation,
-            partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
-        )
+
+        def fetching() -> Awaitable[dict[tuple[str, int], PartitionData]]:
+            # not reserved: a long poll of idle partitions must not hold read-ahead of busy ones
+            return self.upstream.fetch(
+                wanted,
+                max_wait_ms=max_wait_ms,
+                isolation_level=isolation,
+                max_bytes=self.budget.response_bytes(FETCH_MAX_BYTES),
+                partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
+            )
+
+        if asks_now and self.budget.is_over():  # past the bound: requests' reads take turns
+            async with self._over_bound:
+                data = await fetching()
+        else:
+            data = await fetching()
         at_end: list[SharePartitionLeader] = []
         for tp, d in data.items():
             d.records = worth_keeping(d.records)  # not one partition pinning the whole frame
@@ -251,15 +268,33 @@ class UpstreamFeed:
         offset = _read_ahead_offset(leader, self.budget)
         if offset is None or not reads_its_topic(self.upstream, leader):
             return
-        leader.reading_ahead = True
-        task = asyncio.create_task(self._read_ahead(leader, offset))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _read_ahead(self, leader: SharePartitionLeader, offset: int) -> None:
-        tp = (leader.topic, leader.key.partition)
+        # reserved at once, so that the read-aheads started in one turn see each other's
+        # (each used to reserve once it ran, after all of them had found room)
         size = self.budget.read_size(UPSTREAM_PARTITION_BYTES)
         self.budget.reserved += size
+        leader.reading_ahead = True
+        ended = False
+
+        def end() -> None:  # when its answer is in, or it was cancelled before it ran
+            nonlocal ended
+            if not ended:
+                ended = True
+                self.budget.reserved -= size
+                leader.reading_ahead = False
+
+        task = asyncio.create_task(self._read_ahead(leader, offset, size, end))
+        self._background.add(task)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self._background.discard(task)
+            end()
+
+        task.add_done_callback(done)
+
+    async def _read_ahead(
+        self, leader: SharePartitionLeader, offset: int, size: int, end: Callable[[], None]
+    ) -> None:
+        tp = (leader.topic, leader.key.partition)
         try:
             data = await self.upstream.fetch(
                 {tp: offset},
@@ -273,8 +308,7 @@ class UpstreamFeed:
         except UpstreamError as exc:
             log.warning("read-ahead of %s-%d failed: %s", *tp, exc)
         finally:
-            self.budget.reserved -= size
-            leader.reading_ahead = False
+            end()  # before the fetches it woke run, as they may read ahead again
 
     # ------------------------------------------------------------------ the tail
     def watch(self, leaders: Sequence[SharePartitionLeader]) -> None:

@@ -33,6 +33,8 @@ _FETCH_VIEWS = FetchViews()
 
 EARLIEST = -2
 LATEST = -1
+# a Fetch's MaxBytes unless told less: what one answer may bring (the first batch always comes)
+FETCH_MAX_BYTES = 50 * 1024 * 1024
 # deleted topics' names remembered, so one created again under its name is seen as replaced
 MAX_GONE_TOPICS = 1000
 NOT_LEADER_ERRORS = {
@@ -270,7 +272,7 @@ class Upstream:
         wanted: dict[tuple[str, int], int],
         *,
         max_wait_ms: int = 0,
-        max_bytes: int = 50 * 1024 * 1024,
+        max_bytes: int = FETCH_MAX_BYTES,
         partition_max_bytes: int = 1024 * 1024,
         isolation_level: int = 0,
     ) -> dict[tuple[str, int], PartitionData]:
