@@ -216,13 +216,18 @@ class UpstreamFeed:
             return
         isolation = max(leader.settings.isolation_level for leader in leaders)
 
+        # A long poll is not reserved (waiting on idle partitions must not hold read-ahead of
+        # busy ones back), but its answer brings no more than the room left, as all its
+        # partitions may get records at once. A request's own read takes turns instead: past
+        # the bound, a MaxBytes of the room would cut it to one partition's batch.
+        max_bytes = FETCH_MAX_BYTES if asks_now else self.budget.response_bytes(FETCH_MAX_BYTES)
+
         def fetching() -> Awaitable[dict[tuple[str, int], PartitionData]]:
-            # not reserved: a long poll of idle partitions must not hold read-ahead of busy ones
             return self.upstream.fetch(
                 wanted,
                 max_wait_ms=max_wait_ms,
                 isolation_level=isolation,
-                max_bytes=self.budget.response_bytes(FETCH_MAX_BYTES),
+                max_bytes=max_bytes,
                 partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
             )
 
