@@ -1,13 +1,15 @@
 """The log caches' bound holds when many partitions are read at once: read-aheads started in one
 turn each see the room the others took, once the caches are past the bound the requests' own
-reads (never refused) take turns instead of all bringing a batch together, and no read's answer
-may bring more than the room left. Driven through
-the runtime's feed and leaders over a scripted upstream that counts the reads under way."""
+reads (never refused) take turns instead of all bringing a batch together, and a long poll's
+answer may bring no more than the room left. Driven through the runtime's feed and leaders over
+a scripted upstream that counts the reads under way."""
 
 from __future__ import annotations
 
 import asyncio
 from uuid import uuid4
+
+import pytest
 
 from shareproxy.broker.cache_budget import MIN_READ_BYTES, OVER_BOUND_READS, CacheBudget
 from shareproxy.broker.leader import SharePartitionLeader
@@ -56,9 +58,15 @@ class CountingUpstream:
         }
 
 
-def _leaders(upstream: CountingUpstream, budget: CacheBudget) -> list[SharePartitionLeader]:
+def _fed(
+    limit: int,
+) -> tuple[CountingUpstream, CacheBudget, UpstreamFeed, list[SharePartitionLeader]]:
+    """The runtime's feed under a bound of ``limit`` bytes, and a leader for each partition."""
+    upstream = CountingUpstream()
+    budget = CacheBudget(limit)
+    feed = UpstreamFeed(upstream, lambda: 0, budget)  # type: ignore[arg-type]
     settings = GroupSettings()
-    return [
+    leaders = [
         SharePartitionLeader(
             SharePartitionKey("g", upstream.topic_id, p),
             TOPIC,
@@ -72,13 +80,11 @@ def _leaders(upstream: CountingUpstream, budget: CacheBudget) -> list[ShareParti
         )
         for p in range(PARTITIONS)
     ]
+    return upstream, budget, feed, leaders
 
 
 async def test_read_aheads_started_in_one_turn_see_each_others_room():
-    upstream = CountingUpstream()
-    budget = CacheBudget(MIN_READ_BYTES)  # room for one read-ahead
-    feed = UpstreamFeed(upstream, lambda: 0, budget)  # type: ignore[arg-type]
-    leaders = _leaders(upstream, budget)
+    _, budget, feed, leaders = _fed(MIN_READ_BYTES)  # room for one read-ahead
     for leader in leaders:  # low on records, more upstream: each would read ahead
         leader.cache.add(PartitionData(ErrorCode.NONE, 100, -1, 0, batch(0, 1)))
     for leader in leaders:  # all in one turn, as a fetch answering many partitions does
@@ -89,33 +95,23 @@ async def test_read_aheads_started_in_one_turn_see_each_others_room():
     assert budget.reserved == 0 and not any(leader.reading_ahead for leader in leaders)
 
 
-async def test_past_the_bound_requests_reads_take_turns():
-    upstream = CountingUpstream()
-    budget = CacheBudget(1 << 20)
-    budget.hold(id(object()), 1 << 20)  # other caches hold the bound
-    feed = UpstreamFeed(upstream, lambda: 0, budget)  # type: ignore[arg-type]
-    leaders = _leaders(upstream, budget)
+@pytest.mark.parametrize(
+    ("others_hold", "most_at_once"),
+    [(1 << 20, OVER_BOUND_READS), (0, PARTITIONS)],
+    ids=["past the bound: in turns, none refused", "under it: all at once"],
+)
+async def test_requests_reads_take_turns_past_the_bound(others_hold: int, most_at_once: int):
+    upstream, budget, feed, leaders = _fed(1 << 20)
+    if others_hold:
+        budget.hold(id(object()), others_hold)  # other caches' frames
     await asyncio.gather(*(feed.read([leader], max_wait_ms=0) for leader in leaders))
     assert upstream.fetches == PARTITIONS
-    assert upstream.most_under_way == OVER_BOUND_READS  # not refused: each read in its turn
-    assert all(leader.cache.end_offset == LOG_RECORDS for leader in leaders)
-
-
-async def test_under_the_bound_requests_read_at_once():
-    upstream = CountingUpstream()
-    budget = CacheBudget(64 << 20)
-    feed = UpstreamFeed(upstream, lambda: 0, budget)  # type: ignore[arg-type]
-    leaders = _leaders(upstream, budget)
-    await asyncio.gather(*(feed.read([leader], max_wait_ms=0) for leader in leaders))
-    assert upstream.most_under_way == PARTITIONS
+    assert upstream.most_under_way == most_at_once
     assert all(leader.cache.end_offset == LOG_RECORDS for leader in leaders)
 
 
 async def test_a_long_poll_of_many_partitions_asks_no_more_than_the_room_left():
-    upstream = CountingUpstream()
-    budget = CacheBudget(16 << 20)
-    feed = UpstreamFeed(upstream, lambda: 0, budget)  # type: ignore[arg-type]
-    leaders = _leaders(upstream, budget)
+    upstream, budget, feed, leaders = _fed(16 << 20)
     await feed.read(leaders[:2], max_wait_ms=250)  # the tail poll's kind of read
     assert upstream.max_bytes[-1] == 16 << 20
     budget.hold(id(object()), 12 << 20)
@@ -125,4 +121,6 @@ async def test_a_long_poll_of_many_partitions_asks_no_more_than_the_room_left():
     budget.hold(id(object()), 8 << 20)  # past the bound: the least, never nothing
     await feed.read(leaders[4:6], max_wait_ms=250)
     assert upstream.max_bytes[-1] == MIN_READ_BYTES
+    await feed.read(leaders[6:8], max_wait_ms=0)  # a request's own read: it takes turns
+    assert upstream.max_bytes[-1] == FETCH_MAX_BYTES
     assert CacheBudget(None).response_bytes(FETCH_MAX_BYTES) == FETCH_MAX_BYTES
