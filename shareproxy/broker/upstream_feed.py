@@ -273,8 +273,8 @@ class UpstreamFeed:
         offset = _read_ahead_offset(leader, self.budget)
         if offset is None or not reads_its_topic(self.upstream, leader):
             return
-        # reserved at once, so that the read-aheads started in one turn see each other's
-        # (each used to reserve once it ran, after all of them had found room)
+        # reserved now, not when the task runs: the read-aheads started in one turn must see
+        # each other's room, or all of them find the bound free
         size = self.budget.read_size(UPSTREAM_PARTITION_BYTES)
         self.budget.reserved += size
         leader.reading_ahead = True
