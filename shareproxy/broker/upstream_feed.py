@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from shareproxy.broker.cache_budget import OVER_BOUND_READS, CacheBudget, worth_keeping
@@ -20,7 +20,6 @@ from shareproxy.jobs import Periodic
 from shareproxy.upstream.client import (
     EARLIEST,
     FETCH_MAX_BYTES,
-    PartitionData,
     TopicInfo,
     Upstream,
     UpstreamError,
@@ -215,27 +214,20 @@ class UpstreamFeed:
         if not wanted:
             return
         isolation = max(leader.settings.isolation_level for leader in leaders)
-
         # A long poll is not reserved (waiting on idle partitions must not hold read-ahead of
         # busy ones back), but its answer brings no more than the room left, as all its
         # partitions may get records at once. A request's own read takes turns instead: past
         # the bound, a MaxBytes of the room would cut it to one partition's batch.
         max_bytes = FETCH_MAX_BYTES if asks_now else self.budget.response_bytes(FETCH_MAX_BYTES)
-
-        def fetching() -> Awaitable[dict[tuple[str, int], PartitionData]]:
-            return self.upstream.fetch(
+        turn = self._over_bound if asks_now and self.budget.is_over() else contextlib.nullcontext()
+        async with turn:
+            data = await self.upstream.fetch(
                 wanted,
                 max_wait_ms=max_wait_ms,
                 isolation_level=isolation,
                 max_bytes=max_bytes,
                 partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
             )
-
-        if asks_now and self.budget.is_over():  # past the bound: requests' reads take turns
-            async with self._over_bound:
-                data = await fetching()
-        else:
-            data = await fetching()
         at_end: list[SharePartitionLeader] = []
         for tp, d in data.items():
             d.records = worth_keeping(d.records)  # not one partition pinning the whole frame

@@ -4,7 +4,7 @@ into, once and whole, until the last view goes; past the bound no read-ahead sta
 from __future__ import annotations
 
 import gc
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 from shareproxy.broker.cache_budget import (
     MIN_READ_BYTES,
@@ -21,6 +21,24 @@ from shareproxy.upstream.client import PartitionData
 from tests.unit.test_record_batch import batch
 
 HEADER = b"h" * 100  # the rest of a Fetch response frame around the records
+
+
+def budgeted_leader(
+    budget: CacheBudget, topic_id: UUID | None = None, partition: int = 0, topic: str = "t"
+) -> SharePartitionLeader:
+    """A leader of a new share-partition whose log cache counts against ``budget``."""
+    settings = GroupSettings()
+    return SharePartitionLeader(
+        SharePartitionKey("g", topic_id or uuid4(), partition),
+        topic,
+        SharePartition(0, settings.limits),
+        1,
+        settings,
+        None,  # type: ignore[arg-type]
+        lambda: 0,
+        lambda _: None,
+        cache_budget=budget,
+    )
 
 
 def fetched(*parts: bytes) -> tuple[bytes, list[PartitionData]]:
@@ -90,18 +108,7 @@ def test_reads_shrink_as_the_bound_fills_and_read_ahead_stops_at_it():
     budget.reserved = 9 << 20  # reads under way count too
     assert budget.read_size(8 << 20) == 1 << 20
     budget.reserved = 0
-    settings = GroupSettings()
-    leader = SharePartitionLeader(
-        SharePartitionKey("g", uuid4(), 0),
-        "t",
-        SharePartition(0, settings.limits),
-        1,
-        settings,
-        None,  # type: ignore[arg-type]
-        lambda: 0,
-        lambda _: None,
-        cache_budget=budget,
-    )
+    leader = budgeted_leader(budget)
     _, (d,) = fetched(batch(0, 5))
     leader.cache.add(d)
     assert _read_ahead_offset(leader, budget) == 5  # low on records, under the bound

@@ -15,10 +15,8 @@ from shareproxy.broker.cache_budget import MIN_READ_BYTES, OVER_BOUND_READS, Cac
 from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.core.errors import ErrorCode
-from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.store import SharePartitionKey
 from shareproxy.upstream.client import FETCH_MAX_BYTES, PartitionData, TopicInfo
+from tests.unit.test_cache_budget import budgeted_leader
 from tests.unit.test_record_batch import batch
 
 TOPIC = "t"
@@ -65,21 +63,7 @@ def _fed(
     upstream = CountingUpstream()
     budget = CacheBudget(limit)
     feed = UpstreamFeed(upstream, lambda: 0, budget)  # type: ignore[arg-type]
-    settings = GroupSettings()
-    leaders = [
-        SharePartitionLeader(
-            SharePartitionKey("g", upstream.topic_id, p),
-            TOPIC,
-            SharePartition(0, settings.limits),
-            1,
-            settings,
-            None,  # type: ignore[arg-type]
-            lambda: 0,
-            lambda _: None,
-            cache_budget=budget,
-        )
-        for p in range(PARTITIONS)
-    ]
+    leaders = [budgeted_leader(budget, upstream.topic_id, p, TOPIC) for p in range(PARTITIONS)]
     return upstream, budget, feed, leaders
 
 
