@@ -180,14 +180,16 @@ class KafkaListener:
         else:
             metrics.CONNECTIONS.labels(conn.listener, conn.principal).inc()
         self._connections[task] = conn
-        # answers in the order of the requests: ready ones, and Produce/Fetch answers still on
-        # their way upstream (several of those may be, as to a broker a client pipelines them)
-        answers = _Answers(MAX_PIPELINED)
-        writing = asyncio.create_task(self._write_in_order(answers, writer))
+        # answers in the order of the requests. One ready while nothing is owed is written at
+        # once; Produce/Fetch answers still on their way upstream (several may be, as to a
+        # broker a client pipelines them) go through a queue and a writer task, made at the
+        # first of them: a node holds one connection per member, and most never pipeline.
+        answers: _Answers | None = None
+        writing: asyncio.Task[None] | None = None
         try:
             while not self._closing:
                 self._awaiting.add(writer)
-                if not answers.owed:  # nothing owed to the client either
+                if answers is None or not answers.owed:  # nothing owed to the client either
                     self._idle.add(writer)
                 try:
                     prefix = await reader.readexactly(PREFIX_BYTES)
@@ -205,18 +207,23 @@ class KafkaListener:
                     log.warning("closing %s: %s", peer, e)
                     return
                 frame = await reader.readexactly(size)
-                if _api_key(frame) not in PIPELINED:  # as a broker: one after another
-                    await answers.join()
+                if answers is not None and _api_key(frame) not in PIPELINED:
+                    await answers.join()  # as a broker: one after another
                 response = await self._answer(conn, frame)
                 if response is CLOSE:
-                    await answers.join()
-                    return
-                if response is not None:
+                    break
+                if isinstance(response, list) and (answers is None or not answers.owed):
+                    if not await self._send(writer, response):
+                        return
+                elif response is not None:
+                    if answers is None:
+                        answers = _Answers(MAX_PIPELINED)
+                        writing = asyncio.create_task(self._write_in_order(answers, writer))
                     await answers.put(response)
                 if conn.close_after_response:
-                    await answers.join()
-                    return
-            await answers.join()
+                    break
+            if answers is not None:
+                await answers.join()
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         except asyncio.CancelledError:
@@ -224,11 +231,23 @@ class KafkaListener:
         except Exception:
             log.exception("connection %s failed", peer)
         finally:
-            writing.cancel()
+            if writing is not None:
+                writing.cancel()
             self._connections.pop(task, None)
             writer.close()
             if conn.link is not None:
                 await conn.link.close()
+
+    async def _send(self, writer: asyncio.StreamWriter, chunks: Chunks) -> bool:
+        """Write one answer; False, logged, when the connection broke (reset, timed out, TLS
+        failure): nothing more is written to it."""
+        try:
+            writer.writelines(chunks)
+            await writer.drain()
+        except Exception as exc:  # not a cancellation: the connection ended
+            log.info("connection to %s broke while answering: %r", self._peer(writer), exc)
+            return False
+        return True
 
     async def _write_in_order(self, answers: _Answers, writer: asyncio.StreamWriter) -> None:
         """Write each answer when it is ready, in the order of the requests. A connection that
@@ -245,14 +264,7 @@ class KafkaListener:
                 else:
                     chunks = answer
                 if chunks and not broken:
-                    writer.writelines(chunks)
-                    await writer.drain()
-            except asyncio.CancelledError:
-                raise  # the connection ended
-            except Exception as exc:  # reset, timed out, TLS failure: nothing more is written
-                if not broken:
-                    log.info("connection to %s broke while answering: %r", self._peer(writer), exc)
-                broken = True
+                    broken = not await self._send(writer, chunks)
             finally:
                 answers.task_done()
             if not answers.owed and writer in self._awaiting:

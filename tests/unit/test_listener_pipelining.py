@@ -1,12 +1,13 @@
 """The listener's pipelining, with the request handling replaced by a stand-in (what the
 answers are does not matter here, only when and in which order they are written): Produce
-answers still on their way upstream let the next requests in, answers leave in request order,
-a connection that breaks while answering never leaves its task hanging, and shutting down
-waits for no connection that owes nothing."""
+answers still on their way upstream let the next requests in, answers leave in request order
+(those ready at once among them), a connection that breaks while answering never leaves its
+task hanging, and shutting down waits for no connection that owes nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 import time
 
@@ -63,7 +64,23 @@ async def test_produces_overlap_and_answers_keep_request_order(handled):
     await listener.stop(grace_s=3)
 
 
-async def test_a_connection_that_breaks_while_answering_ends_its_task(handled, monkeypatch):
+async def test_answers_ready_at_once_keep_their_place_among_pipelined_ones(handled):
+    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    await listener.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    writer.write(frame(METADATA, 1))
+    assert await answers(reader, 1) == [1]  # nothing owed before it: written at once
+    writer.write(frame(PRODUCE, 2) + frame(PRODUCE, 3) + frame(METADATA, 4) + frame(METADATA, 5))
+    assert await answers(reader, 4) == [2, 3, 4, 5]
+    writer.close()
+    await listener.stop(grace_s=3)
+
+
+@pytest.mark.parametrize("requests", [[PRODUCE, PRODUCE, METADATA], [METADATA, METADATA]])
+async def test_a_connection_that_breaks_while_answering_ends_its_task(
+    handled, monkeypatch, caplog, requests
+):
+    caplog.set_level(logging.INFO, "shareproxy.kafka.listener")
     listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
     await listener.start()
     _reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
@@ -75,7 +92,7 @@ async def test_a_connection_that_breaks_while_answering_ends_its_task(handled, m
         return await real_drain(self)
 
     monkeypatch.setattr(asyncio.StreamWriter, "drain", drain)
-    writer.write(frame(PRODUCE, 1) + frame(PRODUCE, 2) + frame(METADATA, 3))
+    writer.write(b"".join(frame(api_key, cid) for cid, api_key in enumerate(requests, 1)))
     await writer.drain()
     await asyncio.sleep(0.5)
     writer.close()
@@ -84,15 +101,18 @@ async def test_a_connection_that_breaks_while_answering_ends_its_task(handled, m
     while any(not t.done() for t in tasks) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert all(t.done() for t in tasks), "the connection's task hangs"
+    assert "broke while answering" in caplog.text
+    assert not [r for r in caplog.records if r.exc_info], "a traceback for a broken connection"
     monkeypatch.setattr(asyncio.StreamWriter, "drain", real_drain)
     await listener.stop(grace_s=3)
 
 
-async def test_shutdown_does_not_wait_for_a_connection_that_owes_nothing(handled):
+@pytest.mark.parametrize("api_key", [PRODUCE, METADATA])
+async def test_shutdown_does_not_wait_for_a_connection_that_owes_nothing(handled, api_key):
     listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
     await listener.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
-    writer.write(frame(PRODUCE, 1))
+    writer.write(frame(api_key, 1))
     assert await answers(reader, 1) == [1]
     started = time.monotonic()
     await listener.stop(grace_s=3)
