@@ -172,6 +172,7 @@ class Coordinator:
                 rack_id=rack_id,
                 client_id=client_id,
                 client_host=client_host,
+                heartbeat_interval_ms=self.settings_for(group_id).heartbeat_interval_ms,
             )
         event = {"group": group_id, "member": member_id}
         if member_epoch == 0 and result.error is None:

@@ -57,6 +57,15 @@ class HeartbeatResult:
     member_epoch: int
     assignment: Assignment | None  # None: unchanged since the member last heard it
     message: str | None = None
+    heartbeat_interval_ms: int | None = None  # None: the group's configured interval
+
+
+# While a group's targets settle, members are asked back sooner than the configured interval:
+# a member that heard its assignment just before others joined would otherwise keep it, and
+# fetch partitions no longer its own, for a whole interval. SETTLING_PER_MEMBER_MS per member
+# keeps the coordinator's extra heartbeats under 1000 / SETTLING_PER_MEMBER_MS a second.
+SETTLING_MIN_MS = 250
+SETTLING_PER_MEMBER_MS = 5
 
 
 DEFAULT_MAX_SIZE = 200  # members per group, as Kafka's group.share.max.size
@@ -73,6 +82,9 @@ class ShareGroup:
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.rebalances = 0  # target assignments computed, ever (for metrics)
+        self.targets_moved = 0  # target assignments that moved some member's target
+        self.targets_moved_ms: int | None = None  # when the coordinator last saw one move
+        self._moves_seen = 0
         self.members: dict[str, Member] = {}
         self.topics: dict[str, tuple[UUID, int]] = {}  # upstream: name -> (id, partitions)
         self.dead = False
@@ -122,7 +134,10 @@ class ShareGroup:
         rack_id: str | None = None,
         client_id: str = "",
         client_host: str = "",
+        heartbeat_interval_ms: int | None = None,
     ) -> HeartbeatResult:
+        """``heartbeat_interval_ms``: the configured interval, for the answer to shorten while
+        the targets settle (None: the answer leaves the interval to the caller)."""
         if not member_id:
             return HeartbeatResult(
                 HeartbeatError.INVALID_REQUEST, member_epoch, None, "MemberId must be set"
@@ -175,13 +190,34 @@ class ShareGroup:
             member.rack_id = rack_id
         member.last_heartbeat_ms = now_ms
         self._reassign_if_needed()
+        self._note_moves(now_ms)
         if member.target_epoch > member.member_epoch:
             member.member_epoch = member.target_epoch
             self._move(member, member.target, member.target)
+        interval = None
+        if heartbeat_interval_ms is not None:
+            interval = self.heartbeat_interval_ms(heartbeat_interval_ms, now_ms)
         if member.sent_epoch != member.member_epoch:
             member.sent_epoch = member.member_epoch
-            return HeartbeatResult(None, member.member_epoch, dict(member.assignment))
-        return HeartbeatResult(None, member.member_epoch, None)
+            return HeartbeatResult(
+                None, member.member_epoch, dict(member.assignment), None, interval
+            )
+        return HeartbeatResult(None, member.member_epoch, None, None, interval)
+
+    def heartbeat_interval_ms(self, configured_ms: int, now_ms: int) -> int:
+        """The interval to give a member now: ``configured_ms``, or shorter while some target
+        moved within the last ``configured_ms``, so members hear of later moves soon."""
+        moved = self.targets_moved_ms
+        if moved is None or now_ms - moved >= configured_ms:
+            return configured_ms
+        settling = max(SETTLING_MIN_MS, SETTLING_PER_MEMBER_MS * len(self.members))
+        return min(configured_ms, settling)
+
+    def _note_moves(self, now_ms: int) -> None:
+        """Time the target moves made since the last call (metadata moves them untimed)."""
+        if self.targets_moved != self._moves_seen:
+            self._moves_seen = self.targets_moved
+            self.targets_moved_ms = now_ms
 
     def _resubscribe(self, member: Member, topics: Sequence[str]) -> None:
         topics = tuple(topics)
@@ -202,6 +238,7 @@ class ShareGroup:
         if gone:
             self._bump()
             self._reassign_if_needed()
+            self._note_moves(now_ms)
         return gone
 
     def update_topics(self, topics: Mapping[str, tuple[UUID, int]]) -> bool:
@@ -228,11 +265,15 @@ class ShareGroup:
         )
         self.assignment_epoch = self.group_epoch
         self.rebalances += 1
+        moved = False
         for m in self.members.values():
             new = targets.get(m.member_id, {})
             if new != m.target or m.target_epoch == 0:
+                moved = moved or new != m.target
                 self._move(m, new, m.assignment)
                 m.target_epoch = self.assignment_epoch
+        if moved:
+            self.targets_moved += 1
 
 
 def _held(*assignments: Assignment) -> set[tuple[UUID, int]]:

@@ -119,8 +119,12 @@ def test_describe_all_groups_is_every_groups_describe(proxy, topic):
         described = json.loads(every.stdout)
         assert isinstance(described, list)
         by_id = {d["group_id"]: d for d in described}
+
+        def members(view: dict) -> list[dict]:  # as of a heartbeat that may have moved on
+            return [{**m, "last_heartbeat": None} for m in view["members"]]
+
         for d in one:
-            assert by_id[d["group_id"]]["members"] == d["members"]
+            assert members(by_id[d["group_id"]]) == members(d)
         table = cli(p, "describe", "--all-groups")
         assert table.returncode == 0 and all(f"group {g}" in table.stdout for g in groups)
         assert cli(p, "describe", groups[0]).returncode == 0

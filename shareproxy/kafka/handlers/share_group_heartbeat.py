@@ -65,6 +65,8 @@ async def handle(
                 for tid, parts in sorted(result.assignment.items())
             )
         )
+    if result.heartbeat_interval_ms is not None:  # shorter while the group's targets settle
+        interval = as_i32_timedelta(timedelta(milliseconds=result.heartbeat_interval_ms))
     return r.ShareGroupHeartbeatResponse(
         throttle_time=NO_THROTTLE,
         error_code=error(result.error.value if result.error else 0),
