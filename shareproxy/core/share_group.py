@@ -196,7 +196,7 @@ class ShareGroup:
             self._move(member, member.target, member.target)
         interval = None
         if heartbeat_interval_ms is not None:
-            interval = self.heartbeat_interval_ms(heartbeat_interval_ms, now_ms)
+            interval = self.interval_to_answer(heartbeat_interval_ms, now_ms)
         if member.sent_epoch != member.member_epoch:
             member.sent_epoch = member.member_epoch
             return HeartbeatResult(
@@ -204,7 +204,7 @@ class ShareGroup:
             )
         return HeartbeatResult(None, member.member_epoch, None, None, interval)
 
-    def heartbeat_interval_ms(self, configured_ms: int, now_ms: int) -> int:
+    def interval_to_answer(self, configured_ms: int, now_ms: int) -> int:
         """The interval to give a member now: ``configured_ms``, or shorter while some target
         moved within the last ``configured_ms``, so members hear of later moves soon."""
         moved = self.targets_moved_ms
