@@ -83,9 +83,8 @@ class ShareGroup:
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.rebalances = 0  # target assignments computed, ever (for metrics)
-        self.targets_moved = 0  # target assignments that moved some member's target
-        self.targets_moved_ms: int | None = None  # when the coordinator last saw one move
-        self._moves_seen = 0
+        self.targets_moved_ms: int | None = None  # when the coordinator last saw a target move
+        self._untimed_move = False  # a target moved where no clock was at hand (metadata)
         self.members: dict[str, Member] = {}
         self.topics: dict[str, tuple[UUID, int]] = {}  # upstream: name -> (id, partitions)
         self.dead = False
@@ -216,8 +215,8 @@ class ShareGroup:
 
     def _note_moves(self, now_ms: int) -> None:
         """Time the target moves made since the last call (metadata moves them untimed)."""
-        if self.targets_moved != self._moves_seen:
-            self._moves_seen = self.targets_moved
+        if self._untimed_move:
+            self._untimed_move = False
             self.targets_moved_ms = now_ms
 
     def _resubscribe(self, member: Member, topics: Sequence[str]) -> None:
@@ -274,7 +273,7 @@ class ShareGroup:
                 self._move(m, new, m.assignment)
                 m.target_epoch = self.assignment_epoch
         if moved:
-            self.targets_moved += 1
+            self._untimed_move = True
 
 
 def _held(*assignments: Assignment) -> set[tuple[UUID, int]]:
