@@ -8,6 +8,7 @@ connection, as Kafka brokers do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import functools
 import logging
@@ -49,6 +50,7 @@ from shareproxy.security.listeners import certificate_principal
 from shareproxy.sockets import bind_socket
 
 _SEND_BUFFER = 4 * 1024 * 1024
+_UNKNOWN_PEER = ("?", 0)  # a client gone before its address was read
 # requests of one connection whose answers may be on their way at once: Produce and Fetch
 # relayed upstream, in order over one upstream connection (others wait for every earlier
 # answer, as a broker handles a connection's requests one after another)
@@ -168,7 +170,7 @@ class KafkaListener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        peer = writer.get_extra_info("peername") or ("?", 0)
+        peer = self._peer(writer)
         sock = writer.get_extra_info("socket")
         if sock is not None:  # a ~1 MiB ShareFetch response then leaves in one send
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
@@ -274,7 +276,11 @@ class KafkaListener:
 
     @staticmethod
     def _peer(writer: asyncio.StreamWriter) -> Any:
-        return writer.get_extra_info("peername")
+        """The client's address, or ``("?", 0)`` where the socket no longer tells it: uvloop
+        raises once the client has reset it (a ValueError or an AttributeError by the moment)."""
+        with contextlib.suppress(Exception):  # whatever it raises: only a log line asks
+            return writer.get_extra_info("peername") or _UNKNOWN_PEER
+        return _UNKNOWN_PEER
 
     async def _answer(
         self, conn: Connection, frame: bytes
