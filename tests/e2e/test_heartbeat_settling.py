@@ -1,7 +1,7 @@
 """While a group's target assignment settles, its members are asked to heartbeat sooner than
 the configured interval (5 s here, Kafka's default), so a member that heard its assignment just
 before another joined moves to its share within a fraction of it: real librdkafka share
-consumers, their assignments as the REST view shows them."""
+consumers and Kafka's Java client, their assignments as the REST view shows them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import uuid
 import httpx
 
 from tests.support.consumers import share_consumer, wait_for
+from tests.support.java import start_java
 
 
 def test_a_member_moves_to_its_share_soon_after_another_joins(proxy, topic):
@@ -48,3 +49,40 @@ def test_a_member_moves_to_its_share_soon_after_another_joins(proxy, topic):
             th.join(10)
         first.close()
         second.close()
+
+
+def test_a_java_member_moves_to_its_share_soon_after_another_joins(proxy, topic, java):
+    """Kafka's Java client reads the interval from every answer as librdkafka does: the first
+    member, a KafkaShareConsumer, gives up half its partitions within the settling interval."""
+    p = proxy()
+    t = topic(6)
+    group = f"settle-java-{uuid.uuid4().hex[:6]}"
+
+    def shares() -> list[int]:
+        view = httpx.get(f"{p.admin_url}/v1/share-groups/{group}", timeout=10).json()
+        return sorted(len(m["assignment"].get(t, [])) for m in view.get("members", []))
+
+    first = start_java(java, "member", p.bootstrap, t, group, 60)
+    second = share_consumer(p, group)
+    stop = threading.Event()
+
+    def consume() -> None:
+        while not stop.is_set():
+            second.poll(0.2)
+
+    polling = threading.Thread(target=consume)
+    try:
+        wait_for(lambda: shares() == [6], 60, "the Java member holding all six partitions")
+        heard = time.monotonic()
+        second.subscribe([t])
+        polling.start()
+        wait_for(lambda: shares() == [3, 3], 30, "each member holding three partitions")
+        took = time.monotonic() - heard
+        assert took < 3.5, f"the Java member kept its old assignment for {took:.1f} s"
+    finally:
+        stop.set()
+        if polling.is_alive():
+            polling.join(10)
+        second.close()
+        first.kill()
+        first.communicate(timeout=30)

@@ -70,6 +70,15 @@ class JavaPrograms:
     def _cp(self) -> str:
         return os.pathsep.join([str(self.out), *map(str, self.jars)])
 
+    def start(self, main: str, *args: str) -> subprocess.Popen[str]:
+        """Starts ``main`` and leaves it running; its output is piped."""
+        return subprocess.Popen(
+            [self.java, "-cp", self._cp(), main, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def run(self, main: str, *args: str, timeout: float = 180) -> dict[str, str]:
         """Runs ``main`` and returns the ``key=value`` lines it printed; fails with its output
         when it exits non-zero."""
@@ -83,6 +92,11 @@ class JavaPrograms:
             f"java {main} {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
         )
         return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+
+def start_java(java: JavaPrograms, command: str, *args: object) -> subprocess.Popen[str]:
+    """One command of tests/e2e/java/ThroughProxy.java, left running: the caller waits."""
+    return java.start("ThroughProxy", command, *map(str, args))
 
 
 def run_java(java: JavaPrograms, command: str, *args: object) -> dict[str, str]:
