@@ -277,7 +277,7 @@ class KafkaListener:
     @staticmethod
     def _peer(writer: asyncio.StreamWriter) -> Any:
         """The client's address, or ``("?", 0)`` where the socket no longer tells it: uvloop
-        raises once the client has reset it (a ValueError or an AttributeError by the moment)."""
+        raises once the client has reset it (ValueError or AttributeError, by when it is asked)."""
         with contextlib.suppress(Exception):  # whatever it raises: only a log line asks
             return writer.get_extra_info("peername") or _UNKNOWN_PEER
         return _UNKNOWN_PEER
