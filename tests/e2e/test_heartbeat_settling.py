@@ -26,8 +26,7 @@ def test_a_member_moves_to_its_share_soon_after_another_joins(proxy, topic):
             c.poll(0.2)
 
     def shares() -> list[int]:
-        view = httpx.get(f"{p.admin_url}/v1/share-groups/{group}", timeout=10).json()
-        return sorted(len(m["assignment"].get(t, [])) for m in view.get("members", []))
+        return _shares(p.admin_url, group, t)
 
     first, second = share_consumer(p, group), share_consumer(p, group)
     threads = [threading.Thread(target=consume, args=(c,)) for c in (first, second)]
@@ -59,10 +58,9 @@ def test_a_java_member_moves_to_its_share_soon_after_another_joins(proxy, topic,
     group = f"settle-java-{uuid.uuid4().hex[:6]}"
 
     def shares() -> list[int]:
-        view = httpx.get(f"{p.admin_url}/v1/share-groups/{group}", timeout=10).json()
-        return sorted(len(m["assignment"].get(t, [])) for m in view.get("members", []))
+        return _shares(p.admin_url, group, t)
 
-    first = start_java(java, "member", p.bootstrap, t, group, 60)
+    first = start_java(java, "polling", p.bootstrap, t, group, 60)
     second = share_consumer(p, group)
     stop = threading.Event()
 
@@ -86,3 +84,9 @@ def test_a_java_member_moves_to_its_share_soon_after_another_joins(proxy, topic,
         second.close()
         first.kill()
         first.communicate(timeout=30)
+
+
+def _shares(admin_url: str, group: str, topic: str) -> list[int]:
+    """How many of the topic's partitions each member holds, as the REST view shows them."""
+    view = httpx.get(f"{admin_url}/v1/share-groups/{group}", timeout=10).json()
+    return sorted(len(m["assignment"].get(topic, [])) for m in view.get("members", []))

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 # what kafka-clients needs at run time: compression codecs, and SLF4J with a log4j backend
@@ -71,13 +72,15 @@ class JavaPrograms:
         return os.pathsep.join([str(self.out), *map(str, self.jars)])
 
     def start(self, main: str, *args: str) -> subprocess.Popen[str]:
-        """Starts ``main`` and leaves it running; its output is piped."""
-        return subprocess.Popen(
-            [self.java, "-cp", self._cp(), main, *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        """Starts ``main`` and leaves it running. Its output goes to a file, not a pipe: a
+        pipe nobody reads until the end could fill and stall the program."""
+        with tempfile.TemporaryFile() as output:  # the program keeps its own descriptor
+            return subprocess.Popen(
+                [self.java, "-cp", self._cp(), main, *args],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
 
     def run(self, main: str, *args: str, timeout: float = 180) -> dict[str, str]:
         """Runs ``main`` and returns the ``key=value`` lines it printed; fails with its output

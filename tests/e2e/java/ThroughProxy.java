@@ -57,7 +57,7 @@ public final class ThroughProxy {
             case "classic" -> classic(bootstrap, args[2], args[3]);
             case "keyed" -> keyed(bootstrap, args[2], args[3], Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]));
-            case "member" -> member(bootstrap, args[2], args[3], Long.parseLong(args[4]));
+            case "polling" -> polling(bootstrap, args[2], args[3], Long.parseLong(args[4]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
         }
     }
@@ -313,12 +313,8 @@ public final class ThroughProxy {
         return d.groupState().name() + "/" + d.groupEpoch() + "/" + d.targetAssignmentEpoch();
     }
 
-    /**
-     * The share-group admin calls against a group that does not exist, one with a member, and
-     * the same group once empty: which exception each throws, and the epochs it describes.
-     */
     /** A share group member that only polls (implicit acknowledgement) for a while. */
-    private static void member(String bootstrap, String topic, String groupId, long seconds)
+    private static void polling(String bootstrap, String topic, String groupId, long seconds)
             throws Exception {
         Properties c = consumerProps(bootstrap);
         c.put("group.id", groupId);
@@ -330,9 +326,13 @@ public final class ThroughProxy {
                 polled += consumer.poll(POLL).count();
             }
         }
-        out("member.records", polled);
+        out("polling.records", polled);
     }
 
+    /**
+     * The share-group admin calls against a group that does not exist, one with a member, and
+     * the same group once empty: which exception each throws, and the epochs it describes.
+     */
     private static void shareAdmin(String bootstrap, String topic, String other, String groupId)
             throws Exception {
         TopicPartition tp = new TopicPartition(topic, 0);
