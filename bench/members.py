@@ -4,31 +4,40 @@ One proxy node (state in Postgres, fsync on) before a Tansu broker; a topic of -
 partitions with --per-partition records of --size bytes each; --members librdkafka
 ShareConsumers in one share group, spread over --processes worker processes (each polls its
 consumers in turn), drain it. The proxy's resident memory is sampled throughout; the table gives
-its peak and its size once drained, the time members took to subscribe and to drain, how many
-members got any record (the others' partitions were drained by members that held them first,
-as happens while joins are answered slowly), and the proxy's CPU per record delivered (joining
-and heartbeats included).
+its peak and its size once drained; the time members took to subscribe; when the node answered
+their joins (from its log, counted from the start: the median and the last; a join librdkafka
+retried after its request timed out counts twice); the time to drain; how many members got any
+record (the others' partitions were drained by members that held them first, as happens while
+joins are answered slowly); and the proxy's CPU per record delivered (joining and heartbeats
+included). Then every member polls on, with nothing left, for --idle seconds: what the node
+spends on members that only wait (their heartbeats and ShareFetch long polls), per member.
 
     python -m bench.members [--members 1000] [--partitions 1000] [--per-partition 100]
-                            [--size 1024] [--processes 8]
+                            [--size 1024] [--processes 8] [--idle 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
+import statistics
 import sys
 import threading
 import time
 import uuid
+from collections import Counter
+from datetime import datetime
 from multiprocessing.sharedctypes import Synchronized
 
+import httpx
 from confluent_kafka import KafkaException, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
-from bench.cpu import CpuPerRecord
+from bench.cpu import CpuPerRecord, cpu_seconds
 from bench.throughput import produce
 from shareproxy.embedded import TansuBroker
 from tests.support.postgres import TemporaryPostgres
@@ -120,6 +129,9 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--processes", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=600, help="seconds for joining and draining")
+    ap.add_argument(
+        "--idle", type=float, default=10, help="seconds the members poll on once drained"
+    )
     args = ap.parse_args()
     records = args.partitions * args.per_partition
     console = Console()
@@ -135,7 +147,11 @@ def main() -> None:
             produce(broker.bootstrap, TOPIC, records, args.size, partitions=args.partitions)
         url = pg.create_database("members")
         proxy = ProxyProcess(
-            broker.bootstrap, url, auto_offset_reset="earliest", group_share_max_size=args.members
+            broker.bootstrap,
+            url,
+            auto_offset_reset="earliest",
+            group_share_max_size=args.members,
+            log_format="json",
         ).start()
         assert proxy.proc is not None
         pid = proxy.proc.pid
@@ -152,7 +168,7 @@ def main() -> None:
         ]
         try:
             with RssPeak(pid) as rss, CpuPerRecord([pid]) as cpu:
-                t0 = time.monotonic()
+                t0, started = time.monotonic(), time.time()
                 all_joined = float("nan")
                 for p in procs:
                     p.start()
@@ -173,6 +189,7 @@ def main() -> None:
                         time.sleep(0.2)
                 drained = time.monotonic() - t0
                 end_rss = rss_bytes(pid)
+            idle = Idle(pid, proxy.admin_url, args.idle) if not failed.value else None
             stop.value = 1
             for p in procs:
                 p.join(60)
@@ -191,12 +208,66 @@ def main() -> None:
     if failed.value:
         table.add_row("worker processes failed", f"{failed.value} (their error is above)")
     table.add_row("members joined (s)", f"{all_joined:.1f}")
+    joins = joins_answered(proxy.log(), started)
+    shown = f"{statistics.median(joins):.1f} / {joins[-1]:.1f}" if joins else "none"
+    table.add_row(f"joins answered by the node: {len(joins):,}, median / last (s)", shown)
     # the members that took part: where joins are answered slowly, the first few drain most
     table.add_row("members that got records", f"{served.value:,} of {args.members:,}")
     table.add_row("start to drained (s)", f"{drained:.1f}")
     table.add_row("proxy RSS idle / peak / drained (MiB)", _mib(idle_rss, rss.peak, end_rss))
     table.add_row("proxy CPU µs/record", f"{cpu.per_record_us(delivered.value):.2f}")
+    if idle is not None and idle.seconds:
+        table.add_row(
+            f"idle {idle.seconds:.0f} s: proxy CPU per member (µs/s)",
+            f"{idle.cpu / idle.seconds / args.members * 1e6:,.0f}",
+        )
+        table.add_row(
+            "idle: heartbeats / ShareFetches per member per second",
+            f"{idle.requests['ShareGroupHeartbeat'] / idle.seconds / args.members:.2f} / "
+            f"{idle.requests['ShareFetch'] / idle.seconds / args.members:.2f}",
+        )
     console.print(table)
+
+
+class Idle:
+    """The node while every member polls with nothing left: its CPU (user + system) and the
+    requests it answered, over ``seconds``."""
+
+    def __init__(self, pid: int, admin_url: str, seconds: float) -> None:
+        self.seconds = seconds
+        self.cpu = 0.0
+        self.requests: Counter[str] = Counter()
+        if seconds <= 0:
+            return
+        before, cpu_before = requests_by_api(admin_url), sum(cpu_seconds([pid]))
+        time.sleep(seconds)
+        self.cpu = sum(cpu_seconds([pid])) - cpu_before
+        self.requests = requests_by_api(admin_url)
+        self.requests.subtract(before)
+
+
+def requests_by_api(admin_url: str) -> Counter[str]:
+    """The node's answered requests so far, by API (its ``shareproxy_requests`` counter)."""
+    text = httpx.get(f"{admin_url}/metrics", timeout=30).text
+    seen: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "shareproxy_requests_total":
+                seen[sample.labels["api"]] += int(sample.value)
+    return seen
+
+
+def joins_answered(log: str, started: float) -> list[float]:
+    """When the node answered each join (its "member joined" lines), in seconds from
+    ``started``, in order: a join librdkafka retried after its request timed out counts again."""
+    times = []
+    for line in log.splitlines():
+        if '"member joined"' not in line:
+            continue
+        entry = json.loads(line)
+        at = datetime.fromisoformat(entry["ts"]).timestamp()
+        times.append(at - started)
+    return sorted(times)
 
 
 def _mib(*sizes: int) -> str:
