@@ -135,32 +135,35 @@ class Coordinator:
             refused = await self._over_cap(group_id, member_epoch)  # never wait on it
             if refused is not None:
                 return refused
+        if subscribed:
+            # a joining member's topics are looked up afresh: one may just have been deleted or
+            # recreated (a new topic id), which the periodic refresh would notice only later;
+            # Kafka's coordinator reads its current metadata. Looked up before the mutex, so
+            # members joining together share lookups and never wait for each other's
+            missing = [
+                t
+                for t in _topic_names(subscribed)
+                if member_epoch == 0 or t not in self.upstream.topics
+            ]
+            if missing:
+                try:
+                    await self.upstream.refresh_metadata(missing)
+                except UpstreamError as exc:
+                    log.warning("metadata for %s failed: %s", missing, exc)
         async with self._mutex:
             if not self.coordinates(group_id):  # the live nodes changed while this waited
                 return self._not_coordinator(group_id, member_epoch)
             group = self.groups.get(group_id)
-            if group is None or member_epoch == 0:
-                # a join makes sure the row exists: a batch repair may have deleted the empty
-                # group since (forgotten here only at the next check), and only this creates it
+            if group is None or (member_epoch == 0 and not group.members):
+                # a join to an empty group makes sure the row exists: a batch repair may have
+                # deleted the group since it emptied (forgotten here only at the next check),
+                # and only this creates it; a group with members is not empty in the store
                 await self.store.ensure_group(group_id)
             if group is None:
                 settings = self.settings_for(group_id)
                 group = ShareGroup(group_id, settings.max_size, settings.assignor)
                 self.groups[group_id] = group
             if subscribed:
-                # a joining member's topics are looked up afresh: one may just have been
-                # deleted or recreated (a new topic id), which the periodic refresh would
-                # notice only later; Kafka's coordinator reads its current metadata
-                missing = [
-                    t
-                    for t in _topic_names(subscribed)
-                    if member_epoch == 0 or t not in self.upstream.topics
-                ]
-                if missing:
-                    try:
-                        await self.upstream.refresh_metadata(missing)
-                    except UpstreamError as exc:
-                        log.warning("metadata for %s failed: %s", missing, exc)
                 names = set(subscribed) | group.subscribed_topic_names()
                 group.update_topics(self._topics(names))
             rebalances = group.rebalances

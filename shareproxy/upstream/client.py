@@ -27,6 +27,7 @@ from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
 from shareproxy.upstream.connections import Connections
 from shareproxy.upstream.fetched import FetchViews, PartitionData
 from shareproxy.upstream.kio_over_aiokafka import KioRequest
+from shareproxy.upstream.shared_reads import SharedReads
 
 log = logging.getLogger(__name__)
 _FETCH_VIEWS = FetchViews()
@@ -111,6 +112,7 @@ class Upstream:
         self.controller_id = -1  # -1: unknown (a KRaft broker forwards controller requests)
         # whether the latest request to the cluster was answered (a gauge reads it)
         self.answering = True
+        self._metadata_reads = SharedReads(self._read_metadata)
 
     def connection_options(self) -> dict[str, Any]:
         """How to reach and authenticate to an upstream broker, for aiokafka."""
@@ -194,7 +196,14 @@ class Upstream:
 
     # ------------------------------------------------------------------ metadata
     async def refresh_metadata(self, topics: list[str] | None = None) -> dict[str, TopicInfo]:
-        """Topic ids and partition leaders (all topics when ``topics`` is None)."""
+        """Topic ids and partition leaders (all topics when ``topics`` is None), as a Metadata
+        request sent after this call began read them; concurrent calls share requests."""
+        await self._metadata_reads.read(topics)
+        if topics is None:
+            return dict(self.topics)
+        return {name: self.topics[name] for name in topics if name in self.topics}
+
+    async def _read_metadata(self, topics: list[str] | None) -> None:
         request = md_req.MetadataRequest(
             topics=None
             if topics is None
@@ -240,7 +249,6 @@ class Upstream:
         known = {b.node_id for b in response.brokers}
         if any(node not in self._known_nodes() for node in known):
             await self.client.force_metadata_update()
-        return found
 
     def _replaced_at(self, name: str, topic_id: UUID) -> float | None:
         """When this id replaced another under ``name`` (now, if this read shows it first)."""
