@@ -91,6 +91,9 @@ class ShareGroup:
         # how many members have, or are to have, each partition: kept with every change of a
         # member's target or assignment, as fair work asks it on every fetch
         self._holding: Counter[tuple[UUID, int]] = Counter()
+        # how many members subscribe to each topic name: every heartbeat asks which names the
+        # group subscribes to, which must not cost a walk over a thousand members
+        self._subscribers: Counter[str] = Counter()
 
     def members_on(self, topic_id: UUID, partition: int) -> int:
         """How many members have this partition assigned or are to have it."""
@@ -112,7 +115,18 @@ class ShareGroup:
         member = self.members.pop(member_id, None)
         if member is not None:
             self._move(member, {}, {})
+            self._subscribe(member.subscribed_topics, ())
         return member
+
+    def _subscribe(self, before: Sequence[str], after: Sequence[str]) -> None:
+        """A member's subscription changed from ``before`` to ``after``: keep the counts."""
+        subscribers = self._subscribers
+        for name in set(before) - set(after):
+            subscribers[name] -= 1
+            if not subscribers[name]:
+                del subscribers[name]
+        for name in set(after) - set(before):
+            subscribers[name] += 1
 
     @property
     def state(self) -> GroupState:
@@ -121,7 +135,7 @@ class ShareGroup:
         return GroupState.STABLE if self.members else GroupState.EMPTY
 
     def subscribed_topic_names(self) -> set[str]:
-        return {t for m in self.members.values() for t in m.subscribed_topics}
+        return set(self._subscribers)
 
     # ------------------------------------------------------------------ heartbeats
     def heartbeat(
@@ -167,6 +181,7 @@ class ShareGroup:
                     member_id, 0, client_id, client_host, rack_id, tuple(subscribed_topics)
                 )
                 self.members[member_id] = member
+                self._subscribe((), member.subscribed_topics)
                 self._bump()
             else:  # a rejoin: it lost track, so it must hear its assignment again
                 member.sent_epoch = -1
@@ -222,6 +237,7 @@ class ShareGroup:
     def _resubscribe(self, member: Member, topics: Sequence[str]) -> None:
         topics = tuple(topics)
         if set(topics) != set(member.subscribed_topics):
+            self._subscribe(member.subscribed_topics, topics)
             member.subscribed_topics = topics
             self._bump()
 
@@ -243,8 +259,9 @@ class ShareGroup:
 
     def update_topics(self, topics: Mapping[str, tuple[UUID, int]]) -> bool:
         """New upstream metadata for the subscribed topics; True if the group epoch moved."""
-        relevant = {n: t for n, t in topics.items() if n in self.subscribed_topic_names()}
-        current = {n: t for n, t in self.topics.items() if n in self.subscribed_topic_names()}
+        subscribed = self._subscribers
+        relevant = {n: t for n, t in topics.items() if n in subscribed}
+        current = {n: t for n, t in self.topics.items() if n in subscribed}
         self.topics = dict(topics)
         if relevant != current:
             self._bump()

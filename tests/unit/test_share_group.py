@@ -133,3 +133,30 @@ def test_members_on_counts_what_each_member_has_or_is_to_have():
         for tid, n in ((T1, 16), (T2, 3)):
             for p in range(n):
                 assert g.members_on(tid, p) == counted(tid, p)
+
+
+def test_the_subscribed_names_kept_are_those_of_the_members_now():
+    """The group's subscribed topic names, kept with every change, equal the union of its
+    members' subscriptions through joins, rejoins, resubscriptions, leaves and expiry."""
+    rng = random.Random(11)
+    g = ShareGroup("g", max_size=50)
+    g.update_topics({"orders": (T1, 4), "audit": (T2, 1)})
+    choices = [("orders",), ("audit",), ("orders", "audit"), ("absent",)]
+    now = 0
+    for step in range(400):
+        now += 100
+        ids = list(g.members)
+        roll = rng.random()
+        if roll < 0.25 or not ids:
+            joined(g, f"m{step}", now, rng.choice(choices))
+        elif roll < 0.35:
+            g.heartbeat(rng.choice(ids), -1, now)
+        elif roll < 0.4:
+            g.expire_members(now, rng.choice([50, 10_000]))
+        elif roll < 0.5:
+            joined(g, rng.choice(ids), now, rng.choice(choices))  # a rejoin
+        else:
+            m = rng.choice(ids)
+            g.heartbeat(m, g.members[m].member_epoch, now, subscribed_topics=rng.choice(choices))
+        walked = {t for m in g.members.values() for t in m.subscribed_topics}
+        assert g.subscribed_topic_names() == walked
