@@ -160,9 +160,11 @@ class Consumption:
             # Wait for a release, timeout or acknowledgement on these partitions, or for new
             # upstream data (the shared tail poller fetches it); never spin.
             self.feed.watch(leaders)
-            await asyncio.wait(
+            woken, _ = await asyncio.wait(
                 changed, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED
             )
+            if not woken:  # MaxWait ended and nothing changed: there is nothing new to look at
+                return got
 
 
 def _min_bytes_ready(leaders: Sequence[SharePartitionLeader], min_bytes: int) -> bool:
