@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 
 from shareproxy.core.assignor import assign
 from shareproxy.core.share_group import GroupState, HeartbeatError, ShareGroup
@@ -99,48 +100,10 @@ def test_assignor_covers_every_partition_and_every_member():
     assert all(result[m] for m in subs)
 
 
-def test_members_on_counts_what_each_member_has_or_is_to_have():
-    """The kept count equals a count over every member's target and assignment, through joins,
-    rebalances, heartbeats, leaves, expiry and new partitions."""
-    rng = random.Random(7)
-    g = ShareGroup("g", max_size=50)
-    g.update_topics({"orders": (T1, 12), "audit": (T2, 3)})
-
-    def counted(tid: uuid.UUID, p: int) -> int:
-        return sum(
-            1
-            for m in g.members.values()
-            if p in m.target.get(tid, ()) or p in m.assignment.get(tid, ())
-        )
-
-    now = 0
-    for step in range(400):
-        now += 100
-        ids = list(g.members)
-        roll = rng.random()
-        if roll < 0.25 or not ids:
-            joined(g, f"m{step}", now, rng.choice([("orders",), ("audit",), ("orders", "audit")]))
-        elif roll < 0.35:
-            m = rng.choice(ids)
-            g.heartbeat(m, -1, now)
-        elif roll < 0.4:
-            g.expire_members(now, rng.choice([50, 10_000]))
-        elif roll < 0.42:
-            g.update_topics({"orders": (T1, rng.choice([12, 16])), "audit": (T2, 3)})
-        else:
-            m = rng.choice(ids)
-            g.heartbeat(m, g.members[m].member_epoch, now)
-        for tid, n in ((T1, 16), (T2, 3)):
-            for p in range(n):
-                assert g.members_on(tid, p) == counted(tid, p)
-
-
-def test_the_subscribed_names_kept_are_those_of_the_members_now():
-    """The group's subscribed topic names, kept with every change, equal the union of its
-    members' subscriptions through joins, rejoins, resubscriptions, leaves and expiry."""
-    rng = random.Random(11)
-    g = ShareGroup("g", max_size=50)
-    g.update_topics({"orders": (T1, 4), "audit": (T2, 1)})
+def walk(g: ShareGroup, seed: int, check: Callable[[], None]) -> None:
+    """400 random steps through joins, rejoins, resubscriptions, heartbeats, leaves, expiry and
+    new partitions (of the topics "orders" and "audit"), ``check`` after each."""
+    rng = random.Random(seed)
     choices = [("orders",), ("audit",), ("orders", "audit"), ("absent",)]
     now = 0
     for step in range(400):
@@ -153,10 +116,48 @@ def test_the_subscribed_names_kept_are_those_of_the_members_now():
             g.heartbeat(rng.choice(ids), -1, now)
         elif roll < 0.4:
             g.expire_members(now, rng.choice([50, 10_000]))
-        elif roll < 0.5:
+        elif roll < 0.42:
+            g.update_topics({"orders": (T1, rng.choice([12, 16])), "audit": (T2, 3)})
+        elif roll < 0.47:
             joined(g, rng.choice(ids), now, rng.choice(choices))  # a rejoin
-        else:
+        elif roll < 0.52:
             m = rng.choice(ids)
             g.heartbeat(m, g.members[m].member_epoch, now, subscribed_topics=rng.choice(choices))
+        else:
+            m = rng.choice(ids)
+            g.heartbeat(m, g.members[m].member_epoch, now)
+        check()
+
+
+def test_members_on_counts_what_each_member_has_or_is_to_have():
+    """The kept count equals a count over every member's target and assignment, through every
+    change a group goes through."""
+    g = ShareGroup("g", max_size=50)
+    g.update_topics({"orders": (T1, 12), "audit": (T2, 3)})
+
+    def counted(tid: uuid.UUID, p: int) -> int:
+        return sum(
+            1
+            for m in g.members.values()
+            if p in m.target.get(tid, ()) or p in m.assignment.get(tid, ())
+        )
+
+    def check() -> None:
+        for tid, n in ((T1, 16), (T2, 3)):
+            for p in range(n):
+                assert g.members_on(tid, p) == counted(tid, p)
+
+    walk(g, 7, check)
+
+
+def test_the_subscribed_names_kept_are_those_of_the_members_now():
+    """The group's subscribed topic names, kept with every change, equal the union of its
+    members' subscriptions."""
+    g = ShareGroup("g", max_size=50)
+    g.update_topics({"orders": (T1, 4), "audit": (T2, 1)})
+
+    def check() -> None:
         walked = {t for m in g.members.values() for t in m.subscribed_topics}
         assert g.subscribed_topic_names() == walked
+
+    walk(g, 11, check)
