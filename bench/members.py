@@ -30,14 +30,13 @@ from collections import Counter
 from datetime import datetime
 from multiprocessing.sharedctypes import Synchronized
 
-import httpx
 from confluent_kafka import KafkaException, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
 from bench.cpu import CpuPerRecord, cpu_seconds
+from bench.requests import answered_by_api
 from bench.throughput import produce
 from shareproxy.embedded import TansuBroker
 from tests.support.postgres import TemporaryPostgres
@@ -239,22 +238,11 @@ class Idle:
         self.requests: Counter[str] = Counter()
         if seconds <= 0:
             return
-        before, cpu_before = requests_by_api(admin_url), sum(cpu_seconds([pid]))
+        before, cpu_before = answered_by_api(admin_url), sum(cpu_seconds([pid]))
         time.sleep(seconds)
         self.cpu = sum(cpu_seconds([pid])) - cpu_before
-        self.requests = requests_by_api(admin_url)
+        self.requests = answered_by_api(admin_url)
         self.requests.subtract(before)
-
-
-def requests_by_api(admin_url: str) -> Counter[str]:
-    """The node's answered requests so far, by API (its ``shareproxy_requests`` counter)."""
-    text = httpx.get(f"{admin_url}/metrics", timeout=30).text
-    seen: Counter[str] = Counter()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "shareproxy_requests_total":
-                seen[sample.labels["api"]] += int(sample.value)
-    return seen
 
 
 def joins_answered(log: str, started: float) -> list[float]:

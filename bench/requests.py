@@ -30,6 +30,17 @@ def scrape(admin_url: str) -> Counter[str]:
     return seen
 
 
+def answered_by_api(admin_url: str) -> Counter[str]:
+    """Every request the proxy answered so far, by API (its ``shareproxy_requests`` counter)."""
+    text = httpx.get(f"{admin_url}/metrics", timeout=30).text
+    seen: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "shareproxy_requests_total":
+                seen[sample.labels["api"]] += int(sample.value)
+    return seen
+
+
 def per_thousand(before: Counter[str], after: Counter[str], records: int) -> str:
     """``ShareFetch 1.5, ShareAcknowledge 0.0, …`` per 1,000 records delivered."""
     scale = 1000 / max(records, 1)
