@@ -56,6 +56,7 @@ class LogCache:
         self.keyed = keyed  # read each record's key (key-ordered delivery)
         self.batches: list[CachedBatch] = []
         self.high_watermark = 0
+        self.answered = False  # upstream has told where the log ends (an empty log ends at 0)
         self.last_stable_offset = -1
         self.log_start_offset = 0
         # where the cached stretch of the log begins (meaningful while batches are cached): the
@@ -111,6 +112,7 @@ class LogCache:
         if data.error_code != ErrorCode.NONE:
             return False
         self.high_watermark = data.high_watermark
+        self.answered = True
         self.last_stable_offset = data.last_stable_offset
         if data.log_start_offset >= 0:
             self.log_start_offset = data.log_start_offset

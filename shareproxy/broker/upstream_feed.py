@@ -250,8 +250,12 @@ class UpstreamFeed:
         upstream has them and wakes the fetches waiting on them. (A consumer that has read a
         partition to its end while others still have records asked upstream for it on every
         fetch: a round trip each, for nothing.)"""
-        end = leader.cache.high_watermark  # 0 until upstream has answered
-        return 0 < end <= offset and self._polled_from.get(leader.key, -1) >= offset
+        cache = leader.cache
+        return (
+            cache.answered
+            and cache.high_watermark <= offset
+            and self._polled_from.get(leader.key, -1) >= offset
+        )
 
     async def _log_start_lost(self, leader: SharePartitionLeader) -> None:
         """The offset read is below the log start now: ask where the log starts."""

@@ -193,3 +193,36 @@ async def test_a_partition_read_to_its_end_is_left_to_the_tail_poll_under_way():
         assert upstream.asked[:4] == [0, 5, 5, 5]
     finally:
         await feed.stop()
+
+
+async def test_a_partition_never_written_is_left_to_the_tail_poll_under_way():
+    """A topic nobody has written to yet (its high watermark is 0) is waited on as a drained
+    one is: fetches leave it to the tail poll under way, not one upstream read each."""
+    upstream, feed, leader, consumption = _one_partition()
+
+    async def fetch() -> list[tuple[int, int]]:
+        got = await consumption.acquire(
+            [leader],
+            "b",
+            max_wait_ms=0,
+            max_records=5,
+            max_bytes=1 << 20,
+            mode=AcquireMode.BATCH_OPTIMIZED,
+        )
+        return [(r.first_offset, r.last_offset) for a in got.values() for r in a.acquired]
+
+    feed.start()
+    try:
+        upstream.hold_long_polls = asyncio.Event()
+        assert await fetch() == []  # read at 0, the end: nothing
+        await _settled(lambda: upstream.asked == [0, 0], "the tail poll asked")
+        for _ in range(3):
+            assert await fetch() == []
+        assert upstream.asked == [0, 0]  # no fetch asked upstream itself
+        upstream.append(5)
+        upstream.hold_long_polls.set()
+        await _settled(lambda: not feed._polled_from, "the tail poll ended")
+        upstream.hold_long_polls = None
+        assert await fetch() == [(0, 4)]
+    finally:
+        await feed.stop()
