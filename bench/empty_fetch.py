@@ -1,26 +1,30 @@
-"""What a waiting member costs a node, precisely: the proxy's CPU per empty ShareFetch.
+"""What a waiting member costs a node: the proxy's CPU per ShareFetch that finds nothing.
 
-One proxy node (state in Postgres, fsync on) before a Tansu broker; an empty topic of
---partitions partitions; --members members of one share group. Each member is two raw Kafka
-connections, no client library: one joins with ShareGroupHeartbeat and heartbeats at the
-interval the node asks, the other long-polls partition ``i % partitions`` with ShareFetch
-(MaxWaitMs --wait-ms) in a share session, as a waiting librdkafka member does. With no client
-library's CPU on the machine and every request counted where it is sent, the figure is steady
-where ``bench.members --idle`` swings by ±10%: use it to judge a cut of the ShareFetch path.
+One proxy node (state in Postgres, fsync on) before a Tansu broker; a topic of --partitions
+partitions holding --per-partition records each; --members members of one share group. Each
+member is two raw Kafka connections, no client library: one joins with ShareGroupHeartbeat and
+heartbeats at the interval the node asks, the other long-polls partition ``i % partitions`` with
+ShareFetch (MaxWaitMs --wait-ms) in a share session, accepting what it gets, as a librdkafka
+member does. The records are taken during the warm-up; then every member only waits. The
+clients cost the machine little and each request is counted where it is sent; with --pin (the
+default where there are two cores) the node has a core of its own, as the broker, Postgres and
+the members share the others.
 
 After --warmup seconds, --rounds rounds of --seconds each; per round, the proxy's CPU (user +
-system) per ShareFetch answered (heartbeats included in the CPU, their share printed) and per
-member-second. The table gives the median and the spread. --wait-ms 0 answers at once: the cost
-of a ShareFetch without its long poll, with the node kept busy.
+system) per ShareFetch answered (heartbeats included in the CPU, their share printed), per
+member-second, and the time a ShareFetch took to answer. The table gives the median round and
+the spread. --per-partition 0 waits on a topic nobody has written to.
 
-    python -m bench.empty_fetch [--members 200] [--partitions 200] [--wait-ms 500]
-                                [--rounds 5] [--seconds 5] [--warmup 5]
+    python -m bench.empty_fetch [--members 200] [--partitions 200] [--per-partition 1]
+                                [--wait-ms 500] [--rounds 5] [--seconds 5] [--warmup 5]
+                                [--no-pin]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import struct
 import time
@@ -285,12 +289,24 @@ def main() -> None:
         help="records each partition holds, acquired and accepted during the warm-up "
         "(0: a topic nobody has written to)",
     )
+    ap.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the node alone on one core, everything else on the others (where there are two)",
+    )
     ap.add_argument("--wait-ms", type=int, default=500, help="each ShareFetch's MaxWaitMs")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5, help="length of a round")
     ap.add_argument("--warmup", type=float, default=5, help="seconds before the first round")
     args = ap.parse_args()
     console = Console()
+    cores = sorted(os.sched_getaffinity(0))
+    node_core, others = (
+        ({cores[0]}, set(cores[1:])) if args.pin and len(cores) > 1 else (None, None)
+    )
+    if others:  # the broker, Postgres and these members off the node's core
+        os.sched_setaffinity(0, others)
     with TansuBroker() as broker, TemporaryPostgres(fsync=True) as pg:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         for f in admin.create_topics([NewTopic(TOPIC, args.partitions, 1)]).values():
@@ -303,12 +319,16 @@ def main() -> None:
                 100,
                 partitions=args.partitions,
             )
+        if node_core:  # the node inherits its core
+            os.sched_setaffinity(0, node_core)
         proxy = ProxyProcess(
             broker.bootstrap,
             pg.create_database("waiting"),
             group_share_max_size=args.members,
             auto_offset_reset="earliest",
         ).start()
+        if others:
+            os.sched_setaffinity(0, others)
         assert proxy.proc is not None
         try:
             console.print(f"proxy pid {proxy.proc.pid}, log {proxy.log_path}")
@@ -317,7 +337,8 @@ def main() -> None:
             proxy.stop()
     table = Table(
         title=f"{args.members:,} waiting members on {args.partitions:,} empty share-partitions, "
-        f"MaxWaitMs {args.wait_ms}, one node ({len(rounds)} rounds of {args.seconds:g} s)"
+        f"MaxWaitMs {args.wait_ms}, one node{' on a core of its own' * bool(node_core)} "
+        f"({len(rounds)} rounds of {args.seconds:g} s)"
     )
     for col in ("measure", "median", "min – max"):
         table.add_column(col)
