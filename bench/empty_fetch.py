@@ -265,7 +265,7 @@ async def measure(port: int, pid: int, args: argparse.Namespace) -> list[Round]:
         raise SystemExit(f"a member failed: {failed[0]!r}")
     if counts.errors:
         raise SystemExit(f"a member failed: {counts.errors[0]}")
-    expected = args.partitions * args.per_partition
+    expected = min(args.members, args.partitions) * args.per_partition  # the fetched ones'
     if counts.records != expected:
         raise SystemExit(f"{counts.records:,} records were acquired, {expected:,} expected")
     return rounds
