@@ -6,6 +6,7 @@ scripted upstream whose answers the test releases in the order it chooses."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from uuid import uuid4
 
 from shareproxy.broker.consumption import Consumption
@@ -101,6 +102,21 @@ def _one_partition() -> tuple[ScriptedUpstream, UpstreamFeed, SharePartitionLead
     return upstream, feed, leader, consumption
 
 
+async def _acquired_at_once(
+    consumption: Consumption, leader: SharePartitionLeader
+) -> list[tuple[int, int]]:
+    """What member "b" acquires (up to 5 records) without waiting, as (first, last) ranges."""
+    got = await consumption.acquire(
+        [leader],
+        "b",
+        max_wait_ms=0,
+        max_records=5,
+        max_bytes=1 << 20,
+        mode=AcquireMode.BATCH_OPTIMIZED,
+    )
+    return [(r.first_offset, r.last_offset) for a in got.values() for r in a.acquired]
+
+
 async def test_a_late_answer_never_leaves_a_hole_in_the_log_cache():
     upstream, feed, leader, consumption = _one_partition()
 
@@ -160,16 +176,8 @@ async def test_a_partition_read_to_its_end_is_left_to_the_tail_poll_under_way():
     not ask upstream for it on every fetch: the tail poll asks from that end meanwhile."""
     upstream, feed, leader, consumption = _one_partition()
 
-    async def fetch() -> list[tuple[int, int]]:
-        got = await consumption.acquire(
-            [leader],
-            "b",
-            max_wait_ms=0,
-            max_records=5,
-            max_bytes=1 << 20,
-            mode=AcquireMode.BATCH_OPTIMIZED,
-        )
-        return [(r.first_offset, r.last_offset) for a in got.values() for r in a.acquired]
+    def fetch() -> Awaitable[list[tuple[int, int]]]:
+        return _acquired_at_once(consumption, leader)
 
     feed.start()
     try:
@@ -200,16 +208,8 @@ async def test_a_partition_never_written_is_left_to_the_tail_poll_under_way():
     one is: fetches leave it to the tail poll under way, not one upstream read each."""
     upstream, feed, leader, consumption = _one_partition()
 
-    async def fetch() -> list[tuple[int, int]]:
-        got = await consumption.acquire(
-            [leader],
-            "b",
-            max_wait_ms=0,
-            max_records=5,
-            max_bytes=1 << 20,
-            mode=AcquireMode.BATCH_OPTIMIZED,
-        )
-        return [(r.first_offset, r.last_offset) for a in got.values() for r in a.acquired]
+    def fetch() -> Awaitable[list[tuple[int, int]]]:
+        return _acquired_at_once(consumption, leader)
 
     feed.start()
     try:
