@@ -125,7 +125,7 @@ class Proxy:
         with store_errors(shown_url(s.state_url)):
             if auto_migrate:
                 if not await migrate.schema_is_current(s.state_url):
-                    await asyncio.to_thread(migrate.upgrade, s.state_url)
+                    await _to_the_end(asyncio.to_thread(migrate.upgrade, s.state_url))
             else:
                 await migrate.require_current(s.state_url)
             self.engine = create_engine(s.state_url)
@@ -329,6 +329,19 @@ async def serve(settings: Settings) -> None:
         await proxy.stop()  # nothing left to stop after a clean stop
     if proxy.fatal is not None:
         raise exits.CommandError(proxy.fatal)
+
+
+async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:
+    """Await ``work``, which runs in a thread: a stop while it runs waits for it to end (a
+    thread cannot be cancelled), so nothing it does comes after the proxy said it stopped."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # stopping anyway: the next start migrates, or says why not
+        raise
 
 
 async def _first(*waits: Coroutine[Any, Any, object]) -> None:
