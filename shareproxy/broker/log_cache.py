@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from bisect import bisect_right
 from collections.abc import Sequence
+from operator import attrgetter
 
 from shareproxy.broker.cache_budget import CacheBudget, FrameRefs, frame_of
 from shareproxy.core.acquisition import BatchHeader
@@ -224,12 +225,9 @@ class LogCache:
         self._open.clear()
 
 
-def _base(b: CachedBatch) -> int:
-    return b.info.base_offset
-
-
-def _size_to(b: CachedBatch) -> int:
-    return b.size_to
+# bisect keys; attrgetter runs in C, where a Python key function is a frame per probe
+_base = attrgetter("info.base_offset")
+_size_to = attrgetter("size_to")
 
 
 def records_holding(

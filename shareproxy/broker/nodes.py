@@ -129,7 +129,17 @@ class ClusterNodes:
         return self._others
 
     def leads(self, topic_id: UUID, partition: int) -> bool:
-        return self._serves(lambda p: p.partition_leader(topic_id, partition))
+        """As ``_serves``, written out: asked for every partition of every fetch."""
+        placement = self.placement
+        if (
+            placement.partition_leader(topic_id, partition) != self.node_id
+            or not self.holds_lease()
+        ):
+            return False
+        settled = self.settled
+        return settled is placement or (
+            settled is not None and settled.partition_leader(topic_id, partition) == self.node_id
+        )
 
     def coordinates(self, group_id: str) -> bool:
         return self._serves(lambda p: p.group_coordinator(group_id))
