@@ -63,20 +63,20 @@ class JsonFormatter(logging.Formatter):
 
 
 class RateLimit(logging.Filter):
-    """At most ``burst`` lines of one kind (logger and message template) per ``window_s``
-    below ERROR: a client sending malformed requests in a loop must not fill the disk. The
-    first line of the next window says how many were left out."""
+    """At most ``burst`` lines of one kind (logger and message template) per ``window_s``: a
+    client sending malformed requests in a loop must not fill the disk, nor must a defect that
+    fails every retry of a request the same way. An exception's type and the line that raised
+    it are part of its line's kind, so a new defect always shows. The first line of the next
+    window says how many were left out."""
 
     def __init__(self, burst: int = 20, window_s: float = 10.0) -> None:
         super().__init__()
         self.burst = burst
         self.window_s = window_s
-        self._kinds: dict[tuple[str, object], tuple[float, int, int]] = {}
+        self._kinds: dict[tuple[object, ...], tuple[float, int, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.ERROR:
-            return True
-        key = (record.name, record.msg)
+        key = (record.name, record.msg, *_raised_at(record))
         now = time.monotonic()
         start, count, left_out = self._kinds.get(key, (now, 0, 0))
         if now - start >= self.window_s:
@@ -88,6 +88,19 @@ class RateLimit(logging.Filter):
             return True
         self._kinds[key] = (start, count, left_out + 1)
         return False
+
+
+def _raised_at(record: logging.LogRecord) -> tuple[object, ...]:
+    """The exception's type and the file and line that raised it; empty without one."""
+    if not record.exc_info or record.exc_info[1] is None:
+        return ()
+    exc = record.exc_info[1]
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return (type(exc),)
+    return (type(exc), tb.tb_frame.f_code.co_filename, tb.tb_lineno)
 
 
 class Outage:

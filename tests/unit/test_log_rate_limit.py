@@ -1,11 +1,14 @@
-"""Lines a client can cause are rate-limited per kind; errors never are. A dependency that is
-down is one warning per outage."""
+"""Lines a client can cause are rate-limited per kind, a defect's tracebacks too (its
+exception and the line that raised it are part of its kind). A dependency that is down is one
+warning per outage."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 
+from shareproxy.core.errors import ErrorCode
 from shareproxy.logs import Outage, RateLimit
 
 
@@ -17,11 +20,51 @@ def test_lines_of_one_kind_are_limited_per_window_and_the_next_window_counts_the
 
     assert [f.filter(line("closing %s")) for _ in range(5)] == [True, True, False, False, False]
     assert f.filter(line("other %s"))  # another kind has its own budget
-    assert f.filter(line("closing %s", logging.ERROR))  # errors always pass
     time.sleep(0.25)
     first = line("closing %s")
     assert f.filter(first)
     assert first.getMessage() == "closing a [3 more like this not logged]"
+
+
+def _defect(kind: type[Exception]) -> logging.LogRecord:
+    try:
+        raise kind("a defect")
+    except Exception:
+        return logging.LogRecord(
+            "x", logging.ERROR, __file__, 1, "%s failed", ("ShareFetch",), sys.exc_info()
+        )
+
+
+def test_a_defect_that_fails_every_retry_the_same_way_is_logged_a_burst_per_window():
+    f = RateLimit(burst=3, window_s=0.2)
+    assert [f.filter(_defect(KeyError)) for _ in range(50)] == [True] * 3 + [False] * 47
+    assert f.filter(_defect(TypeError))  # another exception is a new defect: it shows
+    time.sleep(0.25)
+    first = _defect(KeyError)
+    assert f.filter(first)
+    assert first.getMessage() == "ShareFetch failed [47 more like this not logged]"
+    assert first.exc_info is not None  # the traceback still goes with it
+
+
+def test_the_listener_logs_a_failing_handler_a_few_times_however_often_clients_retry(caplog):
+    from types import SimpleNamespace
+
+    from shareproxy.kafka.listener import KafkaListener
+    from shareproxy.protocol.api_keys import ApiKey
+
+    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    conn = SimpleNamespace(client_host="10.0.0.7")
+    request = SimpleNamespace(api_key=ApiKey.SHARE_FETCH, api_version=1)
+    answers = []
+    with caplog.at_level(logging.ERROR, logger="shareproxy.kafka.listener"):
+        for _ in range(1_000):
+            try:
+                raise AttributeError("a defect in a handler")
+            except AttributeError as exc:
+                answers.append(listener._failed(conn, request, exc))  # type: ignore[arg-type]
+    assert {a.error_code for a in answers} == {ErrorCode.UNKNOWN_SERVER_ERROR}
+    logged = [r for r in caplog.records if "answered UNKNOWN_SERVER_ERROR" in r.getMessage()]
+    assert 1 <= len(logged) <= 20 and all(r.exc_info for r in logged)
 
 
 def test_plain_lines_carry_the_events_fields_as_json_lines_do():
