@@ -19,6 +19,7 @@ from shareproxy.admin import (
     groups_api,
     inflight_api,
     nodes_api,
+    path_names,  # registers the {…:name} convertors the routers' paths use
     records_api,
     security_api,
 )
@@ -46,6 +47,7 @@ def create_app(
         "offsets and configs, and consume over HTTP.",
     )
     errors.install(app)
+    app.add_middleware(path_names.RawSegments)
     app.include_router(router(probes))
 
     @app.get("/metrics", include_in_schema=False)

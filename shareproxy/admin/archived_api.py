@@ -116,7 +116,7 @@ class RedriveAnswer(BaseModel):
 def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["archived records"])
 
-    @r.get("/{group_id}/archived", response_model=ArchivedList)
+    @r.get("/{group_id:name}/archived", response_model=ArchivedList)
     async def list_archived(
         group_id: GroupId,
         caller: CallerDep,
@@ -181,7 +181,7 @@ def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
             ],
         )
 
-    @r.post("/{group_id}/archived/redrive", response_model=RedriveAnswer)
+    @r.post("/{group_id:name}/archived/redrive", response_model=RedriveAnswer)
     async def redrive(
         group_id: GroupId, request: RedriveRequest, caller: CallerDep
     ) -> RedriveAnswer:

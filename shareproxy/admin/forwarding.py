@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 from fastapi import Request, Response
 
+from shareproxy.admin.path_names import sent_path, sent_query
 from shareproxy.broker.group_admin import GroupAdmin, Listed
 from shareproxy.broker.nodes import NodeAddress
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -139,14 +140,14 @@ async def call_on(
     """The call made on another node, with the caller's body or ``content`` in its place."""
     headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
     headers[FORWARDED_HEADER] = "1"
-    url = admin_url.rstrip("/") + request.url.path
+    url = admin_url.rstrip("/") + sent_path(request)
     timeout = httpx.Timeout(answer_timeout_s, connect=CONNECT_TIMEOUT_S)
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
             answer = await client.request(
                 request.method,
                 url,
-                params=request.url.query or None,
+                params=sent_query(request) or None,
                 content=await request.body() if content is None else content,
                 headers=headers,
             )
@@ -188,7 +189,7 @@ async def listed_elsewhere(request: Request, admin: GroupAdmin) -> dict[int, dic
 async def _listed_by(request: Request, node: NodeAddress) -> dict[str, Listed] | None:
     headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
     headers[FORWARDED_HEADER] = "1"
-    url = f"{(node.admin_url or '').rstrip('/')}{request.url.path}"
+    url = f"{(node.admin_url or '').rstrip('/')}{sent_path(request)}"
     timeout = httpx.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:

@@ -30,7 +30,7 @@ class GroupStats(BaseModel):
 def router(admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["share groups"])
 
-    @r.get("/{group_id}/stats", response_model=GroupStats)
+    @r.get("/{group_id:name}/stats", response_model=GroupStats)
     async def stats(group_id: GroupId, caller: CallerDep, http: Request) -> GroupStats:
         """Totals since each node started (a node that restarted counts from 0 again)."""
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)

@@ -203,7 +203,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             if caller.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id, audit=False)
         ]
 
-    @r.get("/{group_id}", response_model=GroupDetail)
+    @r.get("/{group_id:name}", response_model=GroupDetail)
     async def describe(group_id: GroupId, caller: CallerDep, http: Request) -> GroupDetail:
         caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
         await coordinator_answers(http, admin, group_id)
@@ -229,7 +229,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             ],
         )
 
-    @r.get("/{group_id}/dead-letters", response_model=DeadLetters)
+    @r.get("/{group_id:name}/dead-letters", response_model=DeadLetters)
     async def dead_letters(group_id: GroupId, caller: CallerDep, http: Request) -> DeadLetters:
         """What waits for the dead-letter topic on every node: each node's writer holds the
         share-partitions it leads, so the others are asked too."""
@@ -260,7 +260,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             unreached=unreached,
         )
 
-    @r.get("/{group_id}/offsets", response_model=GroupOffsets)
+    @r.get("/{group_id:name}/offsets", response_model=GroupOffsets)
     async def offsets(
         group_id: GroupId,
         caller: CallerDep,
@@ -290,7 +290,7 @@ def router(admin: GroupAdmin) -> APIRouter:
         total = None if unknown else sum(p.lag or 0 for p in rows)
         return GroupOffsets(group_id=group_id, partitions=rows, total_lag=total)
 
-    @r.post("/{group_id}/offsets/reset", response_model=ResetResult)
+    @r.post("/{group_id:name}/offsets/reset", response_model=ResetResult)
     async def reset(
         group_id: GroupId, request: ResetRequest, caller: CallerDep, http: Request
     ) -> ResetResult:
@@ -323,7 +323,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             ],
         )
 
-    @r.delete("/{group_id}/offsets", response_model=DeletedOffsets)
+    @r.delete("/{group_id:name}/offsets", response_model=DeletedOffsets)
     async def delete_offsets(
         group_id: GroupId,
         caller: CallerDep,
@@ -335,21 +335,21 @@ def router(admin: GroupAdmin) -> APIRouter:
         await admin.delete_offsets(group_id, topic, live=True)
         return DeletedOffsets(group_id=group_id, topics=topic)
 
-    @r.delete("/{group_id}", status_code=204)
+    @r.delete("/{group_id:name}", status_code=204)
     async def delete_group(group_id: GroupId, caller: CallerDep, http: Request) -> Response:
         caller.require(Operation.DELETE, ResourceType.GROUP, group_id)
         await coordinator_answers(http, admin, group_id)
         await admin.delete_group(group_id)
         return Response(status_code=204)
 
-    @r.get("/{group_id}/config", response_model=GroupConfig)
+    @r.get("/{group_id:name}/config", response_model=GroupConfig)
     async def get_config(group_id: GroupId, caller: CallerDep, http: Request) -> GroupConfig:
         caller.require(Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, group_id)
         await coordinator_answers(http, admin, group_id)
         await admin.require(group_id)
         return _config(admin, group_id)
 
-    @r.put("/{group_id}/config", response_model=GroupConfig)
+    @r.put("/{group_id:name}/config", response_model=GroupConfig)
     async def put_config(
         group_id: GroupId, change: ConfigChange, caller: CallerDep, http: Request
     ) -> GroupConfig:

@@ -72,7 +72,7 @@ def router(admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["share groups"])
     records = admin.records
 
-    @r.get("/{group_id}/partitions/{topic}/{partition}/records", response_model=Records)
+    @r.get("/{group_id:name}/partitions/{topic:name}/{partition}/records", response_model=Records)
     async def view(
         group_id: GroupId,
         topic: TopicName,
@@ -89,7 +89,10 @@ def router(admin: GroupAdmin) -> APIRouter:
         page = await records.page(group_id, topic, partition, from_offset, limit)
         return _records(group_id, topic, partition, page)
 
-    @r.post("/{group_id}/partitions/{topic}/{partition}/records/{action}", response_model=Records)
+    @r.post(
+        "/{group_id:name}/partitions/{topic:name}/{partition}/records/{action}",
+        response_model=Records,
+    )
     async def act(
         group_id: GroupId,
         topic: TopicName,
@@ -113,7 +116,9 @@ def router(admin: GroupAdmin) -> APIRouter:
         )
         return _records(group_id, topic, partition, page)
 
-    @r.post("/{group_id}/members/{member_id:path}/release", response_model=MemberReleased)
+    @r.post(
+        "/{group_id:name}/members/{member_id:name_to_end}/release", response_model=MemberReleased
+    )
     async def release_member(
         group_id: GroupId,
         member_id: Annotated[str, Path(min_length=1, max_length=255)],

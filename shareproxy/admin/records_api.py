@@ -166,7 +166,7 @@ def router(consumers: ShareConsumers, admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["HTTP consumption"])
     leader_at = admin.records.leader_at
 
-    @r.post("/{group_id}/records/fetch", response_model=FetchResponse)
+    @r.post("/{group_id:name}/records/fetch", response_model=FetchResponse)
     async def fetch(
         group_id: GroupId,
         request: FetchRequest,
@@ -225,7 +225,7 @@ def router(consumers: ShareConsumers, admin: GroupAdmin) -> APIRouter:
         records.sort(key=lambda x: (x.topic, x.partition, x.offset))
         return FetchResponse(consumer_id=consumer_id, records=records, unreached=unreached)
 
-    @r.post("/{group_id}/records/acknowledge", response_model=AcknowledgeResponse)
+    @r.post("/{group_id:name}/records/acknowledge", response_model=AcknowledgeResponse)
     async def acknowledge(
         group_id: GroupId,
         request: AcknowledgeRequest,

@@ -146,7 +146,7 @@ def router(security: Security) -> APIRouter:
             response.status_code = 200
         return User(name=user.name, mechanisms=[c.mechanism for c in creds])
 
-    @r.delete("/users/{name}", status_code=204)
+    @r.delete("/users/{name:name}", status_code=204)
     async def delete_user(name: UserName, caller: CallerDep) -> Response:
         caller.require(Operation.ALTER, ResourceType.CLUSTER)
         if not await security.delete_user(name):

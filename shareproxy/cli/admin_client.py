@@ -8,6 +8,7 @@ import json
 import os
 from enum import StrEnum
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import httpx
 import typer
@@ -35,6 +36,14 @@ Url = Annotated[
 ]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table or json")]
 DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+def seg(name: str) -> str:
+    """A name as one path segment: a group id may hold '/', '?', '#', '%' or spaces, or be
+    "." or ".." (which an HTTP client would take for a step up the path unless encoded)."""
+    if name in (".", ".."):
+        return name.replace(".", "%2E")
+    return quote(name, safe="")
 
 
 def credentials() -> dict[str, Any]:

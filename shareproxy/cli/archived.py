@@ -17,6 +17,7 @@ from shareproxy.cli.admin_client import (
     call,
     err,
     out,
+    seg,
 )
 
 
@@ -39,7 +40,7 @@ def archived(
         for k, v in (("topic", topic), ("partition", partition), ("from", from_), ("limit", limit))
         if v is not None
     }
-    data = call("GET", admin_url, f"/v1/share-groups/{group}/archived", params=params)
+    data = call("GET", admin_url, f"/v1/share-groups/{seg(group)}/archived", params=params)
     if output is Output.json:
         return as_json(data)
     table = Table("TOPIC", "PARTITION", "OFFSETS", "REASON", "DELIVERIES", "ARCHIVED", "REDRIVEN")
@@ -106,7 +107,7 @@ def redrive(
             for a, b in offset_ranges(offsets)
         ]
     body = {"records": records, "dry_run": not execute}
-    data = call("POST", admin_url, f"/v1/share-groups/{group}/archived/redrive", json=body)
+    data = call("POST", admin_url, f"/v1/share-groups/{seg(group)}/archived/redrive", json=body)
     if output is Output.json:
         return as_json(data)
     table = Table("TOPIC", "PARTITION", "REDRIVE", "ALREADY REDRIVEN", "NEW OFFSETS")

@@ -4,7 +4,6 @@ and changed through a running proxy's admin API."""
 from __future__ import annotations
 
 from typing import Annotated, Any, NoReturn
-from urllib.parse import quote
 
 import typer
 from rich.table import Table
@@ -19,6 +18,7 @@ from shareproxy.cli.admin_client import (
     call,
     err,
     out,
+    seg,
 )
 
 Partition = Annotated[str, typer.Argument(metavar="TOPIC:PARTITION")]
@@ -85,7 +85,7 @@ def release_member(
 ) -> None:
     """End every acquisition lock a member holds in the group (a consumer that hangs while
     it heartbeats): its records are Available again, delivery counts kept."""
-    path = f"/v1/share-groups/{quote(group, safe='')}/members/{quote(member, safe='')}/release"
+    path = f"/v1/share-groups/{seg(group)}/members/{seg(member)}/release"
     data = call("POST", admin_url, path)
     if output is Output.json:
         return as_json(data)
@@ -102,7 +102,7 @@ def _path(group: str, partition: str) -> str:
     topic, sep, number = partition.rpartition(":")
     if not sep or not topic or not number.isdigit():
         _usage(f"{partition!r}: expected TOPIC:PARTITION")
-    return f"/v1/share-groups/{quote(group, safe='')}/partitions/{quote(topic, safe='')}/{number}"
+    return f"/v1/share-groups/{seg(group)}/partitions/{seg(topic)}/{number}"
 
 
 def _show(data: Any, output: Output) -> None:

@@ -23,6 +23,7 @@ from shareproxy.cli.admin_client import (
     call,
     err,
     out,
+    seg,
 )
 from shareproxy.core.errors import ShareError
 from shareproxy.core.reset_csv import export_csv, parse_csv
@@ -99,7 +100,7 @@ def reset_offsets(
         body["datetime" if to == "datetime" else to] = targets[to]
     if topic:
         body["topics"] = topic
-    data = call("POST", admin_url, f"/v1/share-groups/{group}/offsets/reset", json=body)
+    data = call("POST", admin_url, f"/v1/share-groups/{seg(group)}/offsets/reset", json=body)
     if export:  # the CSV alone on stdout, to be saved for --from-file
         rows = [(p["topic"], p["partition"], p["new_start_offset"]) for p in data["partitions"]]
         sys.stdout.write(export_csv(rows))
@@ -147,7 +148,7 @@ def delete(
     deleted = []
     for g in dict.fromkeys(group):
         try:
-            attempt("DELETE", admin_url, f"/v1/share-groups/{g}")
+            attempt("DELETE", admin_url, f"/v1/share-groups/{seg(g)}")
             deleted.append(g)
         except Refused as exc:
             failed[g] = exc

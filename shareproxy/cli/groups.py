@@ -17,6 +17,7 @@ from shareproxy.cli.admin_client import (
     call,
     err,
     out,
+    seg,
 )
 from shareproxy.cli.group_resets import delete, reset_offsets
 
@@ -78,10 +79,10 @@ def describe(
         err.print("[red]error:[/red] give a GROUP or --all-groups (exactly one)")
         raise typer.Exit(2)
     if group is not None:
-        data = call("GET", admin_url, f"/v1/share-groups/{group}")
+        data = call("GET", admin_url, f"/v1/share-groups/{seg(group)}")
         return as_json(data) if output is Output.json else _print_group(data)
     names = [g["group_id"] for g in call("GET", admin_url, "/v1/share-groups")]
-    described = [call("GET", admin_url, f"/v1/share-groups/{name}") for name in names]
+    described = [call("GET", admin_url, f"/v1/share-groups/{seg(name)}") for name in names]
     if output is Output.json:
         return as_json(described)
     for i, data in enumerate(described):
@@ -119,7 +120,7 @@ def offsets(
 ) -> None:
     """SPSO, SPEO, in-flight records and lag per share-partition."""
     data = call(
-        "GET", admin_url, f"/v1/share-groups/{group}/offsets", params={"topic": topic or []}
+        "GET", admin_url, f"/v1/share-groups/{seg(group)}/offsets", params={"topic": topic or []}
     )
     if output is Output.json:
         return as_json(data)
@@ -152,7 +153,9 @@ def delete_offsets(
     output: OutputOpt = Output.table,
 ) -> None:
     """Delete a group's state for topics it no longer subscribes to."""
-    data = call("DELETE", admin_url, f"/v1/share-groups/{group}/offsets", params={"topic": topic})
+    data = call(
+        "DELETE", admin_url, f"/v1/share-groups/{seg(group)}/offsets", params={"topic": topic}
+    )
     if output is Output.json:
         return as_json(data)
     out.print(f"deleted the offsets of {', '.join(data['topics'])} for group {group}")
@@ -181,7 +184,7 @@ def config(
         changes[name.strip()] = value.strip()
     for name in unset or []:
         changes[name] = None
-    path = f"/v1/share-groups/{group}/config"
+    path = f"/v1/share-groups/{seg(group)}/config"
     if changes:
         data = call("PUT", admin_url, path, json={"configs": changes})
     else:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
+from shareproxy.cli import admin_client
 from shareproxy.cli.admin_client import DEFAULT_URL, Output, OutputOpt, Url, as_json, call, err, out
 
 T = TypeVar("T")
@@ -120,7 +121,7 @@ def remove_user(name: str, admin_url: Url = DEFAULT_URL, state_url: StoreUrl = N
             err.print(f"[red]error:[/red] no user {name!r}")
             raise typer.Exit(1)
     else:
-        call("DELETE", admin_url, f"/v1/users/{name}")
+        call("DELETE", admin_url, f"/v1/users/{admin_client.seg(name)}")
     out.print(f"user {name} removed")
 
 

@@ -192,6 +192,13 @@ def test_names_and_records_from_the_cluster_are_text(secure, browser, broker, to
         expect(archived.nth(7)).to_have_text(IMAGE)  # and value
         assert page.locator("main img, main script").count() == 0
         assert page.evaluate("() => window.__xss") is None
+        # a group id with '/' in it ("</script>…"): its page is reached through the API too
+        page.goto("/ui/")
+        page.get_by_role("link", name=shown[0], exact=True).click()
+        expect(page.locator("#group-id")).to_have_text(shown[0])
+        expect(page.locator("#members tbody tr td").nth(1)).to_have_text(IMAGE)
+        expect(page.locator("#problem")).to_be_hidden()
+        assert page.evaluate("() => window.__xss") is None
         page.context.close()
     finally:
         for c in consumers:
