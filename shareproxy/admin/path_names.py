@@ -55,9 +55,10 @@ class _Name(Convertor[str]):
 
 class _NameToEnd(_Name):
     """A name that may also arrive with its '/' unencoded, as the path's last parameter
-    (a member id in standard base64)."""
+    (a member id in standard base64); an empty one still reaches the route, whose check
+    names the problem."""
 
-    regex = ".+"
+    regex = ".*"
 
 
 def sent_path(request: Request) -> str:

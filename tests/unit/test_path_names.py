@@ -55,6 +55,11 @@ async def test_a_member_id_in_standard_base64_arrives_encoded_or_not(http):
         assert answer.json() == {"group": "team/orders", "member": member}
 
 
+async def test_an_empty_member_id_reaches_the_route_that_checks_it(http):
+    answer = await http.post("/v1/share-groups/g/members//release")
+    assert answer.json() == {"group": "g", "member": ""}
+
+
 async def test_an_unencoded_slash_still_separates_segments(http):
     assert (await http.get("/v1/share-groups/team/orders")).status_code == 404
 
