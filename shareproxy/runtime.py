@@ -132,7 +132,13 @@ def build_runtime(
     )
     settings_for = configs.settings_for
     committer = GroupCommitter(store)
-    sessions = ShareSessionCache(s.group_share_max_share_sessions, s.max_share_sessions_per_client)
+    # a full session cache asks the coordinator who is a member, once both exist
+    sessions = ShareSessionCache(
+        s.group_share_max_share_sessions,
+        s.max_share_sessions_per_client,
+        standing=lambda group_id, member_id: coordinator.standing(group_id, member_id),
+        gave_way=lambda session, newcomer: coordinator.session_gave_way(session, newcomer),
+    )
     cache_budget = CacheBudget(s.log_cache_bytes)
 
     # the registry and the coordinator know each other: a share-partition's fair share counts

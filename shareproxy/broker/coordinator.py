@@ -16,7 +16,7 @@ from shareproxy.broker.partitions import SharePartitions
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.names import topic_name_problem
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
-from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.core.share_session import SessionKey, ShareSession, ShareSessionCache, Standing
 from shareproxy.core.store import ShareStateStore, StoreUnavailable
 from shareproxy.exits import first_line
 from shareproxy.jobs import Periodic, every
@@ -280,6 +280,33 @@ class Coordinator:
         if group is None:
             return 0
         return group.members_on(topic_id, partition)
+
+    def standing(self, group_id: str, member_id: str) -> Standing:
+        """Whether a live member owns a share session of this member id, as far as this node
+        can tell: a full session cache makes strangers give way to members."""
+        if not self.coordinates(group_id):
+            return Standing.UNVERIFIED
+        group = self.groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return Standing.STRANGER
+        return Standing.MEMBER
+
+    def session_gave_way(self, session: ShareSession, newcomer: SessionKey) -> None:
+        group_id, member_id, _ = session.key
+        why = (
+            "no member of its group"
+            if self.standing(group_id, member_id) == Standing.STRANGER
+            else "its group coordinated by another node"
+        )
+        log.info(
+            "share session of %s in %s (%s) closed: the session cache is full, and %s in %s "
+            "is a member of its group",
+            member_id,
+            group_id,
+            why,
+            newcomer[1],
+            newcomer[0],
+        )
 
     def _leaving(self, group_id: str, member_id: str) -> None:
         """A member left. Its client closes its share sessions separately (ShareAcknowledge -1,

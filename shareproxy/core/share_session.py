@@ -7,16 +7,20 @@ one node. A request with epoch n > 0 must carry exactly the session's next epoch
 As on a Kafka broker, a session does not depend on the group's membership: any well-formed
 member id may open one (``valid_member_id``), and a member the coordinator has removed keeps
 its session. Sessions are a bounded resource of the whole proxy, so each is charged to the
-client that opened it — its principal and host, which a client cannot multiply by making up
-member ids — and one client may hold at most ``max_per_client`` of the ``max_sessions``. A
-session ends when it is closed (epoch -1) or its member leaves, and one left idle past its
-timeout is evicted. Time comes in as an argument.
+client that opened it (its principal and host) and one client may hold at most
+``max_per_client`` of the ``max_sessions``. Many clients share one principal and host (a
+plaintext listener, one NAT, one service's replicas), so a full cache does not simply refuse:
+a session whose member the group does not have gives way to one whose member it has
+(``Standing``), the least recently used first, so made-up member ids never crowd out the
+members that exist. A session ends when it is closed (epoch -1), its member leaves, it gives
+way, or it is left idle past its timeout. Time comes in as an argument.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from uuid import UUID
 
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -30,6 +34,19 @@ INVALID_MEMBER_ID = f"MemberId must be set, at most {MAX_MEMBER_ID_LENGTH} chara
 TopicPartition = tuple[UUID, int]
 SessionKey = tuple[str, str, int]  # group id, member id, node id
 ClientKey = tuple[str, str]  # principal, client host
+
+
+class Standing(IntEnum):
+    """How surely a live member owns a session, as this node can tell: when the cache is full, a
+    session gives way only to one of a higher standing."""
+
+    STRANGER = 0  # its group is coordinated here and has no such member
+    UNVERIFIED = 1  # its group is coordinated by another node, which alone knows its members
+    MEMBER = 2  # a live member of a group coordinated here
+
+
+def _everyone_a_member(group_id: str, member_id: str) -> Standing:
+    return Standing.MEMBER
 
 
 def valid_member_id(member_id: str) -> bool:
@@ -63,11 +80,19 @@ class ShareSession:
 
 
 class ShareSessionCache:
-    def __init__(self, max_sessions: int = 2000, max_per_client: int | None = None) -> None:
+    def __init__(
+        self,
+        max_sessions: int = 2000,
+        max_per_client: int | None = None,
+        standing: Callable[[str, str], Standing] = _everyone_a_member,
+        gave_way: Callable[[ShareSession, SessionKey], None] = lambda session, newcomer: None,
+    ) -> None:
         self.max_sessions = max_sessions
         self.max_per_client = max_sessions if max_per_client is None else max_per_client
+        self.standing = standing  # of a (group id, member id), asked only when the cache is full
         self.sessions: dict[SessionKey, ShareSession] = {}
         self._per_client: dict[ClientKey, int] = {}
+        self._gave_way = gave_way  # told of each session closed to make room, and for whom
 
     def __len__(self) -> int:
         return len(self.sessions)
@@ -95,7 +120,7 @@ class ShareSessionCache:
                     ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session"
                 )
             self.close(key)  # a reopened session replaces the old one, and frees its place
-            self._check_room(client)
+            self._make_room(key, client)
             opened = ShareSession(key, next_epoch(OPEN_EPOCH), client, now_ms)
             self.sessions[key] = opened
             self._per_client[client] = self._per_client.get(client, 0) + 1
@@ -114,18 +139,47 @@ class ShareSessionCache:
         session.epoch = next_epoch(epoch)
         return session
 
-    def _check_room(self, client: ClientKey) -> None:
-        if self._per_client.get(client, 0) >= self.max_per_client:
+    def _make_room(self, key: SessionKey, client: ClientKey) -> None:
+        """Room for one more session of ``client``: within its own limit a session of the same
+        client gives way, within the proxy's any session does, if its standing is below the
+        newcomer's (the lowest standing first, then the least recently used)."""
+        full_for_client = self._per_client.get(client, 0) >= self.max_per_client
+        if not full_for_client and len(self.sessions) < self.max_sessions:
+            return
+        newcomer = self.standing(key[0], key[1])
+        if full_for_client and not self._give_way(key, newcomer, client):
             raise ShareError(
                 ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                 f"{client[0]} from {client[1]} holds its limit of {self.max_per_client} "
                 "share sessions",
             )
-        if len(self.sessions) >= self.max_sessions:
+        if len(self.sessions) >= self.max_sessions and not self._give_way(key, newcomer, None):
             raise ShareError(
                 ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                 f"the proxy holds its limit of {self.max_sessions} share sessions",
             )
+
+    def _give_way(self, key: SessionKey, newcomer: Standing, client: ClientKey | None) -> bool:
+        """Close the session that yields to a newcomer of this standing (of ``client`` only,
+        unless None); False where none does."""
+        if newcomer == Standing.STRANGER:
+            return False  # nothing stands lower: a stranger never takes another's place
+        victim: ShareSession | None = None
+        rank: tuple[Standing, int] | None = None
+        for session in self.sessions.values():
+            if client is not None and session.client != client:
+                continue
+            standing = self.standing(session.key[0], session.key[1])
+            if standing >= newcomer:
+                continue
+            candidate = (standing, session.last_used_ms)
+            if rank is None or candidate < rank:
+                victim, rank = session, candidate
+        if victim is None:
+            return False
+        self.close(victim.key)
+        self._gave_way(victim, key)
+        return True
 
     def close(self, key: SessionKey) -> ShareSession | None:
         session = self.sessions.pop(key, None)

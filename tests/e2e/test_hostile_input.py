@@ -5,6 +5,7 @@ connection where Kafka closes it — and the proxy logs no error (the ``proxy`` 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import threading
 import time
@@ -87,39 +88,100 @@ def test_before_authentication_only_the_sasl_exchange_is_read(broker, postgres):
         p.stop()
 
 
-def test_made_up_member_ids_are_served_but_cannot_take_every_share_session(proxy, topic, produce):
+FLOOD = 1_100  # made-up member ids, one ShareFetch each: past a client's 1,000 share sessions
+
+
+def _made_up_member_id() -> str:
+    """22 characters, as a client's generated member id (base64 of 16 random bytes)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
+
+
+def _flood(c: KafkaConnection, group: str, tid: uuid.UUID, topic: str, count: int) -> list[int]:
+    """ShareFetch v1 at epoch 0 for ``count`` member ids that never sent a heartbeat, with no
+    topics and nothing to forget: each opens a share session if there is room."""
+    codes = []
+    for _ in range(count):
+        names = Names(topic, tid, group, member=_made_up_member_id())
+        codes.append(c.call(request(ApiKey.SHARE_FETCH, 1, names, topics=())).error_code)
+    return codes
+
+
+def _consume_all(p: ProxyProcess, group: str, topic: str, count: int, within_s: float) -> None:
+    consumer = share_consumer(p, group)
+    consumer.subscribe([topic])
+    try:
+        got = poll_until(consumer, count, within_s)
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(m.offset() for m in got) == list(range(count))  # all, once, none stolen
+    assert {m.delivery_count() for m in got} == {1}
+
+
+def _sessions_become(p: ProxyProcess, count: int) -> None:
+    deadline = time.monotonic() + 15
+    while f"share_sessions {count}.0" not in _metrics(p) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert f"share_sessions {count}.0" in _metrics(p)
+
+
+def test_made_up_member_ids_on_one_connection_never_lock_out_another_groups_consumer(
+    proxy, topic, produce
+):
     """As Kafka's broker, ShareFetch checks a member id's form, not the group's membership, so
-    member ids a client makes up each open a share session. Sessions are charged to the client
-    (principal and host): one flooding them reaches its own limit, and a consumer on another
-    host is served as ever."""
+    member ids a client makes up each open a share session, until the client's 1,000. The
+    flooding connection stays open, from the same principal and host as a real consumer of
+    another group (a plaintext listener): that consumer is a member of its group, so a session
+    no member owns gives way to it, and it gets every record."""
     t, empty = topic(1), topic(1)
     produce(t, 3_000, partitions=1)
-    p = proxy(max_share_sessions_per_client=100)
-    group, other = f"g-{uuid.uuid4().hex[:8]}", f"o-{uuid.uuid4().hex[:8]}"
+    p = proxy()
+    flooded, real = f"flood-{uuid.uuid4().hex[:8]}", f"real-{uuid.uuid4().hex[:8]}"
     tid = topic_id(p.port, empty)
-    with KafkaConnection(p.port, source="127.0.0.2") as c:
-        codes = []
-        for i in range(150):
-            names = Names(empty, tid, group if i % 2 else other, member=uuid.uuid4().hex)
-            codes.append(c.call(request(ApiKey.SHARE_FETCH, 1, names)).error_code)
-        assert codes == [0] * 100 + [SHARE_SESSION_LIMIT_REACHED] * 50
-        too_long = Names(empty, tid, group, member="m" * 37)  # Kafka: at most a UUID's 36
+    with KafkaConnection(p.port) as c:
+        codes = _flood(c, flooded, tid, empty, FLOOD)
+        assert codes == [0] * 1_000 + [SHARE_SESSION_LIMIT_REACHED] * (FLOOD - 1_000)
+        too_long = Names(empty, tid, flooded, member="m" * 37)  # Kafka: at most a UUID's 36
         assert c.call(request(ApiKey.SHARE_FETCH, 1, too_long)).error_code == INVALID_REQUEST
-        acked = c.call(request(ApiKey.SHARE_ACKNOWLEDGE, 1, Names(t, tid, group, "x")))
+        acked = c.call(request(ApiKey.SHARE_ACKNOWLEDGE, 1, Names(t, tid, flooded, "x")))
         assert acked.error_code == SHARE_SESSION_NOT_FOUND
-    assert "share_sessions 100.0" in _metrics(p)
+        assert "share_sessions 1000.0" in _metrics(p)
 
-    consumer = share_consumer(p, group)
-    consumer.subscribe([t])
-    got = poll_until(consumer, 3_000, 60)
-    consumer.commit_sync()
-    consumer.close()
-    assert sorted(m.offset() for m in got) == list(range(3_000))  # all, once, none stolen
-    assert {m.delivery_count() for m in got} == {1}
-    deadline = time.monotonic() + 15  # the member left: its session is gone too
-    while "share_sessions 100.0" not in _metrics(p) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert "share_sessions 100.0" in _metrics(p)
+        _consume_all(p, real, t, 3_000, within_s=10)
+        assert "closed: the session cache is full" in p.log()
+        _sessions_become(p, 999)  # the member left: one made-up session made room for it
+        assert versions(c) == 0  # the flooding connection was open throughout
+
+
+def test_made_up_member_ids_in_a_group_never_lock_out_its_real_member(proxy, topic, produce):
+    t, empty = topic(1), topic(1)
+    produce(t, 3_000, partitions=1)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    tid = topic_id(p.port, empty)
+    with KafkaConnection(p.port) as c:
+        codes = _flood(c, group, tid, empty, FLOOD)
+        assert codes.count(0) == 1_000
+        _consume_all(p, group, t, 3_000, within_s=10)
+        assert versions(c) == 0
+
+
+def test_two_clients_filling_the_whole_proxy_never_lock_out_a_member(proxy, topic, produce):
+    """Two hosts, each within its own limit, fill the proxy's: a member from a third host
+    still gets a session, a made-up one from a third host does not."""
+    t, empty = topic(1), topic(1)
+    produce(t, 500, partitions=1)
+    p = proxy(max_share_sessions_per_client=60, group_share_max_share_sessions=100)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    tid = topic_id(p.port, empty)
+    with (
+        KafkaConnection(p.port, source="127.0.0.2") as one,
+        KafkaConnection(p.port, source="127.0.0.3") as two,
+    ):
+        assert _flood(one, group, tid, empty, 60).count(0) == 60
+        assert _flood(two, group, tid, empty, 60).count(0) == 40
+        assert _flood(two, group, tid, empty, 1) == [SHARE_SESSION_LIMIT_REACHED]
+        _consume_all(p, f"real-{group}", t, 500, within_s=10)
 
 
 def _metrics(p: ProxyProcess) -> str:

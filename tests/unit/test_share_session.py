@@ -1,5 +1,6 @@
 """Share sessions (KIP-932): epochs order a member's requests, the cache is bounded per client
-and in all, and idle sessions are evicted."""
+and in all, sessions no member owns give way to those of members, and idle sessions are
+evicted."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from shareproxy.core.share_session import (
     CLOSE_EPOCH,
     OPEN_EPOCH,
     ShareSessionCache,
+    Standing,
     next_epoch,
     valid_member_id,
 )
@@ -125,3 +127,71 @@ def test_a_member_id_is_checked_for_form_only_as_kafka_checks_it():
     """Set and no longer than a UUID's text: KafkaApis.isMemberIdValid, nothing more."""
     assert valid_member_id("a") and valid_member_id("x" * 36)
     assert not valid_member_id("") and not valid_member_id("x" * 37)
+
+
+def _members(*member_ids: str, elsewhere: str = "far"):
+    """A coordinator's view: these member ids are live members of every group coordinated here;
+    the group ``elsewhere`` is coordinated by another node."""
+
+    def standing(group_id: str, member_id: str) -> Standing:
+        if group_id == elsewhere:
+            return Standing.UNVERIFIED
+        return Standing.MEMBER if member_id in member_ids else Standing.STRANGER
+
+    return standing
+
+
+def test_made_up_member_ids_of_one_client_give_way_to_a_member_of_that_client():
+    """One principal and host (a plaintext listener, one NAT) holds its limit in made-up member
+    ids: a member of another group still gets a session, the least recently used stranger
+    making room, and the strangers themselves are refused."""
+    gave_way: list[tuple[str, tuple[str, str, int]]] = []
+    cache = ShareSessionCache(
+        max_sessions=10,
+        max_per_client=3,
+        standing=_members("real"),
+        gave_way=lambda session, newcomer: gave_way.append((session.key[1], newcomer)),
+    )
+    for at, member in enumerate(("x1", "x2", "x3")):
+        cache.begin(key(member, group="flood"), OPEN_EPOCH, at, ALICE)
+    cache.begin(key("x1", group="flood"), 1, 10, ALICE)  # x2 is now the least recently used
+    x4 = key("x4", group="flood")
+    message = refused(ErrorCode.SHARE_SESSION_LIMIT_REACHED, cache.begin, x4, OPEN_EPOCH, 11, ALICE)
+    assert "User:alice from 10.0.0.1 holds its limit of 3" in message
+    assert cache.begin(key("real", group="real-g"), OPEN_EPOCH, 12, ALICE).epoch == 1
+    assert gave_way == [("x2", key("real", group="real-g"))]
+    assert cache.get(key("x2", "flood")) is None and len(cache) == 3
+    refused(ErrorCode.SHARE_SESSION_NOT_FOUND, cache.begin, key("x2", "flood"), 1, 13, ALICE)
+
+
+def test_strangers_filling_the_whole_proxy_give_way_to_members_of_any_client():
+    cache = ShareSessionCache(max_sessions=4, max_per_client=2, standing=_members("real"))
+    for client, members in ((MALLORY, ("m1", "m2")), (("User:eve", "10.0.0.8"), ("e1", "e2"))):
+        for member in members:
+            cache.begin(key(member, group="flood"), OPEN_EPOCH, 0, client)
+    message = refused(
+        ErrorCode.SHARE_SESSION_LIMIT_REACHED, cache.begin, key("s", "flood"), OPEN_EPOCH, 1, ALICE
+    )
+    assert "the proxy holds its limit of 4" in message
+    cache.begin(key("real"), OPEN_EPOCH, 1, ALICE)
+    assert len(cache) == 4
+
+
+def test_members_never_give_way_and_strangers_go_before_unverified_sessions():
+    """A member of a group coordinated elsewhere cannot be told from a stranger here: it gives
+    way to a member, after every stranger, and cannot take another unverified one's place."""
+    cache = ShareSessionCache(max_sessions=3, standing=_members("real", "other", "third"))
+    cache.begin(key("u", group="far"), OPEN_EPOCH, 0, ALICE)  # the oldest, but unverified
+    cache.begin(key("s"), OPEN_EPOCH, 1, ALICE)
+    cache.begin(key("real"), OPEN_EPOCH, 2, ALICE)
+    cache.begin(key("other"), OPEN_EPOCH, 3, ALICE)  # the stranger gives way first
+    assert cache.get(key("s")) is None and cache.get(key("u", "far")) is not None
+    for newcomer in (key("u2", group="far"), key("t")):  # nothing stands below them
+        message = refused(
+            ErrorCode.SHARE_SESSION_LIMIT_REACHED, cache.begin, newcomer, OPEN_EPOCH, 4, ALICE
+        )
+        assert "limit of 3" in message
+    cache.begin(key("third"), OPEN_EPOCH, 5, ALICE)  # then the unverified one
+    assert cache.get(key("u", "far")) is None
+    assert {k[1] for k in cache.sessions} == {"real", "other", "third"}
+    refused(ErrorCode.SHARE_SESSION_LIMIT_REACHED, cache.begin, key("t"), OPEN_EPOCH, 6, ALICE)
