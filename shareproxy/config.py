@@ -32,9 +32,9 @@ from shareproxy.config_groups import (
 )
 from shareproxy.core import assignor
 from shareproxy.core import group_config as gc
+from shareproxy.core.persisted import DEFAULT_FOLD_EVERY
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE
 from shareproxy.exits import UsageError
-from shareproxy.persistence.writes import DEFAULT_FOLD_EVERY
 from shareproxy.security.listeners import parse_listeners, plan, split_host_port
 
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"

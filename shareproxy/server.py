@@ -26,7 +26,6 @@ from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine, shown_url, store_errors
 from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
-from shareproxy.protocol.codec import warm
 from shareproxy.runtime import build_runtime, clock_ms, group_defaults
 from shareproxy.security import listeners
 from shareproxy.security.guard import Security
@@ -206,7 +205,6 @@ class Proxy:
             coordinators=Coordinators(self.upstream, self.upstream_versions),
             librdkafka_fetch_wait_ms=s.librdkafka_fetch_wait_ms,
         )
-        warm(served)
         for (spec, _), (sock, what) in zip(self.plan, kafka_sockets, strict=True):
             listener = KafkaListener(
                 self.ctx,

@@ -16,6 +16,10 @@ from typing import NamedTuple
 from shareproxy.core.states import ArchiveReason, RecordState
 
 NO_START_OFFSET = -1
+# Kafka's share.coordinator.snapshot.update.records.per.snapshot: updates folded into a new
+# snapshot. A fold is a transaction of five statements (~6 ms of the node's CPU), so folding
+# every 50 updates cost ~120 µs per write.
+DEFAULT_FOLD_EVERY = 500
 
 
 class PersistedBatch(NamedTuple):

@@ -13,11 +13,8 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shareproxy.core.errors import ErrorCode
+from shareproxy.core.persisted import DEFAULT_FOLD_EVERY
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
-
-# Kafka's share.coordinator.snapshot.update.records.per.snapshot. A fold is a transaction of
-# five statements (~6 ms of the node's CPU), so folding every 50 updates cost ~120 µs per write.
-DEFAULT_FOLD_EVERY = 500
 
 WritesByKey = Mapping[SharePartitionKey, list[PartitionWrite]]
 Verdicts = dict[SharePartitionKey, ErrorCode]

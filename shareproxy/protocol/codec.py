@@ -14,7 +14,9 @@ from functools import cache
 from typing import Any, cast
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
 
 from shareproxy.protocol.bounds import FrameBoundsError, check_request
 from shareproxy.protocol.kio_types import KioPayloadSchema, KioSchema
@@ -92,35 +94,16 @@ def response_type(api_key: int, api_version: int) -> type[KioPayloadSchema]:
 
 @cache
 def kio_versions(api_key: int) -> tuple[int, int]:
-    """The request versions kio has a schema for (lowest, highest)."""
-    found = []
-    for version in range(32):
-        try:
-            request_type(api_key, version)
-        except KioIndexError:
-            continue
-        found.append(version)
+    """The request versions kio has a schema for (lowest, highest), from kio's index: no schema
+    module is imported until a request names it."""
+    try:
+        versions = schema_name_map[api_key_map[api_key]]
+    except KeyError:
+        raise KioIndexError(f"kio has no schema for api key {api_key}") from None
+    found = [v for v, entities in versions.items() if EntityType.request in entities]
     if not found:
         raise KioIndexError(f"kio has no schema for api key {api_key}")
-    return found[0], found[-1]
-
-
-def warm(served: Mapping[int, tuple[int, int]]) -> None:
-    """Import every served schema and build its codecs up front.
-
-    kio imports a schema module on first use, which costs tens of milliseconds per API
-    version: paid at start-up instead of by the first clients.
-    """
-    for api_key, (low, high) in served.items():
-        for version in range(low, high + 1):
-            try:
-                req, resp = request_type(api_key, version), response_type(api_key, version)
-            except KioIndexError:
-                continue
-            reader_for(req.__header_schema__)
-            reader_for(req)
-            writer_for(resp.__header_schema__)
-            writer_for(resp)
+    return min(found), max(found)
 
 
 def peek(frame: bytes) -> tuple[int, int, int]:

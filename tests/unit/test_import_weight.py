@@ -1,0 +1,59 @@
+"""A node starts in about a second of CPU because what serves Kafka requests imports only what
+it uses: the admin app (FastAPI and its models), the store (SQLAlchemy, Alembic, asyncpg) and
+the CLI's libraries load where they are used, never with the Kafka path. Each module is imported
+in a fresh interpreter, since this one has everything loaded already."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# the Kafka path: listener, dispatch, handlers, the runtime's use cases, the core and the wire
+HOT = [
+    "shareproxy.kafka.listener",
+    "shareproxy.runtime",
+    "shareproxy.broker.consumers",
+    "shareproxy.protocol.codec",
+    "shareproxy.core.share_partition",
+]
+HEAVY = [
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "shareproxy.admin",
+    "sqlalchemy",
+    "alembic",
+    "asyncpg",
+    "aiosqlite",
+    "shareproxy.persistence",
+    "typer",
+    "rich",
+    "httpx",
+]
+
+
+def _imported_by(module: str) -> set[str]:
+    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize("module", HOT)
+def test_the_kafka_path_imports_no_admin_app_store_or_cli(module: str):
+    loaded = _imported_by(module)
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert not heavy, f"importing {module} loads {heavy[:8]}"
+
+
+def test_no_kio_schema_is_imported_before_a_request_names_it():
+    """kio's schema modules load when a request first names an API version (tens of
+    milliseconds each), not at import: ApiVersions' table comes from kio's index."""
+    loaded = _imported_by("shareproxy.kafka.dispatch")
+    schemas = {m.split(".")[2] for m in loaded if m.startswith("kio.schema.") and m.count(".") > 2}
+    relayed_only = {"join_group", "sync_group", "offset_commit", "end_txn", "init_producer_id"}
+    assert not schemas & relayed_only, sorted(schemas & relayed_only)
