@@ -102,7 +102,8 @@ def _flood(c: KafkaConnection, group: str, tid: uuid.UUID, topic: str, count: in
     codes = []
     for _ in range(count):
         names = Names(topic, tid, group, member=_made_up_member_id())
-        codes.append(c.call(request(ApiKey.SHARE_FETCH, 1, names, topics=())).error_code)
+        fetch = request(ApiKey.SHARE_FETCH, 1, names, topics=(), max_wait=timedelta(0))
+        codes.append(c.call(fetch).error_code)
     return codes
 
 
