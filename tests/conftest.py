@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+import tests.support.ports  # noqa: F401  first: each parallel worker takes its own ports
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
@@ -18,6 +20,33 @@ from tests.support import leaks
 from tests.support.postgres import PostgresUnavailable, TemporaryPostgres
 
 _counter = itertools.count()
+_E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto``: each starts its own Postgres, broker, JVMs and proxies, and the
+    end-to-end tests mostly wait on them, so two even on one core; more than four cost memory
+    and load the machine past what the tests' deadlines allow."""
+    return min(4, max(2, os.cpu_count() or 1))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test under tests/e2e crosses a process boundary (a proxy, a broker, a client): marked
+    ``e2e``, so that a stage can choose its tiers (the floors stage: ``not e2e or floors``).
+
+    Parallel workers take tests in this order, so the longest go first and the short unit
+    tests fill the gaps at the end: ``long`` scenarios, then the other e2e tests, then the
+    rest, each in file order (a module's tests stay together)."""
+    for item in items:
+        if _E2E in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
+
+    def weight(item: pytest.Item) -> int:
+        if item.get_closest_marker("long") is not None:
+            return 0
+        return 1 if item.get_closest_marker("e2e") is not None else 2
+
+    items.sort(key=weight)
 
 
 @pytest.fixture(autouse=True)
