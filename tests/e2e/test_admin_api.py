@@ -206,6 +206,7 @@ def test_lock_duration_change_applies_without_restart(proxy, topic, produce):
         holder.close()
 
 
+@pytest.mark.floors
 def test_http_consumption_shares_a_group_with_kafka_consumers(proxy, topic, produce):
     p = proxy()
     t = topic(3)
@@ -379,6 +380,7 @@ def test_nodes_lists_this_node_with_what_it_serves(proxy, topic, produce):
         c.close()
 
 
+@pytest.mark.floors
 def test_group_stats_count_deliveries_redeliveries_timeouts_and_archived(proxy, topic, produce):
     p = proxy()
     t = topic(1)

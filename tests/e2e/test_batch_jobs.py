@@ -301,6 +301,7 @@ def test_an_expired_group_and_a_dropped_topic_are_found_and_repaired(
         c.close()
 
 
+@pytest.mark.floors
 def test_the_poison_report_lists_exactly_the_records_past_the_delivery_limit(
     proxy, broker, topic, tmp_path, capsys
 ):
@@ -400,6 +401,7 @@ def test_the_same_job_file_runs_under_spark_submit(proxy, broker, topic, tmp_pat
     assert all(str(found[k]) in row for k in ("drift", "group_id", "topic", "spso")), row
 
 
+@pytest.mark.floors
 def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, capsys):
     assert run_job("reconcile", ["--retention", "soon"]) == 2
     assert "not a duration" in capsys.readouterr().err
@@ -412,6 +414,7 @@ def test_bad_input_gets_a_clear_message_and_exit_code(tmp_path, capsys):
     assert "report failed:" in capsys.readouterr().err
 
 
+@pytest.mark.floors
 def test_without_java_the_jobs_say_what_to_install(tmp_path):
     import os
     import subprocess

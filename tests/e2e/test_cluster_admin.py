@@ -195,6 +195,7 @@ def test_every_group_route_and_command_answers_alike_from_every_node(nodes, brok
     assert _everywhere(nodes, lambda n: _cli(n, "describe", group))[0] == 1
 
 
+@pytest.mark.floors
 def test_a_caller_is_checked_where_it_arrives_and_a_call_is_passed_on_once(nodes, broker):
     topic = create_topic(broker.bootstrap, 1)
     c, group, home = _member(nodes, topic)
@@ -288,6 +289,7 @@ def test_dead_letters_waiting_on_any_node_are_seen_from_every_node(nodes, broker
     wait_for(lambda: all(waiting(n) == [] for n in nodes), 60, "dead letters written")
 
 
+@pytest.mark.floors
 def test_the_records_api_fetches_and_acknowledges_every_partition_from_any_node(nodes, broker):
     """An HTTP consumer behind a load balancer: a fetch through one node acquires from every
     partition, whichever node leads it, and acknowledgements go through any node."""

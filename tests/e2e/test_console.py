@@ -138,6 +138,7 @@ def test_overview_group_page_and_a_reset_from_the_page(secure, browser, topic, p
     page.context.close()
 
 
+@pytest.mark.floors
 def test_a_user_sees_only_the_groups_it_may_describe(secure, browser, topic, produce):
     t = topic(1)
     produce(t, 2, partitions=1)
@@ -205,6 +206,7 @@ def test_names_and_records_from_the_cluster_are_text(secure, browser, broker, to
             c.close()
 
 
+@pytest.mark.floors
 def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic, produce):
     t = topic(1)
     produce(t, 4, partitions=1)

@@ -85,6 +85,7 @@ def test_an_admin_client_creates_describes_and_deletes_topics_through_the_proxy(
         time.sleep(0.2)
 
 
+@pytest.mark.floors
 def test_idempotent_and_transactional_producers_write_through_the_proxy(endpoint):
     """An idempotent producer (InitProducerId, then Produce with sequence numbers) and a
     transactional one (its coordinator found through the proxy); a read_committed consumer
@@ -124,6 +125,7 @@ def test_idempotent_and_transactional_producers_write_through_the_proxy(endpoint
     )
 
 
+@pytest.mark.floors
 def test_a_consumer_with_a_group_id_assigns_commits_and_resumes_from_its_commits(endpoint):
     """librdkafka with ``group.id`` and ``assign()``: OffsetCommit and OffsetFetch go to the
     upstream group coordinator through the proxy (this crashed the client when the proxy

@@ -126,6 +126,7 @@ def _sessions_become(p: ProxyProcess, count: int) -> None:
     assert f"share_sessions {count}.0" in _metrics(p)
 
 
+@pytest.mark.floors
 def test_made_up_member_ids_on_one_connection_never_lock_out_another_groups_consumer(
     proxy, topic, produce
 ):

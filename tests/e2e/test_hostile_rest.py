@@ -51,6 +51,7 @@ def admin(broker, postgres):
     assert not errors, "the proxy logged errors:\n" + "\n".join(errors)
 
 
+@pytest.mark.floors
 @pytest.mark.parametrize("kind", sorted(BAD_GROUPS))
 def test_every_group_route_refuses_a_group_id_the_store_cannot_hold(admin, kind):
     with httpx.Client(base_url=admin.admin_url, timeout=10) as http:
@@ -73,6 +74,7 @@ def test_a_topic_name_no_topic_can_have_is_refused(admin):
         assert (r.status_code, r.json()["error_code"]) == (422, "INVALID_TOPIC_EXCEPTION"), r.text
 
 
+@pytest.mark.floors
 @pytest.mark.parametrize(
     "change",
     [
@@ -94,6 +96,7 @@ def test_a_fetch_body_of_the_wrong_types_is_a_422_naming_the_field(admin, topic,
     assert next(iter(change)) in r.json()["message"], r.text
 
 
+@pytest.mark.floors
 @pytest.mark.parametrize(
     "change",
     [
@@ -167,6 +170,7 @@ def test_tokens_without_security_are_a_400_that_says_why(admin):
     assert "enable SASL" in r.json()["message"]
 
 
+@pytest.mark.floors
 def test_concurrent_creates_of_one_user_create_it_once(admin):
     async def create_many() -> list[int]:
         async with httpx.AsyncClient(base_url=admin.admin_url, timeout=30) as http:

@@ -89,6 +89,7 @@ def test_a_classic_consumer_group_reads_and_commits(java, endpoint, topic, produ
     assert out == {"group.read": "30", "group.committed": "30", "admin.committed": "30"}
 
 
+@pytest.mark.floors
 def test_a_share_consumer_accepts_releases_and_rejects(java, endpoint, topic, produce):
     """The first record rejected never comes back, the second released comes back with
     delivery count 2, the rest accepted; commitSync reports no error."""

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 
 import httpx
+import pytest
 from confluent_kafka import AcknowledgeType, Producer
 
 from tests.support.consumers import share_consumer, wait_for
@@ -72,6 +73,7 @@ def _keyed_group(p) -> str:
     return group
 
 
+@pytest.mark.floors
 def test_one_key_at_a_time_and_in_order_through_releases_timeouts_and_a_consumer_leaving(
     proxy, topic, broker
 ):

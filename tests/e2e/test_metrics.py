@@ -32,6 +32,7 @@ def value(samples, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+@pytest.mark.floors
 def test_metrics_count_acknowledgements_timeouts_and_requests(proxy, topic, produce):
     p = proxy()
     t = topic(1)
@@ -173,6 +174,7 @@ def test_group_and_partition_gauges_count_what_the_store_holds_after_a_restart(
         again.stop()
 
 
+@pytest.mark.floors
 def test_kafkas_share_group_metrics_are_the_proxys_own_under_kafkas_names(proxy, topic, produce):
     """Kafka's metric names (RecordAcknowledgementsPerSec by ackType, share-group-count by
     state, share-coordinator write latency, …) carry the proxy's own counts, summed over what

@@ -59,6 +59,7 @@ def serve(tmp_path: Path, *args: str) -> list[str]:
     ]
 
 
+@pytest.mark.floors
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -115,6 +116,7 @@ def test_a_certificate_file_that_is_not_pem_is_named_before_anything_is_migrated
     assert not (tmp_path / "state.db").exists()
 
 
+@pytest.mark.floors
 def test_config_file_mistakes_exit_2_naming_the_file(tmp_path):
     path = tmp_path / "proxy.toml"
     path.write_text("delivery_count_limit = 50\n")
@@ -127,6 +129,7 @@ def test_config_file_mistakes_exit_2_naming_the_file(tmp_path):
     assert one_error(stderr).startswith(f"unknown setting 'delivery_limit' in {path}")
 
 
+@pytest.mark.floors
 def test_print_config_shows_the_precedence_of_flags_environment_and_file(tmp_path):
     path = tmp_path / "proxy.yaml"
     path.write_text("delivery_count_limit: 7\nnode_id: 9\nlog_format: json\n")
@@ -156,6 +159,7 @@ def test_print_config_shows_the_precedence_of_flags_environment_and_file(tmp_pat
     assert "pw-Hidden-2" not in stdout
 
 
+@pytest.mark.floors
 def test_an_unreachable_state_store_exits_3_naming_it(tmp_path):
     store = f"postgresql://nobody:pw-Hidden-1@127.0.0.1:{free_port()}/shareproxy"
     code, stderr = run(*serve(tmp_path, "--state-url", store))
@@ -165,6 +169,7 @@ def test_an_unreachable_state_store_exits_3_naming_it(tmp_path):
     assert "refused" in line.lower() and "pw-Hidden-1" not in stderr
 
 
+@pytest.mark.floors
 def test_an_unreachable_upstream_with_fail_fast_exits_3_saying_what_to_check(tmp_path):
     address = f"127.0.0.1:{free_port()}"
     args = serve(tmp_path, "--fail-fast")
@@ -218,6 +223,7 @@ def test_retries_back_off_one_line_each_and_a_signal_stops_them_cleanly(tmp_path
     assert delays == [0.5 * 2**i for i in range(len(delays))], text
 
 
+@pytest.mark.floors
 def test_users_add_on_a_store_without_schema_says_to_migrate_it(tmp_path):
     url = f"sqlite:///{tmp_path}/fresh.db"
     code, stderr = run("users", "add", "alice", "--password-stdin", "--state-url", url, stdin="p\n")

@@ -63,6 +63,7 @@ class Tally:
             time.sleep(0.05 + 0.0002 * len(polled))
 
 
+@pytest.mark.floors
 def test_sigterm_during_consumption_loses_nothing_and_redelivers_only_unacknowledged(
     proxy, topic, produce
 ):
@@ -112,6 +113,7 @@ def test_sigterm_during_consumption_loses_nothing_and_redelivers_only_unacknowle
     assert "stopping: no new connections" in log and "stopped" in log
 
 
+@pytest.mark.floors
 def test_json_logs_one_object_per_line_with_events_and_no_secrets(broker, postgres, topic, produce):
     secret = "s3cret-Pa55"  # the fixture's Postgres trusts loopback, so any password connects
     url = postgres.create_database(f"json{uuid.uuid4().hex[:6]}", template="template_migrated")
@@ -152,6 +154,7 @@ def test_json_logs_one_object_per_line_with_events_and_no_secrets(broker, postgr
     assert not [e for e in entries if e["level"] == "ERROR"]
 
 
+@pytest.mark.floors
 @pytest.mark.parametrize("command", ["serve", "migrate"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_while_starting_exits_cleanly_with_one_line(tmp_path, command, sig):

@@ -11,6 +11,7 @@ import time
 import uuid
 
 import httpx
+import pytest
 from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets
 
 from shareproxy.embedded import TansuBroker
@@ -57,6 +58,7 @@ def _accept_some(http: httpx.Client, group: str, topic: str) -> None:
     assert r.status_code == 200 and all(x["error_code"] is None for x in r.json()["results"])
 
 
+@pytest.mark.floors
 def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic, produce):
     relay = TcpRelay(postgres.port).start()
     url = postgres.create_database(f"down{uuid.uuid4().hex[:6]}", template="template_migrated")
@@ -113,6 +115,7 @@ def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic
     assert len(warnings) <= 3, "\n".join(warnings[:60])
 
 
+@pytest.mark.floors
 def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(postgres):
     broker = TansuBroker().start()
     url = postgres.create_database(f"up{uuid.uuid4().hex[:6]}", template="template_migrated")

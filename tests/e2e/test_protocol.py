@@ -266,6 +266,7 @@ def _metadata_v12(name: str):
     )
 
 
+@pytest.mark.floors
 def test_every_produce_version_writes_and_every_fetch_version_reads(running):
     """Produce v3-v11 each append a batch; Fetch v4-v12 each read them all back from the
     upstream leader (v4-v6 have no fetch session fields)."""
@@ -290,6 +291,7 @@ def test_every_produce_version_writes_and_every_fetch_version_reads(running):
             assert part.records and len(part.records) > 61 * len(produced), version
 
 
+@pytest.mark.floors
 def test_pipelined_requests_are_answered_in_order_and_produces_keep_their_order(running):
     """A client may send several requests before reading: a Fetch that waits upstream, five
     Produces, then Metadata. Answers come back in request order; the Produces reach the

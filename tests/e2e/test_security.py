@@ -113,6 +113,7 @@ def test_deny_beats_allow_and_a_prefixed_rule_covers_matching_groups_only(secure
     assert reasons and "denied by DENY User:alice" in reasons[-1]
 
 
+@pytest.mark.floors
 def test_a_wrong_password_fails_is_counted_and_never_logged(secure, topic):
     t = topic(1)
     wrong = "not-" + PASSWORDS["alice"] + "-at-all"
@@ -145,6 +146,7 @@ def test_a_wrong_password_fails_is_counted_and_never_logged(secure, topic):
         assert password not in log
 
 
+@pytest.mark.floors
 def test_tls_client_certificates_name_the_principal_and_sasl_ssl_works(secure, topic, produce):
     t = topic(1)
     produce(t, 5, partitions=1)
@@ -190,6 +192,7 @@ def test_tls_client_certificates_name_the_principal_and_sasl_ssl_works(secure, t
         s.close()
 
 
+@pytest.mark.floors
 def test_the_admin_api_answers_401_and_403_and_changes_nothing(secure):
     rule = {
         "principal": "User:bob",
@@ -328,6 +331,7 @@ def relay(secure: Secure, postgres, password: str) -> ProxyProcess:
     )
 
 
+@pytest.mark.floors
 def test_the_proxy_authenticates_to_a_secured_upstream(secure, postgres, topic, produce):
     password = "relay-Secret-4"
     with secure.http() as h:

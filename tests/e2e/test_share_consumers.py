@@ -15,6 +15,7 @@ from tests.support.cluster import LEASE_MS
 from tests.support.consumers import accept_all, poll_until, readiness, share_consumer
 
 
+@pytest.mark.floors
 def test_three_consumers_share_10k_records_each_accepted_once(proxy, topic, produce):
     t = topic(3)
     produce(t, 10_000)
@@ -57,6 +58,7 @@ def test_three_consumers_share_10k_records_each_accepted_once(proxy, topic, prod
     late.close()
 
 
+@pytest.mark.floors
 def test_release_is_redelivered_and_reject_is_not(proxy, topic, produce):
     t = topic(1)
     produce(t, 10, partitions=1)
@@ -124,6 +126,7 @@ def test_lock_timeout_redelivers_to_another_consumer(proxy, topic, produce):
     a.close()
 
 
+@pytest.mark.floors
 def test_sigkill_and_restart_lose_nothing_and_redeliver_no_accepted_record(proxy, topic, produce):
     t = topic(3)
     produce(t, 3000)
@@ -218,6 +221,7 @@ def test_read_committed_skips_aborted_and_waits_for_open_transactions(proxy, top
     c.close()
 
 
+@pytest.mark.floors
 def test_producers_and_plain_consumers_pass_through(proxy, topic):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -281,6 +285,7 @@ def test_ten_consumers_on_one_partition_all_receive_records(proxy, topic, broker
     assert all(received[i] for i in range(10)), {i: len(v) for i, v in received.items()}
 
 
+@pytest.mark.floors
 def test_the_proxy_survives_the_upstream_going_away(postgres):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
