@@ -164,6 +164,13 @@ class UpstreamClientLog(RateLimit):
         return super().filter(record)
 
 
+def quiet_store_pool() -> None:
+    """A stop cancels the store's work where it stands, a connection's reset or close among it
+    (a rollback, aiosqlite's close): SQLAlchemy's pool logs that cancellation as an error with
+    its traceback. Once a command is stopping, that is the stop's doing, not a defect."""
+    logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
+
+
 def configure(level: str = "INFO", fmt: LogFormat = "plain") -> None:
     """Route the proxy's, uvicorn's and aiokafka's loggers to stderr in one format."""
     handler = logging.StreamHandler()

@@ -22,6 +22,7 @@ from shareproxy.config import Settings
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener
+from shareproxy.logs import quiet_store_pool
 from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine, shown_url, store_errors
 from shareproxy.persistence.nodes import NodeRecords
@@ -301,6 +302,7 @@ async def serve(settings: Settings) -> None:
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
             log.info("stopping before the start completed")
+            quiet_store_pool()  # the start's store work is cut off wherever it stands
             starting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await starting

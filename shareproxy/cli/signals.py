@@ -7,10 +7,11 @@ reports it (an interrupted ``migrate`` must not read as done)."""
 
 from __future__ import annotations
 
-import logging
 import signal
 import warnings
 from types import FrameType
+
+from shareproxy.logs import quiet_store_pool
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _noted: list[int] = []
@@ -56,9 +57,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     # the stop may cut a coroutine off between its creation and its first await (a store
     # driver's, say): the "never awaited" warning its collection prints is the stop's doing
     warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
-    # and a store connection's reset under way (a rollback the event loop's teardown cancels):
-    # SQLAlchemy's pool logs that cancellation as an error with its traceback
-    logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
+    quiet_store_pool()  # and a store connection's reset or close under way
     stop = Interrupted(signum)
     _raised.append(stop)
     raise stop
