@@ -10,6 +10,9 @@ from shareproxy.cli import signals
 
 def main() -> None:
     signals.catch()
+    # kio registers Hypothesis strategies for its types whenever it can import Hypothesis (in a
+    # test environment): a tenth of a node's start-up CPU, for examples no command ever draws
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     try:
         from shareproxy.cli.app import main as run
 
