@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -24,13 +25,14 @@ def running(broker, postgres):
 
     from tests.support.proxy import ProxyProcess
 
-    name = "protocol-topic"
+    # names of their own: a parallel worker may set this fixture up more than once
+    suffix = uuid.uuid4().hex[:8]
+    name = f"protocol-topic-{suffix}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for f in admin.create_topics([NewTopic(name, 2, 1)]).values():
         f.result(30)
-    p = ProxyProcess(
-        broker.bootstrap, postgres.create_database("protocol", template="template_migrated")
-    )
+    url = postgres.create_database(f"protocol_{suffix}", template="template_migrated")
+    p = ProxyProcess(broker.bootstrap, url)
     try:
         p.start()
         yield p, name
