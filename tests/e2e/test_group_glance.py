@@ -28,6 +28,19 @@ def _listed(http: httpx.Client, group: str) -> tuple[dict, float, float]:
     return next(g for g in listed if g["group_id"] == group), before, after
 
 
+def _known_age_after(
+    http: httpx.Client, group: str, moment: float, lag: int = 6
+) -> tuple[dict, float, float] | None:
+    """The group's summary asked after ``moment`` (the wall clock), if it has this lag and knows
+    its age: the age is unknown (None) in a listing whose read of the oldest record's batch
+    came back empty."""
+    if time.time() < moment:
+        return None
+    listed = _listed(http, group)
+    known = listed[0]["oldest_unacked_age_seconds"] is not None
+    return listed if known and listed[0]["lag"] == lag else None
+
+
 def _age_gauge(proxy, group: str, topic: str) -> float | None:
     labels = tuple(sorted({"group": group, "topic": topic, "partition": "0"}.items()))
     return scrape(proxy).get((AGE, labels))
@@ -51,16 +64,15 @@ def test_lag_and_oldest_unacked_age_follow_the_records_timestamps(proxy, topic, 
         c.commit_sync()  # 0..3 acknowledged; 4..9 held by the consumer, unacknowledged
         with api(p) as http:
             g, asked, answered = wait_for(
-                lambda: (lambda x: x if x[0]["lag"] == 6 else None)(_listed(http, group)),
-                30,
-                "lag 6",
+                lambda: _known_age_after(http, group, 0.0, lag=6), 30, "lag 6 and a known age"
             )
             assert (g["state"], g["members"], g["topics"]) == ("Stable", 1, [t])
             age = g["oldest_unacked_age_seconds"]
             # the oldest waiting record was produced between produced_from and produced_by
             assert asked - produced_by - 1 <= age <= answered - produced_from + 1, g
-            time.sleep(1.5)
-            later, asked_again, answered_again = _listed(http, group)
+            later, asked_again, answered_again = wait_for(
+                lambda: _known_age_after(http, group, answered + 1.5), 30, "an age 1.5 s later"
+            )
             assert later["lag"] == 6
             grew = later["oldest_unacked_age_seconds"] - age
             assert asked_again - answered - 0.2 <= grew, (age, later)
