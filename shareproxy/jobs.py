@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from shareproxy.core.store import StoreUnavailable
@@ -98,7 +97,7 @@ class Periodic:
         """A warning without a traceback (an outage of the cluster fails every round the same
         way); the traceback goes to the debug log, for a defect."""
         log.debug("%s failed", self.what, exc_info=exc)
-        now = time.monotonic()
+        now = asyncio.get_running_loop().time()
         if self._warned_at is not None and now - self._warned_at < WARN_EVERY_S:
             self._left_out += 1
             return

@@ -1,5 +1,5 @@
 """Every background job runs through ``jobs.Periodic``: its waits, its first round, its one
-logging policy."""
+logging policy. On the virtual clock: each wait is exact, whatever the machine's load."""
 
 import asyncio
 import logging
@@ -8,16 +8,10 @@ from shareproxy import jobs
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.jobs import Periodic, every
 from shareproxy.logs import STORE_OUTAGE
+from tests.support.virtual_clock import virtual_clock
 
 
-async def _until(check, what: str) -> None:
-    for _ in range(200):
-        if check():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(what)
-
-
+@virtual_clock
 async def test_a_job_waits_first_unless_at_once_and_stops():
     rounds: list[str] = []
 
@@ -30,7 +24,8 @@ async def test_a_job_waits_first_unless_at_once_and_stops():
     early.start()
     await asyncio.sleep(0.01)
     assert rounds == ["early"]
-    await _until(lambda: rounds.count("late") >= 2, "the late job's rounds")
+    await asyncio.sleep(0.1)  # t = 0.11: rounds at 0, 0.05 and 0.1 for early, 0.05 and 0.1 late
+    assert (rounds.count("early"), rounds.count("late")) == (3, 2)
     await late.stop()
     await early.stop()
     done = len(rounds)
@@ -38,6 +33,7 @@ async def test_a_job_waits_first_unless_at_once_and_stops():
     assert len(rounds) == done  # stopped: no more rounds
 
 
+@virtual_clock
 async def test_a_wait_may_be_an_event_or_an_interval_read_afresh():
     wakeup = asyncio.Event()
     rounds: list[int] = []
@@ -55,7 +51,9 @@ async def test_a_wait_may_be_an_event_or_an_interval_read_afresh():
         await asyncio.sleep(0.03)
         assert rounds == []
         wakeup.set()
-        await _until(lambda: rounds == [1], "a round per wakeup")
+        await asyncio.sleep(0)  # the job wakes
+        await asyncio.sleep(0)  # and runs its round
+        assert rounds == [1]
         await asyncio.sleep(0.03)
         assert rounds == [1]
     finally:
@@ -65,29 +63,31 @@ async def test_a_wait_may_be_an_event_or_an_interval_read_afresh():
     wait = every(lambda: next(lengths))
     await wait()
     await wait()
-    assert asyncio.get_running_loop().time() - started >= 0.03
+    assert round(asyncio.get_running_loop().time() - started, 9) == 0.03
 
 
+@virtual_clock
 async def test_failed_rounds_are_one_warning_per_window_and_the_job_goes_on(caplog, monkeypatch):
-    monkeypatch.setattr(jobs, "WARN_EVERY_S", 0.06)
+    monkeypatch.setattr(jobs, "WARN_EVERY_S", 3.0)
     tries: list[int] = []
 
     async def failing() -> None:
         tries.append(1)
         raise ValueError("broken")
 
-    job = Periodic("failing", 0.005, failing, "doing x", reads_store=False)
+    job = Periodic("failing", 0.25, failing, "doing x", reads_store=False)
     with caplog.at_level(logging.WARNING, logger="shareproxy.jobs"):
         job.start()
         try:
-            await _until(lambda: len(tries) >= 4, "rounds after a failure")
-            await asyncio.sleep(0.07)
-            await _until(lambda: len(caplog.records) >= 2, "the next window's warning")
+            await asyncio.sleep(3.1)  # rounds every quarter second: 0 to 3 s
         finally:
             await job.stop()
-    first, second = (r.getMessage() for r in caplog.records[:2])
-    assert first == "doing x failed: broken"
-    assert second.startswith("doing x failed: broken (") and "not logged" in second
+    assert len(tries) == 13  # the job went on after each failure
+    # one warning at 0, the next 3 s later, counting the eleven rounds between
+    assert [r.getMessage() for r in caplog.records] == [
+        "doing x failed: broken",
+        "doing x failed: broken (11 more failed rounds not logged)",
+    ]
     assert not any(r.exc_info for r in caplog.records)  # a traceback only at debug
 
 
@@ -124,6 +124,7 @@ async def test_a_round_not_reading_the_store_does_not_end_its_outage():
         STORE_OUTAGE.answered()
 
 
+@virtual_clock
 async def test_a_failed_round_pauses_before_the_next_wait():
     events: list[str] = []
 
@@ -137,6 +138,8 @@ async def test_a_failed_round_pauses_before_the_next_wait():
 
     job = Periodic("pausing", wait, failing, "x", after_failure_s=0.05)
     job.start()
-    await asyncio.sleep(0.02)
-    await job.stop()
+    await asyncio.sleep(0.049)
     assert events == ["round"]  # still pausing: the wait comes after
+    await asyncio.sleep(0.002)
+    await job.stop()
+    assert events[:3] == ["round", "wait", "round"]
