@@ -90,15 +90,20 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
-def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A migrated, empty state store of each kind."""
-    if request.param == "postgres":
+def migrated_url(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
+    """A migrated, empty state store of this kind (postgres or sqlite)."""
+    if kind == "postgres":
         pg: TemporaryPostgres = request.getfixturevalue("postgres")
         return pg.create_database(f"t{next(_counter)}", template="template_migrated")
     target = tmp_path / "state.db"
     shutil.copy(request.getfixturevalue("sqlite_template"), target)
     return f"sqlite:///{target}"
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty state store of each kind."""
+    return migrated_url(request, request.param, tmp_path)
 
 
 @pytest.fixture

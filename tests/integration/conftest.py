@@ -13,7 +13,7 @@ import pytest
 from shareproxy.embedded import TansuBroker, TansuUnavailable
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
-from tests.support.runtime import Runtime
+from tests.support.runtime import BrokerRuntime
 
 
 @pytest.fixture(scope="session")
@@ -39,8 +39,10 @@ async def sqlite_store(sqlite_template: Path, tmp_path: Path) -> AsyncIterator[S
 
 
 @pytest.fixture
-async def runtime(tansu: TansuBroker, sqlite_store: SqlShareStateStore) -> AsyncIterator[Runtime]:
-    rt = await Runtime(tansu, sqlite_store).start()
+async def runtime(
+    tansu: TansuBroker, sqlite_store: SqlShareStateStore
+) -> AsyncIterator[BrokerRuntime]:
+    rt = await BrokerRuntime(tansu, sqlite_store).start()
     try:
         yield rt
     finally:

@@ -12,7 +12,7 @@ from collections import Counter
 
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.upstream.client import Upstream
-from tests.support.runtime import Runtime
+from tests.support.runtime import BrokerRuntime
 
 GROUP = "g-joins"
 MEMBERS = 20
@@ -31,7 +31,7 @@ class CountedMetadata:
         await self._read(topics)
 
 
-def coordinator_on(rt: Runtime) -> Coordinator:
+def coordinator_on(rt: BrokerRuntime) -> Coordinator:
     """A coordinator of every group, over the runtime's real parts."""
     return Coordinator(
         rt.store,
@@ -57,7 +57,7 @@ async def join(coordinator: Coordinator, topic: str, member_id: str | None = Non
 
 
 async def test_members_joining_together_share_the_lookups_of_their_topic(
-    runtime: Runtime,
+    runtime: BrokerRuntime,
 ):
     topic = runtime.topic(partitions=6)
     counted = CountedMetadata(runtime.upstream)
@@ -75,7 +75,7 @@ async def test_members_joining_together_share_the_lookups_of_their_topic(
 
 
 async def test_a_join_to_a_group_emptied_and_deleted_meanwhile_brings_its_row_back(
-    runtime: Runtime,
+    runtime: BrokerRuntime,
 ):
     """A batch repair (or an operator on another node) may delete a group once it is empty,
     before this node forgets it: the next member to join creates it again."""

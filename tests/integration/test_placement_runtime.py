@@ -11,11 +11,11 @@ import pytest
 
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcquireMode
-from tests.support.runtime import Runtime
+from tests.support.runtime import BrokerRuntime
 
 
 @pytest.fixture
-def placement(runtime: Runtime) -> dict[str, bool]:
+def placement(runtime: BrokerRuntime) -> dict[str, bool]:
     """Whether this node leads, as the live nodes would decide it, switched by the test."""
     here = {"leads": True}
     runtime.partitions.leads = lambda topic_id, partition: here["leads"]

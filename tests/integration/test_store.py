@@ -1,11 +1,16 @@
-"""The SQLAlchemy store on a real Postgres and on SQLite: writes, folding, fencing, reload."""
+"""The store's contract, on a real Postgres, on SQLite and on the middle tier's in-memory store
+(which the runtime tests stand on, so it must keep the same rules): writes, folding, fencing,
+reload, the archive log and membership. What only the SQL store does follows them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from shareproxy.core.acknowledgement import AckBatch
@@ -18,9 +23,39 @@ from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.persistence import groups
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
+from tests.conftest import migrated_url
 from tests.support.kip_tables import ACK, ARC, AV, pb
+from tests.support.memory_store import MemoryStore
 
 TOPIC = uuid.UUID("9f2c1e4a-55e1-4f1b-a0a2-0c4e2d7b7d11")
+
+
+@pytest.fixture(params=["postgres", "sqlite", "memory"])
+def store_kind(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty SQL store's URL; or "memory"."""
+    return "memory" if request.param == "memory" else migrated_url(request, request.param, tmp_path)
+
+
+@pytest.fixture
+async def store(store_kind: str) -> AsyncIterator[SqlShareStateStore | MemoryStore]:
+    """An empty store of each kind, folding every 5 updates."""
+    if store_kind == "memory":
+        yield MemoryStore(fold_every=5)
+        return
+    engine = create_engine(store_kind)
+    try:
+        yield SqlShareStateStore(engine, fold_every=5)
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def sql_store(state_url: str) -> AsyncIterator[SqlShareStateStore]:
+    engine = create_engine(state_url)
+    try:
+        yield SqlShareStateStore(engine, fold_every=5)
+    finally:
+        await engine.dispose()
 
 
 def key(p: int = 0, group: str = "g1") -> SharePartitionKey:
@@ -238,33 +273,75 @@ async def test_engine_state_survives_a_restart_through_the_store(store: SqlShare
     assert reloaded.persisted_view().canonical() == sp.persisted_view().canonical()
 
 
-async def test_archived_records_that_were_delivered_are_logged_with_the_state(
-    store: SqlShareStateStore,
-):
+async def _archive_some(store: SqlShareStateStore | MemoryStore) -> None:
+    """Writes that archive records, then one fenced write that must log nothing."""
     await store.initialize(key(), 0, "orders")
     claimed = await store.claim(key())
     epoch = claimed.state_epoch
-    limit, rejected = ArchiveReason.DELIVERY_LIMIT, ArchiveReason.REJECTED
     writes = [
-        (StateDelta(-1, (pb(0, 2, ACK, 1), pb(3, 3, ARC, 5))), (ArchivedRun(3, 3, 5, limit),)),
+        (StateDelta(-1, (pb(0, 2, ACK, 1), pb(3, 3, ARC, 5))), (ArchivedRun(3, 3, 5, LIMIT),)),
         # rejected on its first delivery
-        (StateDelta(-1, (pb(7, 7, ARC, 1),)), (ArchivedRun(7, 7, 1, rejected),)),
+        (StateDelta(-1, (pb(7, 7, ARC, 1),)), (ArchivedRun(7, 7, 1, REJECTED),)),
         # SPSO moved past them; 3 again
-        (StateDelta(10, ()), (ArchivedRun(8, 9, 5, limit), ArchivedRun(3, 3, 5, limit))),
+        (StateDelta(10, ()), (ArchivedRun(8, 9, 5, LIMIT), ArchivedRun(3, 3, 5, LIMIT))),
     ]
     for d, archived in writes:
         w = PartitionWrite(key(), epoch, d, archived)
         assert await store.write([w]) == {key(): ErrorCode.NONE}
     fenced = PartitionWrite(
-        key(), epoch - 1, StateDelta(-1, (pb(10, 10, ARC, 5),)), (ArchivedRun(10, 10, 5, limit),)
+        key(), epoch - 1, StateDelta(-1, (pb(10, 10, ARC, 5),)), (ArchivedRun(10, 10, 5, LIMIT),)
     )
     assert await store.write([fenced]) == {key(): ErrorCode.FENCED_STATE_EPOCH}
+
+
+LIMIT, REJECTED = ArchiveReason.DELIVERY_LIMIT, ArchiveReason.REJECTED
+# what _archive_some leaves in the archive log: nothing of the fenced write
+ARCHIVED = [(3, 3, 5, LIMIT), (7, 7, 1, REJECTED), (8, 9, 5, LIMIT)]
+
+
+async def test_archived_records_that_were_delivered_are_logged_with_the_state(
+    store: SqlShareStateStore,
+):
+    await _archive_some(store)
+    page = await store.archived_page("g1", None, 0, 100)
+    assert [(e.first_offset, e.last_offset, e.delivery_count, e.reason) for e in page] == ARCHIVED
+    assert [e.first_offset for e in await store.archived_page("g1", [key()], 8, 100)] == [8]
+    await store.delete([key()])
+    assert await store.archived_page("g1", None, 0, 100) == []
+
+
+async def test_a_redrive_claims_archived_offsets_once_and_a_release_frees_them(
+    store: SqlShareStateStore,
+):
+    from shareproxy.core.redrive import Selection
+
+    await _archive_some(store)
+    [dry] = await store.claim_redrive([Selection(key(), 8, 8)], dry_run=True, max_records=10)
+    assert (dry.redrive, dry.already, dry.missing) == ([(8, 8)], [], [])
+    [p] = await store.claim_redrive([Selection(key(), 8, 8)], dry_run=False, max_records=10)
+    assert p.redrive == [(8, 8)]
+    [again] = await store.claim_redrive([Selection(key())], dry_run=False, max_records=10)
+    assert (again.redrive, again.already) == ([(3, 3), (7, 7), (9, 9)], [(8, 8)])
+    page = await store.archived_page("g1", None, 0, 100)
+    assert [(e.first_offset, e.last_offset, e.redriven_at is not None) for e in page] == [
+        (3, 3, True),
+        (7, 7, True),
+        (8, 8, True),
+        (9, 9, True),
+    ]
+    await store.release_redrive(key(), [(8, 9)])
+    [freed] = await store.claim_redrive([Selection(key(), 0, 9)], dry_run=True, max_records=10)
+    assert freed.redrive == [(8, 9)] and freed.missing == [(0, 2), (4, 6)]
+
+
+async def test_the_batch_scans_read_the_archive_log_and_the_state(sql_store: SqlShareStateStore):
+    store = sql_store
+    await _archive_some(store)
     logged = [
         (a.first_offset, a.last_offset, a.delivery_count, a.reason)
         for a in await store.archived(["g1"])
     ]
-    # nothing of the fenced write
-    assert logged == [(3, 3, 5, limit), (7, 7, 1, rejected), (8, 9, 5, limit)]
+    assert logged == ARCHIVED
     [stored] = await store.scan(["g1"])
     assert (stored.key, stored.topic_name) == (key(), "orders")
     assert stored.loaded == await store.read(key())

@@ -1,27 +1,26 @@
-"""The group committer on SQLite: writes that arrive together commit together, each gets its
-own outcome, and a failing store answers every write in its batch without stopping the
-committer."""
+"""The group committer (on the in-memory store, on the virtual clock): writes that arrive
+together commit together, each gets its own outcome, and a failing store answers every write in
+its batch without stopping the committer. tests/integration/test_store.py shows the SQL stores
+commit such a batch in one transaction with the same outcomes."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
 from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.persisted import StateDelta
-from shareproxy.core.store import PartitionWrite, SharePartitionKey, StoreUnavailable
-from shareproxy.persistence.repository import SqlShareStateStore
-from tests.support.runtime import SlowWrites
+from shareproxy.core.store import PartitionWrite, SharePartitionKey
+from tests.support.memory_store import MemoryStore
+from tests.support.virtual_clock import virtual_clock
 
 TOPIC = uuid.UUID("3b0e8a52-7a55-4a0e-9c57-2f6e1f4b9d30")
 
 
-async def claimed(store: SqlShareStateStore, n: int) -> list[tuple[SharePartitionKey, int]]:
+async def claimed(store: MemoryStore, n: int) -> list[tuple[SharePartitionKey, int]]:
     """``n`` share-partitions at SPSO 0, each with the state epoch a writer must hold."""
     out = []
     for p in range(n):
@@ -33,30 +32,13 @@ async def claimed(store: SqlShareStateStore, n: int) -> list[tuple[SharePartitio
     return out
 
 
-class FailingOnce:
-    """The real store, whose first write fails as an unreachable database would."""
-
-    def __init__(self, store: SqlShareStateStore) -> None:
-        self.store = store
-        self.failed = False
-
-    async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
-        if not self.failed:
-            self.failed = True
-            raise StoreUnavailable("the database went away")
-        return await self.store.write(writes)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
-async def test_writes_arriving_together_commit_in_one_transaction(
-    sqlite_store: SqlShareStateStore,
-):
-    committer = GroupCommitter(sqlite_store)
+@virtual_clock
+async def test_writes_arriving_together_commit_in_one_transaction() -> None:
+    store = MemoryStore()
+    committer = GroupCommitter(store)
     committer.start()
     try:
-        keys = await claimed(sqlite_store, 50)
+        keys = await claimed(store, 50)
         codes = await asyncio.gather(
             *(
                 committer.commit(PartitionWrite(key, epoch, StateDelta(start_offset=7)))
@@ -66,49 +48,55 @@ async def test_writes_arriving_together_commit_in_one_transaction(
         assert codes == [ErrorCode.NONE] * 50
         assert (committer.commits, committer.writes) == (1, 50)
         for key, _ in keys:
-            stored = await sqlite_store.read(key)
+            stored = await store.read(key)
             assert stored is not None and stored.state.start_offset == 7
     finally:
         await committer.stop()
 
 
-async def test_a_fenced_write_is_refused_alone(sqlite_store: SqlShareStateStore):
-    committer = GroupCommitter(sqlite_store)
+@virtual_clock
+async def test_a_fenced_write_is_refused_alone() -> None:
+    store = MemoryStore()
+    committer = GroupCommitter(store)
     committer.start()
     try:
-        (stale, stale_epoch), (fresh, fresh_epoch) = await claimed(sqlite_store, 2)
-        await sqlite_store.claim(stale)  # a newer writer took this one over
+        (stale, stale_epoch), (fresh, fresh_epoch) = await claimed(store, 2)
+        await store.claim(stale)  # a newer writer took this one over
         codes = await asyncio.gather(
             committer.commit(PartitionWrite(stale, stale_epoch, StateDelta(start_offset=3))),
             committer.commit(PartitionWrite(fresh, fresh_epoch, StateDelta(start_offset=3))),
         )
         assert codes == [ErrorCode.FENCED_STATE_EPOCH, ErrorCode.NONE]
-        refused = await sqlite_store.read(stale)
+        refused = await store.read(stale)
         assert refused is not None and refused.state.start_offset == 0
     finally:
         await committer.stop()
 
 
-async def test_a_failing_store_answers_its_batch_and_the_committer_goes_on(
-    sqlite_store: SqlShareStateStore,
-):
-    committer = GroupCommitter(FailingOnce(sqlite_store))  # type: ignore[arg-type]
+@virtual_clock
+async def test_a_failing_store_answers_its_batch_and_the_committer_goes_on() -> None:
+    store = MemoryStore()
+    committer = GroupCommitter(store)
     committer.start()
     try:
-        [(key, epoch)] = await claimed(sqlite_store, 1)
+        [(key, epoch)] = await claimed(store, 1)
         write = PartitionWrite(key, epoch, StateDelta(start_offset=5))
+        store.outage = True  # the database went away
         assert await committer.commit(write) == ErrorCode.COORDINATOR_NOT_AVAILABLE  # retriable
+        store.outage = False
         assert await committer.commit(write) == ErrorCode.NONE
-        stored = await sqlite_store.read(key)
+        stored = await store.read(key)
         assert stored is not None and stored.state.start_offset == 5
     finally:
         await committer.stop()
 
 
-async def test_stopping_commits_what_is_queued_first(sqlite_store: SqlShareStateStore):
-    committer = GroupCommitter(sqlite_store)
+@virtual_clock
+async def test_stopping_commits_what_is_queued_first() -> None:
+    store = MemoryStore()
+    committer = GroupCommitter(store)
     committer.start()
-    keys = await claimed(sqlite_store, 3)
+    keys = await claimed(store, 3)
     pending = [
         asyncio.create_task(committer.commit(PartitionWrite(k, e, StateDelta(start_offset=2))))
         for k, e in keys
@@ -120,10 +108,13 @@ async def test_stopping_commits_what_is_queued_first(sqlite_store: SqlShareState
         await committer.commit(PartitionWrite(keys[0][0], keys[0][1], StateDelta(start_offset=4)))
 
 
-async def test_stopping_waits_for_the_transaction_under_way(sqlite_store: SqlShareStateStore):
-    committer = GroupCommitter(SlowWrites(sqlite_store))  # type: ignore[arg-type]
+@virtual_clock
+async def test_stopping_waits_for_the_transaction_under_way() -> None:
+    store = MemoryStore()
+    committer = GroupCommitter(store)
     committer.start()
-    [(key, epoch)] = await claimed(sqlite_store, 1)
+    [(key, epoch)] = await claimed(store, 1)
+    store.delay_s = 0.3  # a busy database
     pending = asyncio.create_task(
         committer.commit(PartitionWrite(key, epoch, StateDelta(start_offset=2)))
     )
@@ -131,5 +122,5 @@ async def test_stopping_waits_for_the_transaction_under_way(sqlite_store: SqlSha
     await committer.stop()
     assert pending.done(), "a write under way was left unanswered"
     assert pending.result() == ErrorCode.NONE
-    stored = await sqlite_store.read(key)
+    stored = await store.read(key)
     assert stored is not None and stored.state.start_offset == 2

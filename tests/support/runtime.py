@@ -1,24 +1,25 @@
-"""The runtime as ``Proxy.start`` builds it (``shareproxy.runtime.build_runtime``), on a real
-broker and store, for in-process tests."""
+"""The runtime as ``Proxy.start`` builds it (``shareproxy.runtime.build_runtime``), for
+in-process tests: on a real broker and store, or on the middle tier's fakes."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Self
 from uuid import UUID
 
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.config import Settings
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.core.nodes import NodeRegistry
 from shareproxy.core.offset_reset import AutoOffsetReset, ResetStrategy
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.embedded import TansuBroker
 from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
-from shareproxy.runtime import build_runtime
+from shareproxy.runtime import RuntimeStore, build_runtime, clock_ms
 from shareproxy.upstream.client import Upstream, UpstreamSettings
 from tests.support.topics import create_topic, produce
 
@@ -38,19 +39,27 @@ class LeaderOnly(ClusterNodes):
 
 
 class Runtime:
-    """What ``Proxy.start`` composes, on a real broker and store, for a node that leads every
-    partition and coordinates no group (it does not join the live nodes)."""
+    """What ``Proxy.start`` composes, for a node that leads every partition and coordinates no
+    group (it does not join the live nodes): on a real broker and store (``Runtime``), or on
+    the middle tier's scripted upstream and in-memory store (``middle.MiddleRuntime``)."""
 
-    def __init__(self, broker: TansuBroker, store: SqlShareStateStore) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        store: RuntimeStore,
+        upstream: Upstream,
+        registry: NodeRegistry,
+        clock: Callable[[], int] = clock_ms,
+    ) -> None:
         self.store = store
-        self.upstream = Upstream(UpstreamSettings(broker.bootstrap))
+        self.upstream = upstream
+        self.clock = clock
         self.runtime = build_runtime(
-            Settings(bootstrap_servers=broker.bootstrap),
+            Settings(bootstrap_servers=upstream.settings.bootstrap_servers),
             store,
-            self.upstream,
-            LeaderOnly(NodeRecords(store.engine), 0, 10_000, self._cannot_go_on),
+            upstream,
+            LeaderOnly(registry, 0, 10_000, self._cannot_go_on),
             defaults=DEFAULTS,
+            clock=clock,
         )
         self.committer = self.runtime.committer
         self.partitions = self.runtime.partitions
@@ -65,7 +74,7 @@ class Runtime:
     def _cannot_go_on(reason: str) -> None:
         raise AssertionError(reason)
 
-    async def start(self) -> Runtime:
+    async def start(self) -> Self:
         """In the order ``Proxy.start`` keeps."""
         await self.runtime.configs.load()
         await self.upstream.start()
@@ -84,22 +93,32 @@ class Runtime:
         await self.store.set_group_configs(group_id, changed.as_configs())
         await self.runtime.configs.refresh()
 
-    def topic(self, partitions: int = 1) -> str:
-        return create_topic(self.broker.bootstrap, partitions)
-
-    def produce(self, topic: str, count: int, partitions: int = 1) -> None:
-        produce(self.broker.bootstrap, topic, count, partitions)
-
     async def partition(self, topic: str, partition: int = 0) -> tuple[UUID, int]:
         """The (topic id, partition) a ShareFetch would name."""
         await self.upstream.refresh_metadata([topic])
         return self.upstream.topics[topic].topic_id, partition
 
 
+class BrokerRuntime(Runtime):
+    """The runtime on a real broker (Tansu) and a real SQL store."""
+
+    def __init__(self, broker: TansuBroker, store: SqlShareStateStore) -> None:
+        self.broker = broker
+        super().__init__(
+            store, Upstream(UpstreamSettings(broker.bootstrap)), NodeRecords(store.engine)
+        )
+
+    def topic(self, partitions: int = 1) -> str:
+        return create_topic(self.broker.bootstrap, partitions)
+
+    def produce(self, topic: str, count: int, partitions: int = 1) -> None:
+        produce(self.broker.bootstrap, topic, count, partitions)
+
+
 class SlowWrites:
     """The real store, each transaction taking a while (a busy database)."""
 
-    def __init__(self, store: SqlShareStateStore) -> None:
+    def __init__(self, store: RuntimeStore) -> None:
         self.store = store
 
     async def write(self, writes: Sequence[PartitionWrite]) -> dict[SharePartitionKey, ErrorCode]:
