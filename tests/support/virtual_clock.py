@@ -90,7 +90,7 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
 
     def clock_ms(self) -> int:
         """The runtime's clock (epoch milliseconds) on this loop's time."""
-        return EPOCH_S * 1000 + int(self._now * 1000)
+        return EPOCH_S * 1000 + round(self._now * 1000)
 
 
 def loop() -> VirtualClockLoop:
