@@ -29,6 +29,7 @@ from shareproxy.batch.runtime import (
     jsonable,
     parser,
     proxy_retention,
+    release,
     settings,
     spark_session,
     stderr,
@@ -188,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stderr.print(f"[yellow]drift found in {len(drift)} share-partitions[/yellow]")
         return EXIT_DRIFT if drift else EXIT_CLEAN
     finally:
-        spark.stop()
+        release(spark)
 
 
 if __name__ == "__main__":

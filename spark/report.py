@@ -22,6 +22,7 @@ from shareproxy.batch.runtime import (
     EXIT_CLEAN,
     duration,
     parser,
+    release,
     settings,
     spark_session,
     step,
@@ -217,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_output(args.output, document, frames)
         return EXIT_CLEAN
     finally:
-        spark.stop()
+        release(spark)
 
 
 if __name__ == "__main__":

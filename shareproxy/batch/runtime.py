@@ -101,9 +101,16 @@ def proxy_retention() -> timedelta | None:
     return None if ms is None else timedelta(milliseconds=ms)
 
 
+# the session a driver that runs several jobs lends them (``lend_session``); None: each job
+# starts its own and stops it
+_lent: Any = None
+
+
 def spark_session(app: str, master: str | None) -> Any:
     """A session with the data sources registered. Outside spark-submit the master defaults
-    to local[*]; under it, spark-submit's choice stands unless --master is given."""
+    to local[*]; under it, spark-submit's choice stands unless --master is given. A session
+    lent with ``lend_session`` is used as it is instead (its master and settings), and
+    ``release`` leaves it running."""
     from pyspark.sql import SparkSession
 
     from shareproxy.batch.sources import SOURCES
@@ -115,6 +122,8 @@ def spark_session(app: str, master: str | None) -> Any:
             "(Debian: apt-get install openjdk-17-jre-headless)"
         )
 
+    if _lent is not None:
+        return _lent
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app)
     if master is not None or not _under_spark_submit():
@@ -129,6 +138,24 @@ def spark_session(app: str, master: str | None) -> Any:
     for source in SOURCES:
         spark.dataSource.register(source)
     return spark
+
+
+def release(spark: Any) -> None:
+    """The job is done with its session: stopped, unless it was lent."""
+    if spark is not _lent:
+        spark.stop()
+
+
+@contextmanager
+def lend_session(spark: Any) -> Iterator[Any]:
+    """Run the jobs started meanwhile in this process in ``spark`` (from ``spark_session``),
+    as a driver that runs several jobs does: starting a session takes seconds."""
+    global _lent
+    _lent = spark
+    try:
+        yield spark
+    finally:
+        _lent = None
 
 
 def _under_spark_submit() -> bool:

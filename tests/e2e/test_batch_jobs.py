@@ -14,8 +14,22 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from shareproxy.batch.runtime import lend_session, spark_session
 from shareproxy.cli.batch import run_job
 from tests.support.consumers import poll_until, share_consumer
+
+
+@pytest.fixture(scope="module", autouse=True)
+def spark():
+    """One local Spark session for the module's jobs, as a driver that runs several jobs
+    lends them: starting one takes seconds. Each job leaves it running."""
+    session = spark_session("shareproxy-tests", "local[2]")
+    try:
+        with lend_session(session):
+            yield session
+        assert session.sparkContext._jsc is not None, "a job stopped the session it was lent"
+    finally:
+        session.stop()
 
 
 def job(name: str, proxy, broker, tmp_path, *extra: str) -> tuple[int, dict]:
