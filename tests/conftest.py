@@ -34,9 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test under tests/e2e crosses a process boundary (a proxy, a broker, a client): marked
     ``e2e``, so that a stage can choose its tiers (the floors stage: ``not e2e or floors``).
 
-    Parallel workers take tests in this order, so the longest go first and the short unit
-    tests fill the gaps at the end: ``long`` scenarios, then the other e2e tests, then the
-    rest, each in file order (a module's tests stay together)."""
+    ``--dist loadscope`` runs each module on one worker, so its module fixtures (a proxy, a
+    Spark session) start once, and hands out the modules with the most tests first. Within a
+    module, and where modules tie, ``long`` scenarios go first, then the e2e tests."""
     for item in items:
         if _E2E in item.path.parents:
             item.add_marker(pytest.mark.e2e)
