@@ -30,14 +30,15 @@ class MiddleRuntime(Runtime):
 
     store: MemoryStore
 
-    def __init__(self, fold_every: int = DEFAULT_FOLD_EVERY) -> None:
+    def __init__(self, fold_every: int = DEFAULT_FOLD_EVERY, **options: Any) -> None:
+        """``options``: ``Runtime``'s (``coordinates``, the node's settings)."""
         loop = virtual_clock.loop()
         self.loop = loop
         self.cluster = ScriptedUpstream(loop.clock_ms)
         store = MemoryStore(
             fold_every, clock=lambda: datetime.fromtimestamp(loop.clock_ms() / 1000, UTC)
         )
-        super().__init__(store, self.cluster, _NoRegistry(), clock=loop.clock_ms)
+        super().__init__(store, self.cluster, _NoRegistry(), clock=loop.clock_ms, **options)
 
     def topic(self, partitions: int = 1) -> str:
         return self.cluster.create_topic(partitions=partitions)
@@ -54,9 +55,11 @@ class MiddleRuntime(Runtime):
 
 
 @contextlib.asynccontextmanager
-async def middle_runtime(fold_every: int = DEFAULT_FOLD_EVERY) -> AsyncIterator[MiddleRuntime]:
+async def middle_runtime(
+    fold_every: int = DEFAULT_FOLD_EVERY, **options: Any
+) -> AsyncIterator[MiddleRuntime]:
     """A started ``MiddleRuntime``, stopped at the end (inside a ``@virtual_clock`` test)."""
-    rt = await MiddleRuntime(fold_every).start()
+    rt = await MiddleRuntime(fold_every, **options).start()
     try:
         yield rt
     finally:
@@ -64,15 +67,19 @@ async def middle_runtime(fold_every: int = DEFAULT_FOLD_EVERY) -> AsyncIterator[
 
 
 def on_middle_runtime(
-    test: Callable[..., Awaitable[None]] | None = None, *, fold_every: int = DEFAULT_FOLD_EVERY
+    test: Callable[..., Awaitable[None]] | None = None,
+    *,
+    fold_every: int = DEFAULT_FOLD_EVERY,
+    **options: Any,
 ) -> Any:
     """Run an ``async def test(runtime, …)`` on the virtual clock with a started
-    ``MiddleRuntime`` as its first argument (the others are pytest's fixtures)."""
+    ``MiddleRuntime`` as its first argument (the others are pytest's fixtures); ``options``
+    as ``MiddleRuntime`` takes them."""
 
     def decorate(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
         @functools.wraps(test)
         async def with_runtime(*args: Any, **kwargs: Any) -> None:
-            async with middle_runtime(fold_every) as rt:
+            async with middle_runtime(fold_every, **options) as rt:
                 await test(rt, *args, **kwargs)
 
         virtual_clock.without_first_parameter(with_runtime, test)

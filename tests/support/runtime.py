@@ -27,21 +27,26 @@ from tests.support.topics import create_topic, produce
 DEFAULTS = GroupSettings(auto_offset_reset=AutoOffsetReset(ResetStrategy.EARLIEST))
 
 
-class LeaderOnly(ClusterNodes):
-    """This node leads every partition and coordinates no group: share sessions are trusted,
-    as on a partition leader that is not the group's coordinator."""
+class ThisNodeOnly(ClusterNodes):
+    """This node leads every partition; it coordinates every group or none. Coordinating
+    none, share sessions are trusted, as on a partition leader that is not the group's
+    coordinator; coordinating all, the node knows each group's members, as a node alone."""
+
+    coordinating = False
 
     def leads(self, topic_id: UUID, partition: int) -> bool:
         return True
 
     def coordinates(self, group_id: str) -> bool:
-        return False
+        return self.coordinating
 
 
 class Runtime:
-    """What ``Proxy.start`` composes, for a node that leads every partition and coordinates no
-    group (it does not join the live nodes): on a real broker and store (``Runtime``), or on
-    the middle tier's scripted upstream and in-memory store (``middle.MiddleRuntime``)."""
+    """What ``Proxy.start`` composes, for a node that leads every partition and coordinates
+    no group, or every group (``coordinates``); it does not join the live nodes. On a real
+    broker and store (``BrokerRuntime``), or on the middle tier's scripted upstream and
+    in-memory store (``middle.MiddleRuntime``). ``settings``: the node's, as ``serve`` takes
+    them."""
 
     def __init__(
         self,
@@ -49,15 +54,20 @@ class Runtime:
         upstream: Upstream,
         registry: NodeRegistry,
         clock: Callable[[], int] = clock_ms,
+        *,
+        coordinates: bool = False,
+        **settings: Any,
     ) -> None:
         self.store = store
         self.upstream = upstream
         self.clock = clock
+        self.nodes = ThisNodeOnly(registry, 0, 10_000, self._cannot_go_on)
+        self.nodes.coordinating = coordinates
         self.runtime = build_runtime(
-            Settings(bootstrap_servers=upstream.settings.bootstrap_servers),
+            Settings(bootstrap_servers=upstream.settings.bootstrap_servers, **settings),
             store,
             upstream,
-            LeaderOnly(registry, 0, 10_000, self._cannot_go_on),
+            self.nodes,
             defaults=DEFAULTS,
             clock=clock,
         )

@@ -57,7 +57,8 @@ class _Log:
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding ``offset``: at least one, then as many as fit."""
         i = bisect_right([b.last_offset for b in self.batches], offset - 1)
-        out, size = [], 0
+        out: list[bytes] = []
+        size = 0
         for batch in self.batches[i:]:
             if out and size + len(batch.data) > max_bytes:
                 break

@@ -31,12 +31,15 @@ async def share_fetch(
     wait_ms: int = 3_000,
     max_records: int = 500,
     mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+    epoch: int = OPEN_EPOCH,
+    host: str = "127.0.0.1",
 ) -> Fetched:
-    """A ShareFetch of one share-partition, in a share session it opens."""
+    """A ShareFetch of one share-partition, in a share session it opens (or goes on with, at
+    ``epoch``), from an anonymous client on ``host``."""
     return await rt.consumers.share_fetch(
         GROUP,
         member_id,
-        SessionRequest(OPEN_EPOCH, ("User:ANONYMOUS", "127.0.0.1")),
+        SessionRequest(epoch, ("User:ANONYMOUS", host)),
         {},
         fetch=[tp],
         forget=[],

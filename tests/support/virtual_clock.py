@@ -11,6 +11,7 @@ upstream are in memory): a wait on anything but a timer would never end, and is 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import math
@@ -32,7 +33,7 @@ class Stuck(RuntimeError):
     """Every task waits, and on no timer: the test waits for something that cannot happen."""
 
 
-class _FastForward(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+class _FastForward(selectors.DefaultSelector):
     """Polls without blocking; a wait the loop would spend sleeping until its next timer is
     spent by moving the virtual clock to it instead."""
 
@@ -64,7 +65,13 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self._now
 
-    def call_later(self, delay: float, callback: Any, *args: Any, context: Any = None) -> Any:
+    def call_later(  # type: ignore[override]
+        self,
+        delay: float,
+        callback: Callable[..., object],
+        *args: Any,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
         """A positive delay ends at least one step of the clock later: on a clock that moves
         only to timers, a delay that rounds to nothing would never let time pass, and a loop
         waiting for a deadline that far off would spin."""
@@ -120,7 +127,7 @@ def virtual_clock(test: Callable[P, Awaitable[None]]) -> Callable[P, None]:
     @functools.wraps(test)
     def run(*args: P.args, **kwargs: P.kwargs) -> None:
         with asyncio.Runner(loop_factory=VirtualClockLoop) as runner:
-            runner.run(test(*args, **kwargs))  # type: ignore[arg-type]
+            runner.run(test(*args, **kwargs))
 
     return run
 
