@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -69,15 +70,18 @@ class RateLimit(logging.Filter):
     it are part of its line's kind, so a new defect always shows. The first line of the next
     window says how many were left out."""
 
-    def __init__(self, burst: int = 20, window_s: float = 10.0) -> None:
+    def __init__(
+        self, burst: int = 20, window_s: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__()
         self.burst = burst
         self.window_s = window_s
+        self.clock = clock
         self._kinds: dict[tuple[object, ...], tuple[float, int, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         key = (record.name, record.msg, *_raised_at(record))
-        now = time.monotonic()
+        now = self.clock()
         start, count, left_out = self._kinds.get(key, (now, 0, 0))
         if now - start >= self.window_s:
             if left_out:

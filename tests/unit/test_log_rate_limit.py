@@ -6,24 +6,36 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.logs import Outage, RateLimit
 
 
+class Clock:
+    """Seconds that pass only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_lines_of_one_kind_are_limited_per_window_and_the_next_window_counts_the_rest():
-    f = RateLimit(burst=2, window_s=0.2)
+    clock = Clock()
+    f = RateLimit(burst=2, window_s=0.25, clock=clock)
 
     def line(msg: str, level: int = logging.WARNING) -> logging.LogRecord:
         return logging.LogRecord("x", level, __file__, 1, msg, ("a",), None)
 
     assert [f.filter(line("closing %s")) for _ in range(5)] == [True, True, False, False, False]
     assert f.filter(line("other %s"))  # another kind has its own budget
-    time.sleep(0.25)
+    clock.now += 0.125
+    assert not f.filter(line("closing %s"))  # the window has not passed
+    clock.now += 0.125
     first = line("closing %s")
     assert f.filter(first)
-    assert first.getMessage() == "closing a [3 more like this not logged]"
+    assert first.getMessage() == "closing a [4 more like this not logged]"
 
 
 def _defect(kind: type[Exception]) -> logging.LogRecord:
@@ -36,10 +48,11 @@ def _defect(kind: type[Exception]) -> logging.LogRecord:
 
 
 def test_a_defect_that_fails_every_retry_the_same_way_is_logged_a_burst_per_window():
-    f = RateLimit(burst=3, window_s=0.2)
+    clock = Clock()
+    f = RateLimit(burst=3, window_s=0.2, clock=clock)
     assert [f.filter(_defect(KeyError)) for _ in range(50)] == [True] * 3 + [False] * 47
     assert f.filter(_defect(TypeError))  # another exception is a new defect: it shows
-    time.sleep(0.25)
+    clock.now += 0.25
     first = _defect(KeyError)
     assert f.filter(first)
     assert first.getMessage() == "ShareFetch failed [47 more like this not logged]"
