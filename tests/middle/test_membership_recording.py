@@ -1,5 +1,6 @@
-"""The coordinator's membership record on a real store: concurrent heartbeats of one group must
-leave the latest view stored, whatever order their writes would finish in."""
+"""The coordinator's membership record (on the in-memory store, whose membership rules
+tests/integration/test_store.py checks against the SQL stores): concurrent heartbeats of one
+group must leave the latest view stored, whatever order their writes would finish in."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from typing import Any
 from shareproxy.broker.coordinator import Coordinator
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_group import ShareGroup
-from shareproxy.persistence.repository import SqlShareStateStore
+from tests.support.memory_store import MemoryStore
+from tests.support.virtual_clock import virtual_clock
 
 
 class FirstWriteSlow:
-    """The real store, with its first membership write held back: the race made certain."""
+    """The store, with its first membership write held back: the race made certain."""
 
-    def __init__(self, store: SqlShareStateStore) -> None:
+    def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self.writes = 0
 
@@ -31,7 +33,7 @@ class FirstWriteSlow:
         return getattr(self.store, name)
 
 
-def _coordinator(store: SqlShareStateStore, group: ShareGroup) -> Coordinator:
+def _coordinator(store: MemoryStore, group: ShareGroup) -> Coordinator:
     coordinator = Coordinator(
         FirstWriteSlow(store),  # type: ignore[arg-type]
         upstream=None,  # type: ignore[arg-type]  # not used to record membership
@@ -44,7 +46,9 @@ def _coordinator(store: SqlShareStateStore, group: ShareGroup) -> Coordinator:
     return coordinator
 
 
-async def test_concurrent_heartbeats_leave_the_latest_membership_stored(store: SqlShareStateStore):
+@virtual_clock
+async def test_concurrent_heartbeats_leave_the_latest_membership_stored():
+    store = MemoryStore()
     await store.ensure_group("g1")
     group = ShareGroup("g1")
     coordinator = _coordinator(store, group)
@@ -58,11 +62,11 @@ async def test_concurrent_heartbeats_leave_the_latest_membership_stored(store: S
     assert (stored.subscribed_topics, stored.empty_since is not None) == ((), True)
 
 
-async def test_writes_queued_or_in_flight_when_their_group_is_deleted_do_not_bring_it_back(
-    store: SqlShareStateStore,
-):
+@virtual_clock
+async def test_writes_queued_or_in_flight_when_their_group_is_deleted_do_not_bring_it_back():
     """Two quick heartbeats queue two writes; the group is deleted (an admin, or expiry) while
     the first is on its way and the second waits: neither may recreate the deleted row."""
+    store = MemoryStore()
     await store.ensure_group("g1")  # as the coordinator does when the group is created
     group = ShareGroup("g1")
     coordinator = _coordinator(store, group)

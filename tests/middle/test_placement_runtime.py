@@ -1,6 +1,6 @@
-"""A share-partition leader and the live nodes changing under it, on a real broker and
-store: a node that stops leading a partition while it loads, or while a fetch waits, keeps
-nothing of it and acquires nothing from it."""
+"""A share-partition leader and the live nodes changing under it: a node that stops leading a
+partition while it loads, or while a fetch waits, keeps nothing of it and acquires nothing
+from it."""
 
 from __future__ import annotations
 
@@ -11,35 +11,40 @@ import pytest
 
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcquireMode
-from tests.support.runtime import BrokerRuntime
+from tests.support.middle import MiddleRuntime, on_middle_runtime
 
 
-@pytest.fixture
-def placement(runtime: BrokerRuntime) -> dict[str, bool]:
+def placement(runtime: MiddleRuntime) -> dict[str, bool]:
     """Whether this node leads, as the live nodes would decide it, switched by the test."""
     here = {"leads": True}
     runtime.partitions.leads = lambda topic_id, partition: here["leads"]
     return here
 
 
-async def test_a_partition_that_moves_away_while_it_loads_is_not_kept(runtime, placement):
+@on_middle_runtime
+async def test_a_partition_that_moves_away_while_it_loads_is_not_kept(runtime: MiddleRuntime):
+    placement_ = placement(runtime)
     t = runtime.topic()
     runtime.produce(t, 5)
     tid, p = await runtime.partition(t)
     loading = asyncio.create_task(runtime.partitions.leader("g", tid, p))
     await asyncio.sleep(0)  # the load is under way (it waits on the broker and the store)
-    placement["leads"] = False  # the live nodes changed: another node leads it now
+    placement_["leads"] = False  # the live nodes changed: another node leads it now
     runtime.partitions.let_go()
     with pytest.raises(ShareError) as refused:
         await loading
     assert refused.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert runtime.partitions.loaded() == []
-    placement["leads"] = True  # back here later: loaded afresh, not a stale object
+    placement_["leads"] = True  # back here later: loaded afresh, not a stale object
     again = await runtime.partitions.leader("g", tid, p)
     assert again.valid and again.still_led()
 
 
-async def test_a_fetch_that_waited_acquires_nothing_once_the_partition_moved(runtime, placement):
+@on_middle_runtime
+async def test_a_fetch_that_waited_acquires_nothing_once_the_partition_moved(
+    runtime: MiddleRuntime,
+):
+    placement_ = placement(runtime)
     t = runtime.topic()
     tid, p = await runtime.partition(t)
     leader = await runtime.partitions.leader("g", tid, p)
@@ -51,10 +56,10 @@ async def test_a_fetch_that_waited_acquires_nothing_once_the_partition_moved(run
         )
     )  # fmt: skip
     await asyncio.sleep(0.3)
-    placement["leads"] = False  # its lease lapsed, say, while the fetch waited
+    placement_["leads"] = False  # its lease lapsed, say, while the fetch waited
     runtime.produce(t, 5)  # records arrive: the waiting fetch wakes up
     assert await waiting == {}
     got = await leader.acquire(member, 100, AcquireMode.BATCH_OPTIMIZED, 1 << 20)
     assert got.acquired == []  # nor directly: the check is made under the leader's mutex
-    placement["leads"] = True
+    placement_["leads"] = True
     assert (await leader.acquire(member, 100, AcquireMode.BATCH_OPTIMIZED, 1 << 20)).acquired
