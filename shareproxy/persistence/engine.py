@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from alembic.util.exc import CommandError as AlembicError
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -34,6 +33,10 @@ class StoreUnusable(Unavailable):
     can use as it is (exit code 3)."""
 
 
+class SchemaUnknown(Exception):
+    """The store's schema is one this version's migrations do not know (a newer one)."""
+
+
 # what a store that is down, refuses us or lacks the schema raises (not our own bugs); the
 # stores convert these into the core's StoreUnavailable at their boundary (boundary.py)
 STORE_FAILURES = (
@@ -44,7 +47,7 @@ STORE_FAILURES = (
     # a session Postgres ended (IDLE_IN_TRANSACTION_MS) whose socket close asyncpg has not seen
     # yet: its next statement finds the protocol still consuming the termination error
     asyncpg.InternalClientError,
-    AlembicError,  # a schema this version does not know (a newer one)
+    SchemaUnknown,
 )
 
 

@@ -62,3 +62,21 @@ def test_cli_refuses_bad_state_urls_and_unreachable_stores(tmp_path):
     assert "cannot use the state store postgresql://nobody@127.0.0.1:1/none" in unreachable.output
     ok = runner.invoke(app, ["migrate", "--state-url", f"sqlite:///{tmp_path}/s.db"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_a_store_of_a_newer_version_is_refused_in_one_line(tmp_path):
+    """A store another version migrated past this one's head: the node does not serve it and
+    `migrate` cannot move it, each said in a line naming the store, no traceback."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["migrate", "--state-url", url]).exit_code == 0
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("UPDATE alembic_version SET version_num = '9999'")
+    check = runner.invoke(app, ["migrate", "--check", "--state-url", url])
+    assert check.exit_code == 1 and "9999" in check.output, check.output
+    moved = runner.invoke(app, ["migrate", "--state-url", url])
+    assert moved.exit_code == 3, moved.output
+    assert f"cannot use the state store {url}" in moved.output and "9999" in moved.output
+    assert "Traceback" not in moved.output

@@ -57,3 +57,10 @@ def test_no_kio_schema_is_imported_before_a_request_names_it():
     schemas = {m.split(".")[2] for m in loaded if m.startswith("kio.schema.") and m.count(".") > 2}
     relayed_only = {"join_group", "sync_group", "offset_commit", "end_txn", "init_producer_id"}
     assert not schemas & relayed_only, sorted(schemas & relayed_only)
+
+
+def test_a_node_imports_alembic_only_to_migrate():
+    """A start checks the store's schema revision with one query; Alembic (a fifth of a start's
+    CPU with its scripts read) loads only when the schema must be migrated."""
+    loaded = _imported_by("shareproxy.server")
+    assert not {m for m in loaded if m == "alembic" or m.startswith("alembic.")}
