@@ -14,7 +14,6 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, Protocol, TypeVar
 
-import httpx
 from fastapi import Request, Response
 
 from shareproxy.admin.path_names import sent_path, sent_query
@@ -138,6 +137,8 @@ async def call_on(
     answer_timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> Response:
     """The call made on another node, with the caller's body or ``content`` in its place."""
+    import httpx  # loaded by the first call passed on: a node alone never needs it
+
     headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
     headers[FORWARDED_HEADER] = "1"
     url = admin_url.rstrip("/") + sent_path(request)
@@ -187,6 +188,8 @@ async def listed_elsewhere(request: Request, admin: GroupAdmin) -> dict[int, dic
 
 
 async def _listed_by(request: Request, node: NodeAddress) -> dict[str, Listed] | None:
+    import httpx
+
     headers = {h: v for h in REQUEST_HEADERS if (v := request.headers.get(h)) is not None}
     headers[FORWARDED_HEADER] = "1"
     url = f"{(node.admin_url or '').rstrip('/')}{sent_path(request)}"

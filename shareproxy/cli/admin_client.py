@@ -10,7 +10,6 @@ from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import quote
 
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -69,6 +68,8 @@ class Refused(Exception):
 def attempt(method: str, url: str, path: str, **kwargs: Any) -> Any:
     """One API call; Refused when refused (exit code 1), or when the proxy is out of reach or
     its own dependencies are (503, exit 3)."""
+    import httpx  # the commands that call the API load it; `serve` and the jobs never do
+
     try:
         response = httpx.request(
             method, url.rstrip("/") + path, timeout=60, **credentials(), **kwargs

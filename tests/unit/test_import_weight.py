@@ -59,8 +59,11 @@ def test_no_kio_schema_is_imported_before_a_request_names_it():
     assert not schemas & relayed_only, sorted(schemas & relayed_only)
 
 
-def test_a_node_imports_alembic_only_to_migrate():
+@pytest.mark.parametrize("module", ["shareproxy.server", "shareproxy.cli.app"])
+def test_a_node_imports_alembic_only_to_migrate_and_httpx_only_to_call_a_proxy(module: str):
     """A start checks the store's schema revision with one query; Alembic (a fifth of a start's
-    CPU with its scripts read) loads only when the schema must be migrated."""
-    loaded = _imported_by("shareproxy.server")
-    assert not {m for m in loaded if m == "alembic" or m.startswith("alembic.")}
+    CPU with its scripts read) loads only when the schema must be migrated. The CLI's client of
+    the admin API (httpx) loads only in the commands that call one, never in ``serve``."""
+    loaded = _imported_by(module)
+    unwanted = [m for m in loaded if m.split(".")[0] in {"alembic", "httpx"}]
+    assert not unwanted, f"importing {module} loads {sorted(unwanted)[:8]}"
