@@ -5,6 +5,7 @@ for the in-process tests of both the integration and the middle tier."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from shareproxy.broker.consumers import (
     OPEN_EPOCH,
@@ -49,35 +50,20 @@ async def share_fetch(
 
 
 async def acquire(
-    rt: Runtime,
-    member_id: str,
-    tp: TopicPartition,
-    *,
-    wait_ms: int = 3_000,
-    max_records: int = 500,
-    mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+    rt: Runtime, member_id: str, tp: TopicPartition, **request: Any
 ) -> Acquisition | None:
-    """A ShareFetch's acquisition from one share-partition, which it answers with no error."""
-    fetched = await share_fetch(
-        rt, member_id, tp, wait_ms=wait_ms, max_records=max_records, mode=mode
-    )
+    """A ShareFetch's acquisition from one share-partition, which it answers with no error
+    (``request``: as ``share_fetch`` takes it)."""
+    fetched = await share_fetch(rt, member_id, tp, **request)
     assert (fetched.refusal, fetched.errors) == (None, {}), (fetched.refusal, fetched.errors)
     return fetched.acquired.get(tp)
 
 
 async def fetch(
-    rt: Runtime,
-    member_id: str,
-    tp: TopicPartition,
-    *,
-    wait_ms: int = 3_000,
-    max_records: int = 500,
-    mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+    rt: Runtime, member_id: str, tp: TopicPartition, **request: Any
 ) -> list[tuple[int, int, int]]:
     """(first, last, delivery count) of each range acquired."""
-    return ranges(
-        await acquire(rt, member_id, tp, wait_ms=wait_ms, max_records=max_records, mode=mode)
-    )
+    return ranges(await acquire(rt, member_id, tp, **request))
 
 
 def ranges(acquisition: Acquisition | None) -> list[tuple[int, int, int]]:
