@@ -4,9 +4,7 @@ cloned from a migrated template) and a fresh migrated SQLite file per test."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -18,8 +16,8 @@ from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
 from tests.support import leaks
 from tests.support.postgres import PostgresUnavailable, TemporaryPostgres
+from tests.support.stores import migrated_url
 
-_counter = itertools.count()
 _E2E = Path(__file__).parent / "e2e"
 
 
@@ -88,16 +86,6 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sqlite") / "template.db"
     migrate.upgrade(f"sqlite:///{path}")
     return path
-
-
-def migrated_url(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
-    """A migrated, empty state store of this kind (postgres or sqlite)."""
-    if kind == "postgres":
-        pg: TemporaryPostgres = request.getfixturevalue("postgres")
-        return pg.create_database(f"t{next(_counter)}", template="template_migrated")
-    target = tmp_path / "state.db"
-    shutil.copy(request.getfixturevalue("sqlite_template"), target)
-    return f"sqlite:///{target}"
 
 
 @pytest.fixture(params=["postgres", "sqlite"])

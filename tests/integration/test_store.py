@@ -23,9 +23,9 @@ from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.persistence import groups
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
-from tests.conftest import migrated_url
 from tests.support.kip_tables import ACK, ARC, AV, pb
 from tests.support.memory_store import MemoryStore
+from tests.support.stores import migrated_url
 
 TOPIC = uuid.UUID("9f2c1e4a-55e1-4f1b-a0a2-0c4e2d7b7d11")
 
