@@ -287,11 +287,12 @@ class GroupAdmin:
             authorize(sorted({name for _, name in in_scope}))
         plan = await offset_resets.plan(self.upstream, self.store, target, in_scope, now_ms)
         if not dry_run:
-            self._require_empty(group_id)  # a member may have joined while we looked
             keys = [key for key, _ in in_scope]
-            for key, step in zip(keys, plan, strict=True):
-                await self.store.reset(key, step.new_spso, step.topic)
-            self.partitions.evict(keys)
+            async with self.coordinator.held():  # no member joins while the writes go on
+                self._require_empty(group_id)  # a member may have joined while we looked
+                for key, step in zip(keys, plan, strict=True):
+                    await self.store.reset(key, step.new_spso, step.topic)
+                self.partitions.evict(keys)
             log.info(
                 "offsets reset",
                 extra={"group": group_id, "to": to, "partitions": len(keys)},
