@@ -22,11 +22,11 @@ from kio.schema.offset_fetch.v8 import request as fetch_v8
 from kio.schema.txn_offset_commit.v3 import request as txn_commit
 
 from shareproxy.protocol.api_keys import ApiKey
-from tests.e2e.test_endpoint_acls import _user
-from tests.e2e.test_hostile_input import topic_id
 from tests.support.kafka_client import KafkaConnection
 from tests.support.secure import PASSWORDS, Secure
+from tests.support.topic_ids import topic_id
 from tests.support.typical_requests import Names, typical
+from tests.support.users import new_user
 
 TOPIC_DENIED, INVALID_REQUEST, OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_ID = 29, 42, 55, 100
 
@@ -70,7 +70,7 @@ def _by_topic(topics) -> dict[str, list[tuple[int, int]]]:
 
 @pytest.mark.long
 def test_offsets_are_committed_and_fetched_for_the_topics_allowed(secure, topic):
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     t1, t2, group = topic(1), topic(1), f"eg-{uuid.uuid4().hex[:6]}"
     secure.acl(principal, "GROUP", group, "READ")
     secure.acl(principal, "TOPIC", t1, "READ")
@@ -114,7 +114,7 @@ def test_offsets_are_committed_and_fetched_for_the_topics_allowed(secure, topic)
 
 
 def test_topics_are_created_and_deleted_one_by_one(secure, broker):
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     mine, theirs = f"ok-{uuid.uuid4().hex[:6]}", f"no-{uuid.uuid4().hex[:6]}"
     secure.acl(principal, "TOPIC", mine, "CREATE", "DELETE")
 
@@ -201,7 +201,7 @@ def test_topics_are_created_and_deleted_one_by_one(secure, broker):
 
 
 def test_a_transaction_adds_no_partition_when_one_is_refused(secure, topic):
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     t1, t2, txn, group = (
         topic(1),
         topic(1),
@@ -257,7 +257,7 @@ def test_a_transaction_adds_no_partition_when_one_is_refused(secure, topic):
 def test_a_denied_fetch_answers_an_empty_record_set(secure, topic, produce):
     t = topic(1)
     produce(t, 3, partitions=1)
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     group = f"denied-{uuid.uuid4().hex[:6]}"
     secure.acl(principal, "GROUP", group, "READ")  # the group, and to see the topic, not read it
     secure.acl(principal, "TOPIC", t, "DESCRIBE")
@@ -291,7 +291,7 @@ def test_a_denied_fetch_answers_an_empty_record_set(secure, topic, produce):
 
 
 def test_describe_on_the_cluster_lists_every_group(secure, topic):
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     group = f"lg-{uuid.uuid4().hex[:6]}"
     with _admin(secure) as admin:
         assert admin.call(_commit(group, topic(1))).topics[0].partitions[0].error_code == 0

@@ -4,31 +4,16 @@ Postgres and real ShareConsumers."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 from confluent_kafka import AcknowledgeType
 
+from tests.support.admin_api import api, cli
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
-
-
-def api(proxy) -> httpx.Client:
-    return httpx.Client(base_url=proxy.admin_url, timeout=30)
-
-
-def cli(proxy, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "shareproxy.cli", "groups", *args, "--admin-url", proxy.admin_url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.mark.long

@@ -20,10 +20,10 @@ from shareproxy.admin.forwarding import FORWARDED_HEADER
 from shareproxy.cli.admin_client import seg
 from shareproxy.cli.app import app
 from shareproxy.core import group_config as gc
-from tests.e2e.test_dead_letters import new_topic
-from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.cluster import LEASE_MS, owned, wait_for_view
 from tests.support.consumers import wait_for
+from tests.support.dead_letters import new_topic
+from tests.support.group_configs import alter_group_configs
 from tests.support.proxy import ProxyProcess
 from tests.support.secure import PASSWORDS, add_user
 from tests.support.topics import create_topic, produce

@@ -8,23 +8,15 @@ import uuid
 
 import httpx
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, AcknowledgeType, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import AcknowledgeType, Producer
 
 from shareproxy.core import group_config as gc
-from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.cluster import LEASE_MS
 from tests.support.consumers import poll_until, share_consumer, wait_for
+from tests.support.dead_letters import REJECTED, new_topic, read_all
+from tests.support.group_configs import alter_group_configs
 
-REJECTED = "Offset rejected by client."
 AT_LIMIT = "Offset delivery count exceeded the threshold."
-
-
-def new_topic(bootstrap: str, name: str, partitions: int) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-        f.result(30)
-    return name
 
 
 def produce_keyed(bootstrap: str, topic: str, count: int, partition: int) -> None:
@@ -32,33 +24,6 @@ def produce_keyed(bootstrap: str, topic: str, count: int, partition: int) -> Non
     for i in range(count):
         p.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=partition)
     assert p.flush(30) == 0
-
-
-def read_all(bootstrap: str, topic: str, want: int, timeout: float = 30) -> list:
-    """Every record of ``topic`` from the start, once ``want`` arrived (and a little more)."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    partitions = c.list_topics(topic, timeout=30).topics[topic].partitions
-    c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in partitions])
-    got: list = []
-    try:
-        wait_for(
-            lambda: (
-                got.extend(m for m in c.consume(100, 0.5) if m.error() is None) or len(got) >= want
-            ),
-            timeout,
-            f"{want} records in {topic}",
-        )
-        got.extend(m for m in c.consume(100, 2) if m.error() is None)  # none more come
-    finally:
-        c.close()
-    return got
 
 
 def dead_letter_view(proxy, group: str) -> dict:

@@ -4,7 +4,6 @@ principal holds the permission Kafka's broker would ask for, and answered after.
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import timedelta
 
@@ -20,24 +19,9 @@ from kio.schema.list_groups.v5 import request as list_groups
 from kio.schema.offset_commit.v9 import request as commit
 from kio.schema.offset_fetch.v8 import request as fetch_offsets
 
-from tests.support.kafka_client import KafkaConnection
-from tests.support.secure import Secure
+from tests.support.users import new_user
 
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED = 29, 30, 31, 53
-
-
-def _user(secure: Secure) -> tuple[str, KafkaConnection]:
-    user = f"fwd{uuid.uuid4().hex[:6]}"
-    with secure.http() as admin:
-        assert admin.post("/v1/users", json={"name": user, "password": "fwd-pw"}).status_code == 201
-    deadline = time.monotonic() + 10
-    while True:  # the proxy reloads users every couple of seconds
-        k = KafkaConnection(secure.sasl)
-        if k.plain(user, "fwd-pw").error_code == 0:
-            return f"User:{user}", k
-        k.close()
-        assert time.monotonic() < deadline, "the new user never became usable"
-        time.sleep(0.5)
 
 
 def _codes(entity: object) -> set[int]:
@@ -59,7 +43,7 @@ def _codes(entity: object) -> set[int]:
 
 
 def test_topic_admin_needs_create_and_delete(secure, broker):
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     name = f"acl-{uuid.uuid4().hex[:8]}"
     creatable = create.CreatableTopic(
         name=name, num_partitions=1, replication_factor=1, assignments=(), configs=()
@@ -101,7 +85,7 @@ def test_topic_admin_needs_create_and_delete(secure, broker):
 
 
 def test_consumer_groups_need_read_and_describe_on_the_group_and_its_topics(secure, topic):
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     t, joined, group = topic(1), f"cj-{uuid.uuid4().hex[:6]}", f"cg-{uuid.uuid4().hex[:6]}"
     joining = join.JoinGroupRequest(
         group_id=joined,
@@ -167,7 +151,7 @@ def test_consumer_groups_need_read_and_describe_on_the_group_and_its_topics(secu
 
 
 def test_producers_need_write_or_idempotent_write_and_their_transactional_id(secure, topic):
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     t, txn = topic(1), f"tx-{uuid.uuid4().hex[:6]}"
 
     def init_producer(transactional_id: str | None) -> int:
@@ -202,7 +186,7 @@ def test_the_rules_hold_for_a_real_admin_client(secure):
     """librdkafka's AdminClient sees Kafka's exception for a refused CreateTopics."""
     from confluent_kafka import KafkaException
 
-    _, k = _user(secure)
+    _, k = new_user(secure)
     k.close()
     admin = AdminClient(
         {
@@ -225,7 +209,7 @@ def test_the_proxys_own_cluster_views_say_what_the_principal_may_do(secure, topi
     from kio.schema.describe_cluster.v1 import request as cluster
     from kio.schema.describe_topic_partitions.v0 import request as dtp
 
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     name = topic(2)
 
     def described(*names: str):
@@ -263,7 +247,7 @@ def test_naming_a_dead_letter_topic_needs_write_on_it(secure):
     topic must be allowed to Write it, over Kafka's admin API and over REST alike."""
     from kio.schema.incremental_alter_configs.v1 import request as alter
 
-    principal, k = _user(secure)
+    principal, k = new_user(secure)
     group, dlq = f"dg-{uuid.uuid4().hex[:6]}", f"dlq.{uuid.uuid4().hex[:6]}"
 
     def name_it() -> int:

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from confluent_kafka import AcknowledgeType
 
-from tests.e2e.test_admin_api import api, cli
-from tests.e2e.test_metrics import scrape
+from tests.support.admin_api import api, cli
 from tests.support.consumers import poll_until, share_consumer, wait_for
+from tests.support.metrics import scrape
 
 AGE = "shareproxy_share_partition_oldest_unacked_age_seconds"
 

@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from shareproxy.embedded import TansuBroker
-from tests.e2e.test_metrics import scrape, value
-from tests.e2e.test_outages import _accept_some
 from tests.support.consumers import wait_for
+from tests.support.metrics import scrape, value
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay
+from tests.support.rest_consumers import accept_some
 from tests.support.topics import create_topic
 from tests.support.topics import produce as produce_records
 
@@ -44,7 +44,7 @@ def test_spso_oldest_waiting_store_lease_and_upstream_gauges_move(postgres):
         produce_records(broker.bootstrap, t, 20, 1, 100)
         p.start()
         with httpx.Client(base_url=p.admin_url, timeout=60) as http:
-            _accept_some(http, GROUP, t)
+            accept_some(http, GROUP, t)
             s = scrape(p)
             where = {"group": GROUP, "topic": t, "partition": "0"}
             assert value(s, "share_partition_start_offset", **where) == 5

@@ -15,13 +15,13 @@ from datetime import timedelta
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
-from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import request_type
 from tests.support.consumers import poll_until, readiness, share_consumer
 from tests.support.kafka_client import KafkaConnection
 from tests.support.proxy import ProxyProcess
+from tests.support.topic_ids import topic_id
 from tests.support.typical_requests import Names, build, typical
 
 INVALID_GROUP_ID, INVALID_REQUEST, INVALID_CONFIG = 24, 42, 40
@@ -40,18 +40,6 @@ def versions(c: KafkaConnection) -> int:
 def alive(port: int) -> bool:
     with KafkaConnection(port) as c:
         return versions(c) == 0
-
-
-def topic_id(port: int, name: str) -> uuid.UUID:
-    with KafkaConnection(port) as c:
-        response = c.call(
-            MetadataRequest(
-                topics=(MetadataRequestTopic(topic_id=None, name=name),),
-                allow_auto_topic_creation=False,
-                include_topic_authorized_operations=False,
-            )
-        )
-    return response.topics[0].topic_id
 
 
 def request(key: int, version: int, names: Names, **changes: object) -> object:

@@ -12,9 +12,9 @@ from confluent_kafka import Consumer, TopicPartition
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 
 from shareproxy.core import group_config as gc
-from tests.e2e.test_dead_letters import REJECTED, new_topic, read_all
-from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.consumers import poll_until, share_consumer
+from tests.support.dead_letters import REJECTED, new_topic, read_all
+from tests.support.group_configs import alter_group_configs
 from tests.support.java import run_java as _run
 from tests.support.kafka_client import call
 

@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.consumers import poll_until, share_consumer, wait_for
+from tests.support.group_configs import alter_group_configs
 
 DROPPED = "topic deleted upstream: its share-partition is dropped"
 

@@ -8,28 +8,15 @@ import uuid
 import httpx
 import pytest
 from confluent_kafka import AcknowledgeType
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.consumers import poll_until, share_consumer, wait_for
+from tests.support.metrics import scrape, value
 
 TYPES = {
     "accept": AcknowledgeType.ACCEPT,
     "release": AcknowledgeType.RELEASE,
     "reject": AcknowledgeType.REJECT,
 }
-
-
-def scrape(proxy) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(f"{proxy.admin_url}/metrics", timeout=10).text
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
-def value(samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 @pytest.mark.floors

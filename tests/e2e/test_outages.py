@@ -18,6 +18,7 @@ from shareproxy.embedded import TansuBroker
 from tests.support.kafka_client import call
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay
+from tests.support.rest_consumers import accept_some
 from tests.support.topics import create_topic
 from tests.support.topics import produce as produce_records
 
@@ -39,25 +40,6 @@ def _groups_cli(p: ProxyProcess, *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
-def _accept_some(http: httpx.Client, group: str, topic: str) -> None:
-    """Fetch a few records and accept them (a node back from an outage serves again once it
-    has rejoined: empty answers until then)."""
-    body = {"topics": [topic], "max_wait_ms": 1000, "max_records": 5}
-    deadline = time.monotonic() + 30
-    got = http.post(f"/v1/share-groups/{group}/records/fetch", json=body)
-    while not got.json().get("records"):
-        assert time.monotonic() < deadline, got.text
-        got = http.post(f"/v1/share-groups/{group}/records/fetch", json=body)
-    acks = [
-        {"topic": topic, "partition": r["partition"], "first_offset": r["offset"]}
-        | {"last_offset": r["offset"], "type": "accept"}
-        for r in got.json()["records"]
-    ]
-    body = {"consumer_id": got.json()["consumer_id"], "acknowledgements": acks}
-    r = http.post(f"/v1/share-groups/{group}/records/acknowledge", json=body)
-    assert r.status_code == 200 and all(x["error_code"] is None for x in r.json()["results"])
-
-
 @pytest.mark.floors
 def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic, produce):
     relay = TcpRelay(postgres.port).start()
@@ -69,7 +51,7 @@ def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic
     try:
         p.start()
         with httpx.Client(base_url=p.admin_url, timeout=30) as http:
-            _accept_some(http, GROUP, t)
+            accept_some(http, GROUP, t)
             lines_before = len(p.log().splitlines())
             relay.cut()
             started = time.monotonic()
@@ -105,7 +87,7 @@ def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic
             offsets = http.get(f"/v1/share-groups/{GROUP}/offsets")
             assert offsets.status_code == 200, offsets.text
             assert offsets.json()["partitions"][0]["start_offset"] > 0
-            _accept_some(http, GROUP, t)
+            accept_some(http, GROUP, t)
     finally:
         p.stop()
         relay.cut()
@@ -125,7 +107,7 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
         produce_records(broker.bootstrap, t, 20, 1, 100)
         p.start()
         with httpx.Client(base_url=p.admin_url, timeout=60) as http:
-            _accept_some(http, GROUP, t)
+            accept_some(http, GROUP, t)
             before = http.get(f"/v1/share-groups/{GROUP}/offsets").json()["partitions"]
             assert [(x["start_offset"], x["lag"]) for x in before] == [(5, 15)]
             broker.stop()

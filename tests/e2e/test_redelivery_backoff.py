@@ -10,35 +10,16 @@ import uuid
 import httpx
 import pytest
 from confluent_kafka import AcknowledgeType
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
 
 from shareproxy.core import group_config as gc
 from tests.support.cluster import LEASE_MS
 from tests.support.consumers import poll_until, share_consumer
+from tests.support.group_configs import alter_group_configs
 
 # the proxy's clock and the test's are read at different moments: a wait is never shorter
 # than configured, and not much longer (the lock sweeper wakes a waiting fetch within 50 ms)
 EARLY_S = 0.005
 LATE_S = 0.5
-
-
-def alter_group_configs(proxy, group: str, configs: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
-    entries = [
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in configs.items()
-    ]
-    futures = admin.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)]
-    )
-    for f in futures.values():
-        f.result(30)
 
 
 def release_and_commit(consumer, message) -> float:

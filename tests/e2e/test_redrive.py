@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer
 
 from shareproxy.core import group_config as gc
-from tests.e2e.test_dead_letters import read_all
-from tests.e2e.test_redelivery_backoff import alter_group_configs
 from tests.support.consumers import poll_until, share_consumer
+from tests.support.dead_letters import read_all
+from tests.support.group_configs import alter_group_configs
 from tests.support.secure import PASSWORDS
 
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.e2e.test_admin_api import api, cli
+from tests.support.admin_api import api, cli
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
 
 

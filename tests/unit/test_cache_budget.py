@@ -4,41 +4,19 @@ into, once and whole, until the last view goes; past the bound no read-ahead sta
 from __future__ import annotations
 
 import gc
-from uuid import UUID, uuid4
 
 from shareproxy.broker.cache_budget import (
     MIN_READ_BYTES,
     CacheBudget,
     worth_keeping,
 )
-from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.log_cache import LogCache
 from shareproxy.broker.upstream_feed import _read_ahead_offset
-from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.store import SharePartitionKey
 from shareproxy.upstream.client import PartitionData
-from tests.unit.test_record_batch import batch
+from tests.support.budgeted import budgeted_leader
+from tests.support.record_batches import batch
 
 HEADER = b"h" * 100  # the rest of a Fetch response frame around the records
-
-
-def budgeted_leader(
-    budget: CacheBudget, topic_id: UUID | None = None, partition: int = 0, topic: str = "t"
-) -> SharePartitionLeader:
-    """A leader of a new share-partition whose log cache counts against ``budget``."""
-    settings = GroupSettings()
-    return SharePartitionLeader(
-        SharePartitionKey("g", topic_id or uuid4(), partition),
-        topic,
-        SharePartition(0, settings.limits),
-        1,
-        settings,
-        None,  # type: ignore[arg-type]
-        lambda: 0,
-        lambda _: None,
-        cache_budget=budget,
-    )
 
 
 def fetched(*parts: bytes) -> tuple[bytes, list[PartitionData]]:

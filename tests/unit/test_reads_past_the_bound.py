@@ -16,8 +16,8 @@ from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.core.errors import ErrorCode
 from shareproxy.upstream.client import FETCH_MAX_BYTES, PartitionData, TopicInfo
-from tests.unit.test_cache_budget import budgeted_leader
-from tests.unit.test_record_batch import batch
+from tests.support.budgeted import budgeted_leader
+from tests.support.record_batches import batch
 
 TOPIC = "t"
 PARTITIONS = 20

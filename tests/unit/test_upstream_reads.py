@@ -19,7 +19,7 @@ from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.upstream.client import PartitionData, TopicInfo
-from tests.unit.test_record_batch import batch
+from tests.support.record_batches import batch
 
 TOPIC = "t"
 
