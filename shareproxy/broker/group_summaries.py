@@ -27,11 +27,10 @@ from shareproxy.core.share_group import ShareGroup
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.protocol.record_batch import HEADER_BYTES, first_timestamp
 from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.held_reads import fetch_held
 
 # share-partitions read from the store at once while summarizing
 READ_CONCURRENCY = 16
-# how long a second read of batch headers a broker answered without records may wait for them
-HEAD_RETRY_WAIT_MS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,25 +177,10 @@ async def _batch_heads(
             rounds.append({(topic, partition): offset})
     heads: dict[tuple[str, int, int], Head] = {}
     for wanted in rounds:
-        await _read_heads(upstream, wanted, heads)
-    return heads
-
-
-async def _read_heads(
-    upstream: Upstream, wanted: dict[tuple[str, int], int], heads: dict[tuple[str, int, int], Head]
-) -> None:
-    """One Fetch of the batch headers at these offsets. A broker may answer a Fetch that does
-    not wait with no records although it holds them (Tansu under load does, when its read
-    takes longer than the wait): those are asked once more, with a wait, which returns as
-    soon as the broker has read them."""
-    for max_wait_ms in (0, HEAD_RETRY_WAIT_MS):
         try:
-            fetched = await upstream.fetch(
-                wanted, partition_max_bytes=HEADER_BYTES, max_wait_ms=max_wait_ms
-            )
+            fetched = await fetch_held(upstream, wanted, partition_max_bytes=HEADER_BYTES)
         except UpstreamError:  # the upstream is out of reach: lag and age unknown
-            return
-        again = {}
+            continue
         for (topic, partition), offset in wanted.items():
             data = fetched.get((topic, partition))
             if data is None or data.error_code != ErrorCode.NONE:
@@ -204,8 +188,4 @@ async def _read_heads(
             records = data.records
             stamp = first_timestamp(records) if len(records) >= HEADER_BYTES else None
             heads[(topic, partition, offset)] = (data.high_watermark, stamp)
-            if stamp is None and offset < data.high_watermark:
-                again[(topic, partition)] = offset
-        if not again:
-            return
-        wanted = again
+    return heads

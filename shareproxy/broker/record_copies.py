@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaProducer
 from aiokafka.record.memory_records import MemoryRecords
 
-from shareproxy.upstream.client import Upstream
+from shareproxy.core.errors import ErrorCode
+from shareproxy.upstream.client import PARTITION_MAX_BYTES, Upstream
+from shareproxy.upstream.held_reads import fetch_held
 
 PRODUCE_BATCH_BYTES = 1 << 20
 
@@ -50,7 +52,20 @@ async def read_originals(
     tp = (topic, partition)
     offset = first
     while offset <= last:
-        data = (await upstream.fetch({tp: offset}, isolation_level=isolation_level)).get(tp)
+        read = await fetch_held(
+            upstream,
+            {tp: offset},
+            partition_max_bytes=PARTITION_MAX_BYTES,
+            isolation_level=isolation_level,
+        )
+        data = read.get(tp)
+        if (
+            data is not None
+            and data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+            and offset < data.log_start_offset <= last
+        ):
+            offset = data.log_start_offset  # retention removed those below: read on from there
+            continue
         if data is None or data.error_code or not data.records:
             break
         before = offset

@@ -36,6 +36,8 @@ EARLIEST = -2
 LATEST = -1
 # a Fetch's MaxBytes unless told less: what one answer may bring (the first batch always comes)
 FETCH_MAX_BYTES = 50 * 1024 * 1024
+# what a Fetch asks of each partition unless told otherwise
+PARTITION_MAX_BYTES = 1024 * 1024
 # deleted topics' names remembered, so one created again under its name is seen as replaced
 MAX_GONE_TOPICS = 1000
 NOT_LEADER_ERRORS = {
@@ -281,7 +283,7 @@ class Upstream:
         *,
         max_wait_ms: int = 0,
         max_bytes: int = FETCH_MAX_BYTES,
-        partition_max_bytes: int = 1024 * 1024,
+        partition_max_bytes: int = PARTITION_MAX_BYTES,
         isolation_level: int = 0,
     ) -> dict[tuple[str, int], PartitionData]:
         """Raw record batches from each (topic, partition) at the given offset; a fetch that may
