@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -21,17 +19,9 @@ from sqlalchemy import select
 
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.tables import share_archived
+from tests.support.admin_api import cli
 from tests.support.cluster import started
 from tests.support.consumers import poll_until, share_consumer
-
-
-def cli(proxy, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "shareproxy.cli", "groups", *args, "--admin-url", proxy.admin_url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def member_of(http: httpx.Client, group: str) -> str:
