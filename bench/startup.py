@@ -27,8 +27,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.cpu import cpu_seconds
-from shareproxy.embedded import TansuBroker, free_port
+from shareproxy.embedded import TansuBroker
 from shareproxy.persistence import migrate
+from shareproxy.processes import free_port
 from tests.support.postgres import TemporaryPostgres
 
 POLL_S = 0.005

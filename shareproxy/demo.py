@@ -30,7 +30,8 @@ from shareproxy.demo_parts import (
     StopRequests,
     offset_ranges,
 )
-from shareproxy.embedded import TansuBroker, free_port
+from shareproxy.embedded import TansuBroker
+from shareproxy.processes import free_port
 
 TOPIC = "demo-orders"
 GROUP = "demo-workers"

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 
 from shareproxy.demo_parts import ClientLog, StopRequests
-from shareproxy.embedded import free_port, spawn, stop_process
 from shareproxy.node_commands import node_command
+from shareproxy.processes import free_port, spawn, stop_process
 
 READY_S = 60  # for every node to serve and agree on the live nodes
 ASK_TIMEOUT_S = 5  # one admin API call

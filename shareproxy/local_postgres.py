@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from shareproxy.embedded import free_port
+from shareproxy.processes import free_port
 
 SYSTEM_BINDIRS = "/usr/lib/postgresql/*/bin"  # Debian's layout: one folder per major version
 SERVER_TOOLS = ("initdb", "pg_ctl")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from shareproxy import config, exits
-from shareproxy.embedded import signalled_when_parent_dies
 from shareproxy.node_commands import node_command, node_id_of, node_settings
+from shareproxy.processes import signalled_when_parent_dies
 
 # a node that exits sooner than this after it started could not start: retrying will not help
 STARTUP_S = 10.0

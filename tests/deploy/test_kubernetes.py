@@ -25,7 +25,8 @@ from kubernetes_validate.utils import all_versions
 
 from shareproxy import __version__, exits
 from shareproxy.config import Settings
-from shareproxy.embedded import TansuBroker, free_port
+from shareproxy.embedded import TansuBroker
+from shareproxy.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy" / "kubernetes"

@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient
 from shareproxy import exits
 from shareproxy.cli.nodes import STARTUP_S
 from shareproxy.cores import usable_cores
-from shareproxy.embedded import free_port, spawn, stop_process, wait_for_port
+from shareproxy.processes import free_port, spawn, stop_process, wait_for_port
 from tests.support.proxy import ProxyProcess
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from shareproxy import exits
-from shareproxy.embedded import free_port
 from shareproxy.persistence import migrate
+from shareproxy.processes import free_port
 
 CLI = [sys.executable, "-m", "shareproxy.cli"]
 
