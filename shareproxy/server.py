@@ -19,6 +19,7 @@ from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.broker.nodes import ClusterNodes
 from shareproxy.config import Settings
+from shareproxy.jobs import Periodic, every
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
 from shareproxy.kafka.listener import KafkaListener
@@ -151,8 +152,16 @@ class Proxy:
                 super_users=frozenset(u.strip() for u in s.super_users.split(";") if u.strip()),
             )
             await self.security.load()
-        self.security.start()
-        self._running.push_async_callback(self.security.stop)
+        security = self.security
+        reloads = Periodic(
+            "security-refresh",
+            every(lambda: security.refresh_s),
+            security.load,
+            "reloading users and ACLs",
+            at_once=False,
+        )
+        reloads.start()
+        self._running.push_async_callback(reloads.stop)
 
     async def _reach_upstream(self) -> dict[int, tuple[int, int]]:
         """Connect to the upstream cluster; the API versions to advertise."""

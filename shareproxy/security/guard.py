@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from shareproxy import metrics
 from shareproxy.core import acl
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, ResourceType
-from shareproxy.jobs import Periodic, every
 from shareproxy.security.credentials import ScramCredential
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is the server's to import, not the Kafka path's
@@ -35,26 +34,14 @@ class Security:
         self.refresh_s = refresh_s
         self.bindings: list[AclBinding] = []
         self._creds: dict[tuple[str, str], ScramCredential] = {}
-        # the last known rules hold while a reload fails
-        self.reloads = Periodic(
-            "security-refresh",
-            every(lambda: self.refresh_s),
-            self.load,
-            "reloading users and ACLs",
-            at_once=False,
-        )
 
     async def load(self) -> None:
+        """Users and ACLs read afresh; the node repeats it every ``refresh_s`` (the last known
+        rules hold while a reload fails)."""
         creds = await self.store.credentials()
         bindings = await self.store.acls()
         self._creds = {(c.username, c.mechanism): c for c in creds}
         self.bindings = bindings
-
-    def start(self) -> None:
-        self.reloads.start()
-
-    async def stop(self) -> None:
-        await self.reloads.stop()
 
     # ------------------------------------------------------------------ users
     def credential(self, username: str, mechanism: str) -> ScramCredential | None:
