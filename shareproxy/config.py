@@ -22,7 +22,6 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from shareproxy.broker.cache_budget import DEFAULT_LOG_CACHE_BYTES, MIN_LOG_CACHE_BYTES
 from shareproxy.config_groups import (
     GROUP_DEFAULTS,
     bound,
@@ -61,6 +60,13 @@ _FILES = (
     "upstream_ssl_certfile",
     "upstream_ssl_keyfile",
 )
+
+
+# the bound's default: a node starts at ~130 MiB resident, and one serving 1,000 members on
+# 1,000 share-partitions is to stay within 250 MiB (bench.members); a few read-aheads of
+# the upstream reads' size per busy partition fit under it
+DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024
+MIN_LOG_CACHE_BYTES = 1024 * 1024
 
 
 class SettingError(ValueError):

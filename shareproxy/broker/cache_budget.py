@@ -11,11 +11,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable
 
-# the bound's default: a node starts at ~130 MiB resident, and one serving 1,000 members on
-# 1,000 share-partitions is to stay within 250 MiB (bench.members); a few read-aheads of
-# UPSTREAM_PARTITION_BYTES per busy partition fit under it
-DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024
-MIN_LOG_CACHE_BYTES = 1024 * 1024
 # the least a read asks per partition once the bound is reached: a request's own read is never
 # refused, so nothing starves (the broker still returns a first batch larger than this whole)
 MIN_READ_BYTES = 64 * 1024
@@ -33,7 +28,7 @@ class CacheBudget:
     """The bytes of the frames the caches hold, against ``limit`` (None: unbounded), and the
     bytes of the reads under way (reserved, so reads started together do not overshoot)."""
 
-    def __init__(self, limit: int | None = DEFAULT_LOG_CACHE_BYTES) -> None:
+    def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.held = 0
         self.reserved = 0
