@@ -21,7 +21,7 @@ from rich.table import Table
 
 from bench.fair_work import process, produce_large_batches
 from shareproxy.core import assignor
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 

@@ -32,7 +32,7 @@ from rich.table import Table
 
 from bench.cpu import CpuPerRecord
 from bench.throughput import direct_read, produce, share_read
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 

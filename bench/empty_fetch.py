@@ -50,7 +50,7 @@ from rich.table import Table
 
 from bench.cpu import cpu_seconds
 from bench.throughput import produce
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from shareproxy.protocol.codec import decode_response, encode_request
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess

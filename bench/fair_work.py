@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from shareproxy.core import group_config as gc
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 

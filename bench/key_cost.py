@@ -16,11 +16,11 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from rich.console import Console
 from rich.table import Table
 
-from shareproxy.broker.log_cache import LogCache
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.key_order import key_hash
 from shareproxy.core.share_partition import SharePartition
+from shareproxy.runtime.consuming.log_cache import LogCache
 from shareproxy.upstream.client import PartitionData
 
 FETCH = 500

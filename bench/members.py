@@ -38,7 +38,7 @@ from rich.table import Table
 from bench.cpu import CpuPerRecord, cpu_seconds
 from bench.requests import answered_by_api
 from bench.throughput import produce
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 

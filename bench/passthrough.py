@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import throughput
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.proxy import ProxyProcess
 
 PARTITIONS = 3

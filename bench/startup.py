@@ -6,7 +6,7 @@ proxy waits on it. One Postgres and one Tansu broker; --runs cold starts of
 the first start), each polled until its Kafka listener accepts a connection and ``/readyz``
 answers 200. At that moment the node's CPU (user + system, from ``/proc``) and the wall time
 since exec are read; the table gives each run and the median. ``--import-only`` times
-``python -c 'import shareproxy.server'`` the same way, the part of a start that is imports.
+``python -c 'import shareproxy.node.proxy'`` the same way, the part of a start that is imports.
 
     python -m bench.startup [--runs 5] [--import-only]
 """
@@ -27,9 +27,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.cpu import cpu_seconds
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
+from shareproxy.host.processes import free_port
 from shareproxy.persistence import migrate
-from shareproxy.processes import free_port
 from tests.support.postgres import TemporaryPostgres
 
 POLL_S = 0.005
@@ -80,7 +80,7 @@ def one_start(bootstrap: str, state_url: str, timeout_s: float = 120) -> tuple[f
 def one_import() -> tuple[float, float]:
     started = time.monotonic()
     before = os.times()
-    subprocess.run([sys.executable, "-c", "import shareproxy.server"], check=True)
+    subprocess.run([sys.executable, "-c", "import shareproxy.node.proxy"], check=True)
     after = os.times()
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
@@ -107,7 +107,7 @@ def main() -> None:
                     runs.append(one_start(broker.bootstrap, url))
             finally:
                 broker.stop()
-    what = "import shareproxy.server" if args.import_only else "shareproxy serve until ready"
+    what = "import shareproxy.node.proxy" if args.import_only else "shareproxy serve until ready"
     table = Table(title=f"{what}: {os.cpu_count()} cores, {args.runs} runs")
     table.add_column("run")
     table.add_column("CPU s", justify="right")

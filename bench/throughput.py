@@ -35,7 +35,7 @@ from rich.table import Table
 
 from bench.cpu import CpuPerRecord
 from bench.requests import per_thousand, scrape
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
 

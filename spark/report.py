@@ -17,7 +17,6 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from shareproxy import config_io
 from shareproxy.batch.runtime import (
     EXIT_CLEAN,
     duration,
@@ -33,6 +32,7 @@ from shareproxy.batch.sources import store_call
 from shareproxy.core.group_config import DELIVERY_COUNT_LIMIT
 from shareproxy.core.lag import partition_lag
 from shareproxy.core.states import RecordState
+from shareproxy.settings import loader
 
 
 def lag_rows(state_rows: list, hwm: dict[tuple[str, int], tuple[str, int]]) -> list[dict]:
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     state_url, options = settings(args)
     spark = spark_session("shareproxy-report", args.master)
     try:
-        default_limit = config_io.load().delivery_count_limit  # the proxy-wide default, as serve's
+        default_limit = loader.load().delivery_count_limit  # the proxy-wide default, as serve's
         with step("reading groups and their delivery limits"):
             limits = {
                 m.group_id: int(m.configs.get(DELIVERY_COUNT_LIMIT, default_limit))

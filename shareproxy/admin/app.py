@@ -10,7 +10,7 @@ import uvicorn
 from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from shareproxy import __version__, metrics
+from shareproxy import __version__
 from shareproxy.admin import (
     archived_api,
     console,
@@ -25,11 +25,12 @@ from shareproxy.admin import (
 )
 from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
-from shareproxy.broker.consumers import ShareConsumers
-from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.broker.node_directory import NodeDirectory
-from shareproxy.broker.redrive import ArchivedRecords
+from shareproxy.runtime.archive.redrive import ArchivedRecords
+from shareproxy.runtime.consuming.consumers import ShareConsumers
+from shareproxy.runtime.directory import NodeDirectory
+from shareproxy.runtime.groups.group_admin import GroupAdmin
 from shareproxy.security.guard import Security
+from shareproxy.telemetry import metrics
 
 
 def create_app(

@@ -17,10 +17,10 @@ from typing import Any, Protocol, TypeVar
 from fastapi import Request, Response
 
 from shareproxy.admin.path_names import sent_path, sent_query
-from shareproxy.broker.group_admin import GroupAdmin, Listed
-from shareproxy.broker.nodes import NodeAddress
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.exits import first_line
+from shareproxy.host.exits import first_line
+from shareproxy.runtime.cluster import NodeAddress
+from shareproxy.runtime.groups.group_admin import GroupAdmin, Listed
 
 T = TypeVar("T")
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from shareproxy import metrics
 from shareproxy.admin.auth import CallerDep
 from shareproxy.admin.forwarding import on_every_peer
 from shareproxy.admin.params import GroupId
-from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.telemetry import metrics
 
 
 class GroupStats(BaseModel):

@@ -20,11 +20,11 @@ from shareproxy.admin.forwarding import (
     passed_on,
 )
 from shareproxy.admin.params import GroupId, Strict
-from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.reset_plan import ResetTo
+from shareproxy.runtime.groups.group_admin import GroupAdmin
 
 
 class GroupSummary(BaseModel):

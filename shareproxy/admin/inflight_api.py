@@ -19,10 +19,10 @@ from pydantic import BaseModel, Field
 from shareproxy.admin.auth import Caller, CallerDep
 from shareproxy.admin.forwarding import leader_answers, on_every_peer
 from shareproxy.admin.params import GroupId, Strict, TopicName
-from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ShareError
 from shareproxy.core.record_actions import DEFAULT_PAGE, MAX_PAGE, RecordAction, RecordsPage
+from shareproxy.runtime.groups.group_admin import GroupAdmin
 from shareproxy.security.guard import audit_change
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from shareproxy.admin.auth import CallerDep
 from shareproxy.admin.forwarding import on_every_peer, passed_on
-from shareproxy.broker.node_directory import NodeDirectory, NodeView
+from shareproxy.runtime.directory import NodeDirectory, NodeView
 
 
 class Node(BaseModel):

@@ -25,20 +25,20 @@ from pydantic import BaseModel, Field
 from shareproxy.admin.auth import CallerDep
 from shareproxy.admin.params import Exact, GroupId
 from shareproxy.admin.records_spread import answer_of, by_leader, shares
-from shareproxy.broker.consumers import (
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.names import MAX_INT32, MAX_INT64
+from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.host.exits import first_line
+from shareproxy.runtime.consuming.consumers import (
     Acquisition,
     FetchLimits,
     NamedTopic,
     ShareConsumers,
     TopicPartition,
 )
-from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.config import MAX_FETCH_WAIT_MS
-from shareproxy.core.acknowledgement import AckBatch
-from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.names import MAX_INT32, MAX_INT64
-from shareproxy.core.states import AcknowledgeType, AcquireMode
-from shareproxy.exits import first_line
+from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.settings.model import MAX_FETCH_WAIT_MS
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from shareproxy.admin.forwarding import (
     call_on,
     passed_on,
 )
-from shareproxy.broker.nodes import NodeAddress
-from shareproxy.exits import first_line
+from shareproxy.host.exits import first_line
+from shareproxy.runtime.cluster import NodeAddress
 
 T = TypeVar("T")
 

@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from shareproxy import config_io, exits, terminal
+from shareproxy.host import exits, terminal
+from shareproxy.settings import loader
 
 EXIT_CLEAN, EXIT_DRIFT, EXIT_USAGE = exits.OK, exits.FAILED, exits.USAGE
 stderr = Console(stderr=True)
@@ -72,7 +73,7 @@ def settings(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """(state URL, data-source options for the cluster); a bad setting in the environment
     ends the job with its one-line reason (exit 2)."""
     try:
-        s = config_io.load()
+        s = loader.load()
     except exits.CommandError as exc:
         stderr.print(f"[red]error:[/red] {escape(str(exc))}")
         raise SystemExit(exc.exit_code) from exc
@@ -97,7 +98,7 @@ def settings(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
 def proxy_retention() -> timedelta | None:
     """The retention the running proxy expires groups after (None: it keeps them), so that a
     job judges expiry as the proxy does; read after ``settings`` has vetted the environment."""
-    ms = config_io.load().share_group_retention_ms
+    ms = loader.load().share_group_retention_ms
     return None if ms is None else timedelta(milliseconds=ms)
 
 

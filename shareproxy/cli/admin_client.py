@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from shareproxy import exits, terminal
+from shareproxy.host import exits, terminal
 
 out = terminal.stdout()  # tables complete when piped
 err = Console(stderr=True, soft_wrap=True)

@@ -9,11 +9,12 @@ import typer
 import typer.core
 from rich.markup import escape
 
-from shareproxy import __version__, exits
+from shareproxy import __version__
 from shareproxy.cli import archived, batch, group_records, serve, signals
 from shareproxy.cli.groups import groups
 from shareproxy.cli.security import acls, users
 from shareproxy.cli.serve import err, fail, out
+from shareproxy.host import exits
 from shareproxy.persistence.engine import shown_url, store_errors
 
 MAX_DEMO_NODES = 9  # one machine's demo: a process each, and consumers and a broker beside them
@@ -67,10 +68,10 @@ StateUrl = Annotated[
 
 def _state_url(option: str | None) -> str:
     """--state-url, else the setting (SHAREPROXY_STATE_URL or the default), validated."""
-    from shareproxy import config_io
+    from shareproxy.settings import loader
 
     try:
-        return config_io.load({"state_url": option}).state_url
+        return loader.load({"state_url": option}).state_url
     except exits.CommandError as exc:
         raise fail(exc) from exc
 
@@ -146,7 +147,7 @@ def demo(
         if state_url is not None:
             err.print("[red]error:[/red] --state-url is for --nodes 2 or more")
             raise typer.Exit(exits.USAGE)
-        from shareproxy.demo import run_demo
+        from shareproxy.demo.single import run_demo
 
         outcome = run_demo(records, partitions or 1, consumers, out)  # Ctrl-C: cli/signals.py
         if not outcome.ok:
@@ -156,9 +157,9 @@ def demo(
         shown = escape(shown_url(state_url))
         err.print(f"[red]error:[/red] --state-url {shown}: several nodes need a postgresql:// URL")
         raise typer.Exit(exits.USAGE)
-    from shareproxy.demo_fleet import run_fleet_demo
-    from shareproxy.demo_nodes import FleetFailed
-    from shareproxy.local_postgres import PostgresUnavailable
+    from shareproxy.demo.fleet import run_fleet_demo
+    from shareproxy.demo.local_postgres import PostgresUnavailable
+    from shareproxy.demo.nodes import FleetFailed
 
     try:
         fleet = run_fleet_demo(records, partitions or 2 * nodes, consumers, nodes, state_url, out)

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 import shareproxy
-from shareproxy import exits
+from shareproxy.host import exits
 
 
 def jobs_dir() -> Path:

@@ -8,7 +8,6 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.table import Table
 
-from shareproxy import exits
 from shareproxy.cli.admin_client import (
     DEFAULT_URL,
     Output,
@@ -20,6 +19,7 @@ from shareproxy.cli.admin_client import (
     out,
     seg,
 )
+from shareproxy.host import exits
 
 Partition = Annotated[str, typer.Argument(metavar="TOPIC:PARTITION")]
 

@@ -11,7 +11,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from shareproxy import exits
 from shareproxy.cli.admin_client import (
     DEFAULT_URL,
     Output,
@@ -27,6 +26,7 @@ from shareproxy.cli.admin_client import (
 )
 from shareproxy.core.errors import ShareError
 from shareproxy.core.reset_csv import export_csv, parse_csv
+from shareproxy.host import exits
 
 ResetTopics = Annotated[
     list[str] | None,

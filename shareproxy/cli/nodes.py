@@ -17,16 +17,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from shareproxy import config, exits
-from shareproxy.node_commands import node_command, node_id_of, node_settings
-from shareproxy.processes import signalled_when_parent_dies
+from shareproxy.host import exits
+from shareproxy.host.processes import signalled_when_parent_dies
+from shareproxy.node.commands import node_command, node_id_of, node_settings
+from shareproxy.settings import model
 
 # a node that exits sooner than this after it started could not start: retrying will not help
 STARTUP_S = 10.0
 
 
 def supervise(
-    settings: config.Settings, count: int, flags: Mapping[str, Any], config_file: Path | None
+    settings: model.Settings, count: int, flags: Mapping[str, Any], config_file: Path | None
 ) -> int:
     """Run ``count`` nodes (``settings.nodes``, or the cores ``auto`` found) until a signal; the
     exit code."""

@@ -32,7 +32,7 @@ def _direct(state_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     """Run ``work`` on the store itself: a bad URL exits 2; a store that is down or has no
     schema yet exits 3, saying which store and what to do."""
     from shareproxy.cli.serve import fail
-    from shareproxy.exits import CommandError, UsageError
+    from shareproxy.host.exits import CommandError, UsageError
     from shareproxy.persistence.engine import StateUrlError, create_engine, shown_url, store_errors
     from shareproxy.persistence.migrate import require_current
     from shareproxy.security.store import SecurityStore

@@ -1,4 +1,4 @@
-"""``shareproxy serve``: one flag per setting, made from ``config.Settings`` so that each setting
+"""``shareproxy serve``: one flag per setting, made from ``model.Settings`` so that each setting
 has one name, one description and one validation, whether given as a flag, an environment
 variable or a key of the ``--config`` file."""
 
@@ -13,10 +13,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from shareproxy import config, config_io, terminal
-from shareproxy.config import MAX_NODES
-from shareproxy.cores import usable_cores
-from shareproxy.exits import CommandError
+from shareproxy.host import terminal
+from shareproxy.host.cores import usable_cores
+from shareproxy.host.exits import CommandError
+from shareproxy.settings import loader, model
+from shareproxy.settings.model import MAX_NODES
 
 err = Console(stderr=True, soft_wrap=True)
 out = terminal.stdout()
@@ -46,13 +47,13 @@ def _metavar(annotation: Any) -> tuple[type, str]:
 
 def _options() -> list[inspect.Parameter]:
     params = []
-    for name, field in config.Settings.model_fields.items():
-        if name in config.SECRET:
+    for name, field in model.Settings.model_fields.items():
+        if name in model.SECRET:
             continue
         kind, metavar = _metavar(field.annotation)
-        env = f"{config.ENV_PREFIX}{name.upper()}"
+        env = f"{model.ENV_PREFIX}{name.upper()}"
         default = "" if field.default is None else f"; default {field.default}"
-        flag = config.FLAG_NAMES.get(name)
+        flag = model.FLAG_NAMES.get(name)
         option = typer.Option(
             *([flag] if flag else []),
             help=f"{field.description} (env {env}{default})",
@@ -78,19 +79,19 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
 
     import uvloop
 
-    from shareproxy import logs
-    from shareproxy.allocator import keep_freed_memory
-    from shareproxy.server import serve as run_server
+    from shareproxy.host.allocator import keep_freed_memory
+    from shareproxy.node.proxy import serve as run_server
+    from shareproxy.telemetry import logs
 
     try:
-        settings = config_io.load(flags, config_file)
+        settings = loader.load(flags, config_file)
     except CommandError as exc:
         raise fail(exc) from exc
     if print_config:
-        out.print(config_io.render(settings), markup=False, highlight=False, end="")
+        out.print(loader.render(settings), markup=False, highlight=False, end="")
         return
     count = settings.nodes if isinstance(settings.nodes, int) else min(usable_cores(), MAX_NODES)
-    if settings.nodes == config.AUTO:
+    if settings.nodes == model.AUTO:
         err.print(
             f"--nodes auto: {count} node{'s' * (count > 1)}, one per core this process may use"
         )

@@ -11,7 +11,7 @@ import signal
 import warnings
 from types import FrameType
 
-from shareproxy.logs import quiet_store_pool
+from shareproxy.telemetry.logs import quiet_store_pool
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _noted: list[int] = []

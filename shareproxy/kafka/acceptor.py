@@ -18,7 +18,7 @@ import ssl
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from shareproxy.sockets import LISTEN_BACKLOG
+from shareproxy.host.sockets import LISTEN_BACKLOG
 
 # Out of file descriptors (or kernel memory): a retry at the next wake would only spin, so
 # accepting pauses this long while the connections the proxy has go on being served.

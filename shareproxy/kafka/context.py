@@ -7,17 +7,17 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
 
-from shareproxy.broker.consumers import ShareConsumers
-from shareproxy.broker.coordinator import Coordinator
-from shareproxy.broker.group_admin import GroupAdmin
-from shareproxy.broker.nodes import ClusterNodes
-from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.kafka.responses import node_endpoints
+from shareproxy.runtime.cluster import ClusterNodes
+from shareproxy.runtime.consuming.consumers import ShareConsumers
+from shareproxy.runtime.groups.coordinator import Coordinator
+from shareproxy.runtime.groups.group_admin import GroupAdmin
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange
+from shareproxy.settings.model import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.upstream.client import TopicInfo, Upstream
 from shareproxy.upstream.coordinators import Coordinators
 from shareproxy.upstream.link import UpstreamLink

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol, TypeVar
 from uuid import UUID
 
-from shareproxy.broker.consumers import ShareConsumers
-from shareproxy.broker.coordinator import Coordinator
-from shareproxy.broker.group_admin import GroupAdmin
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.kafka.context import Connection
+from shareproxy.runtime.consuming.consumers import ShareConsumers
+from shareproxy.runtime.groups.coordinator import Coordinator
+from shareproxy.runtime.groups.group_admin import GroupAdmin
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
 from shareproxy.upstream.client import TopicInfo

@@ -18,15 +18,14 @@ import time
 from collections.abc import Awaitable
 from typing import Any, Literal
 
-from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
-from shareproxy.exits import first_line
+from shareproxy.host.exits import first_line
+from shareproxy.host.sockets import bind_socket
 from shareproxy.kafka.acceptor import Acceptor
 from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
-from shareproxy.logs import STORE_OUTAGE, RateLimit
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
@@ -47,7 +46,8 @@ from shareproxy.protocol.framing import (
     frame_size,
 )
 from shareproxy.security.listeners import certificate_principal
-from shareproxy.sockets import bind_socket
+from shareproxy.telemetry import metrics
+from shareproxy.telemetry.logs import STORE_OUTAGE, RateLimit
 
 _SEND_BUFFER = 4 * 1024 * 1024
 _UNKNOWN_PEER = ("?", 0)  # a client gone before its address was read

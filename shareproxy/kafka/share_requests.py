@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from uuid import UUID
 
-from shareproxy.broker.consumers import SessionRequest, TopicPartition
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -18,6 +17,7 @@ from shareproxy.kafka.contexts import ShareConsumersContext
 from shareproxy.kafka.responses import schema_module
 from shareproxy.protocol.codec import EncodedResponse, Request, response_type
 from shareproxy.protocol.share_responses import Encoder, Endpoint, Head
+from shareproxy.runtime.consuming.consumers import SessionRequest, TopicPartition
 
 E = TypeVar("E")
 

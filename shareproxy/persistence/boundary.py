@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from shareproxy.core.store import StoreUnavailable
-from shareproxy.exits import first_line
+from shareproxy.host.exits import first_line
 from shareproxy.persistence.engine import STORE_FAILURES
 
 Store = TypeVar("Store", bound=type)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from shareproxy.core.store import StoreUnavailable
-from shareproxy.exits import Unavailable, first_line
+from shareproxy.host.exits import Unavailable, first_line
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
 # Postgres ends a session whose transaction sits idle this long, releasing its row locks: a node

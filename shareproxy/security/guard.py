@@ -7,15 +7,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from shareproxy import metrics
 from shareproxy.core import acl
 from shareproxy.core.acl import AclBinding, AclFilter, Operation, ResourceType
 from shareproxy.security.credentials import ScramCredential
+from shareproxy.telemetry import metrics
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is the server's to import, not the Kafka path's
     from shareproxy.security.store import SecurityStore
 
-AUDIT_LOGGER = "shareproxy.audit"  # who did what: refusals, and redrives (broker/redrive.py)
+AUDIT_LOGGER = (
+    "shareproxy.audit"  # who did what: refusals, and redrives (runtime/archive/redrive.py)
+)
 log = logging.getLogger(AUDIT_LOGGER)
 
 

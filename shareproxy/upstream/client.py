@@ -21,9 +21,9 @@ from kio.schema.metadata.v12 import request as md_req
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
-from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
+from shareproxy.telemetry import metrics
 from shareproxy.upstream.connections import Connections
 from shareproxy.upstream.fetched import FetchViews, PartitionData
 from shareproxy.upstream.kio_over_aiokafka import KioRequest

@@ -15,7 +15,7 @@ import asyncio
 import struct
 from typing import Protocol
 
-from shareproxy.allocator import unzeroed_bytearray
+from shareproxy.host.allocator import unzeroed_bytearray
 
 SCRATCH_BYTES = 64 * 1024  # a frame that fits is copied out of it; a bigger one gets its own
 _SIZE = struct.Struct(">i")

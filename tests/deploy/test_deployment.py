@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from shareproxy import __version__
-from shareproxy.config import Settings
+from shareproxy.settings.model import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {"kafka", "postgres", "shareproxy", "shareproxy-2", "prometheus", "grafana"}

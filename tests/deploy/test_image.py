@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from shareproxy import __version__
-from shareproxy.embedded import TansuBroker
-from shareproxy.processes import free_port
+from shareproxy.demo.tansu import TansuBroker
+from shareproxy.host.processes import free_port
 
 pytestmark = pytest.mark.long
 

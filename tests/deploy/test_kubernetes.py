@@ -23,10 +23,11 @@ import pytest
 import yaml
 from kubernetes_validate.utils import all_versions
 
-from shareproxy import __version__, exits
-from shareproxy.config import Settings
-from shareproxy.embedded import TansuBroker
-from shareproxy.processes import free_port
+from shareproxy import __version__
+from shareproxy.demo.tansu import TansuBroker
+from shareproxy.host import exits
+from shareproxy.host.processes import free_port
+from shareproxy.settings.model import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy" / "kubernetes"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shareproxy.embedded import TansuBroker, TansuUnavailable
+from shareproxy.demo.tansu import TansuBroker, TansuUnavailable
 from tests.support.cluster import LEASE_MS
 from tests.support.java import JavaPrograms, JavaUnavailable
 from tests.support.postgres import TemporaryPostgres

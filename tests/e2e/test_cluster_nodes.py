@@ -19,10 +19,10 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from shareproxy import exits
 from shareproxy.cli.nodes import STARTUP_S
-from shareproxy.cores import usable_cores
-from shareproxy.processes import free_port, spawn, stop_process, wait_for_port
+from shareproxy.host import exits
+from shareproxy.host.cores import usable_cores
+from shareproxy.host.processes import free_port, spawn, stop_process, wait_for_port
 from tests.support.proxy import ProxyProcess
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from shareproxy.demo import run_demo
+from shareproxy.demo.single import run_demo
 
 
 def _leftovers() -> set[Path]:

@@ -205,7 +205,7 @@ def test_a_coordinator_that_went_away_answers_a_retriable_error_per_group(postgr
     """The proxy knows where a group's coordinator was; the broker goes away: each group of a
     relayed request is answered COORDINATOR_NOT_AVAILABLE (the client looks it up again), and
     the proxy logs no error (the fixture checks its log)."""
-    from shareproxy.embedded import TansuBroker
+    from shareproxy.demo.tansu import TansuBroker
     from tests.support.proxy import ProxyProcess
 
     gone = TansuBroker().start()

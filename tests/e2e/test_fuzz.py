@@ -24,7 +24,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from shareproxy.kafka.dispatch import OWN, SERVED
 from shareproxy.protocol.api_keys import ApiKey
 from tests.support.consumers import share_consumer

@@ -11,7 +11,7 @@ import uuid
 import httpx
 import pytest
 
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.consumers import wait_for
 from tests.support.metrics import scrape, value
 from tests.support.proxy import ProxyProcess

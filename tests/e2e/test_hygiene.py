@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shareproxy.processes import free_port
+from shareproxy.host.processes import free_port
 from tests.support import leaks
 from tests.support.proxy import ProxyProcess
 

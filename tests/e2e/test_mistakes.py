@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from shareproxy import exits
+from shareproxy.host import exits
+from shareproxy.host.processes import free_port
 from shareproxy.persistence import migrate
-from shareproxy.processes import free_port
 
 CLI = [sys.executable, "-m", "shareproxy.cli"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import AcknowledgeType, KafkaException
 
-from shareproxy.processes import free_port
+from shareproxy.host.processes import free_port
 from tests.support.consumers import share_consumer
 from tests.support.proxy import ProxyProcess
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets
 
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
 from tests.support.kafka_client import call
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay

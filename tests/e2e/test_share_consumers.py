@@ -290,7 +290,7 @@ def test_the_proxy_survives_the_upstream_going_away(postgres):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from shareproxy.embedded import TansuBroker
+    from shareproxy.demo.tansu import TansuBroker
     from tests.support.proxy import ProxyProcess
 
     def make_topic(bootstrap: str, count: int) -> None:

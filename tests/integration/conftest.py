@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shareproxy.embedded import TansuBroker, TansuUnavailable
+from shareproxy.demo.tansu import TansuBroker, TansuUnavailable
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.repository import SqlShareStateStore
 from tests.support.runtime import BrokerRuntime

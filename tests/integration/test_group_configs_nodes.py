@@ -3,10 +3,10 @@ group deleted through one, applies on the others once they read the store's conf
 
 from __future__ import annotations
 
-from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.core.group_config import LOCK_DURATION
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.persistence.repository import SqlShareStateStore
+from shareproxy.runtime.groups.group_configs import GroupConfigs
 
 
 async def test_a_change_through_one_node_applies_on_the_other(store: SqlShareStateStore):

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import Counter
 
-from shareproxy.broker.coordinator import Coordinator
+from shareproxy.runtime.groups.coordinator import Coordinator
 from shareproxy.upstream.client import Upstream
 from tests.support.runtime import BrokerRuntime
 

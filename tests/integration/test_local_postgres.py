@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shareproxy.local_postgres import (
+from shareproxy.demo.local_postgres import (
     LocalPostgres,
     PostgresUnavailable,
     find_bindir,
@@ -69,6 +69,6 @@ def test_the_default_finds_a_server(wheel):
 
 
 def test_nothing_found_says_what_to_install(monkeypatch):
-    monkeypatch.setattr("shareproxy.local_postgres.WHEEL", "no_such_package_here")
+    monkeypatch.setattr("shareproxy.demo.local_postgres.WHEEL", "no_such_package_here")
     with pytest.raises(PostgresUnavailable, match=r"shareproxy\[demo\].*postgresql-15"):
         find_bindir(NOWHERE, path="")

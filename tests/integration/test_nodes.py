@@ -10,11 +10,11 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from shareproxy.broker.nodes import ClusterNodes, NodeIdTaken
 from shareproxy.core.nodes import Registration, Renewal
 from shareproxy.core.placement import Placement
 from shareproxy.persistence.engine import create_engine
 from shareproxy.persistence.nodes import NodeRecords
+from shareproxy.runtime.cluster import ClusterNodes, NodeIdTaken
 
 HERE = {"PLAINTEXT": ("127.0.0.1", 9092)}
 

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from shareproxy.broker.group_commit import GroupCommitter
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.persisted import StateDelta
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
+from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from tests.support.memory_store import MemoryStore
 from tests.support.virtual_clock import virtual_clock
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from shareproxy.broker.group_summaries import Listed, summarize
 from shareproxy.core.errors import ErrorCode
+from shareproxy.runtime.groups.group_summaries import Listed, summarize
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 from tests.support.share_calls import ACCEPT, GROUP, ack, fetch
 

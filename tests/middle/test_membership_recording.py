@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shareproxy.broker.coordinator import Coordinator
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_group import ShareGroup
+from shareproxy.runtime.groups.coordinator import Coordinator
 from tests.support.memory_store import MemoryStore
 from tests.support.virtual_clock import virtual_clock
 

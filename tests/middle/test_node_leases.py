@@ -10,7 +10,7 @@ import asyncio
 import uuid
 from datetime import UTC, datetime
 
-from shareproxy.broker.nodes import ClusterNodes
+from shareproxy.runtime.cluster import ClusterNodes
 from tests.support import virtual_clock
 from tests.support.memory_nodes import CutOff, MemoryNodes
 from tests.support.virtual_clock import virtual_clock as on_virtual_clock

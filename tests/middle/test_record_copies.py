@@ -4,7 +4,7 @@ its read of the log is done (Tansu under load)."""
 
 from __future__ import annotations
 
-from shareproxy.broker.record_copies import read_originals
+from shareproxy.runtime.archive.record_copies import read_originals
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 
 

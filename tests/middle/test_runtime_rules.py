@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from shareproxy.broker.consumers import FetchLimits
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.runtime.consuming.consumers import FetchLimits
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 from tests.support.runtime import SlowWrites
 from tests.support.share_calls import ACCEPT, GROUP, RELEASE, ack, acquire, fetch, key, ranges
@@ -292,8 +292,8 @@ async def test_members_sharing_a_partition_each_get_an_even_share_unless_the_gro
 async def _m1_and_m2_assigned(runtime: MiddleRuntime, topic: str):
     """A coordinator (no proxy around it) whose group has members m1 and m2 on ``topic``, and
     whose assignment the partitions registry reads."""
-    from shareproxy.broker.coordinator import Coordinator
     from shareproxy.core.share_session import ShareSessionCache
+    from shareproxy.runtime.groups.coordinator import Coordinator
 
     coordinator = Coordinator(
         runtime.store,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from uuid import UUID, uuid4
 
-from shareproxy.broker.cache_budget import CacheBudget
-from shareproxy.broker.leader import SharePartitionLeader
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey
+from shareproxy.runtime.consuming.cache_budget import CacheBudget
+from shareproxy.runtime.consuming.leader import SharePartitionLeader
 
 
 def budgeted_leader(

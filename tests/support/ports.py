@@ -3,16 +3,16 @@ the loopback ports, so two workers never hand out the same port.
 
 ``free_port`` closes the socket it probed with, and a proxy binds the port a second or so
 later; meanwhile the kernel may offer that port to another process's probe. Within one
-process ``shareproxy.processes`` never hands a port out twice; across workers this share does
-the same. Imported first by ``tests/conftest.py``, so every later ``from shareproxy.processes
-import free_port`` (the fixtures', the helpers', the tests', the Tansu broker's) gets the
-worker's own."""
+process ``shareproxy.host.processes`` never hands a port out twice; across workers this share
+does the same. Imported first by ``tests/conftest.py``, so every later ``from
+shareproxy.host.processes import free_port`` (the fixtures', the helpers', the tests', the Tansu
+broker's) gets the worker's own."""
 
 from __future__ import annotations
 
 import os
 
-from shareproxy import processes
+from shareproxy.host import processes
 
 _ANY_PORT = processes.free_port
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, … under xdist

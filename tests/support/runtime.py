@@ -1,4 +1,4 @@
-"""The runtime as ``Proxy.start`` builds it (``shareproxy.runtime.build_runtime``), for
+"""The runtime as ``Proxy.start`` builds it (``shareproxy.node.wiring.build_runtime``), for
 in-process tests: on a real broker and store, or on the middle tier's fakes."""
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ from dataclasses import replace
 from typing import Any, Self
 from uuid import UUID
 
-from shareproxy.broker.nodes import ClusterNodes
-from shareproxy.config import Settings
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.nodes import NodeRegistry
 from shareproxy.core.offset_reset import AutoOffsetReset, ResetStrategy
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
-from shareproxy.embedded import TansuBroker
+from shareproxy.demo.tansu import TansuBroker
+from shareproxy.node.wiring import RuntimeStore, build_runtime, clock_ms
 from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
-from shareproxy.runtime import RuntimeStore, build_runtime, clock_ms
+from shareproxy.runtime.cluster import ClusterNodes
+from shareproxy.settings.model import Settings
 from shareproxy.upstream.client import Upstream, UpstreamSettings
 from tests.support.topics import create_topic, produce
 

@@ -24,8 +24,8 @@ from typing import Any
 import boto3
 from confluent_kafka.admin import AdminClient
 
-from shareproxy.embedded import TansuBroker
-from shareproxy.processes import free_port, spawn, stop_process, wait_for_port
+from shareproxy.demo.tansu import TansuBroker
+from shareproxy.host.processes import free_port, spawn, stop_process, wait_for_port
 
 BUCKET = "tansu"
 TANSU_READ_CACHE_S = 5.0  # the object cache in Tansu 0.6's S3 storage (dynostore)

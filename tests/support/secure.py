@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 from confluent_kafka import ShareConsumer
 
-from shareproxy.processes import free_port
+from shareproxy.host.processes import free_port
 from tests.support.certs import CertificateAuthority
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess

@@ -7,17 +7,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from shareproxy.broker.consumers import (
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.core.store import SharePartitionKey
+from shareproxy.runtime.consuming.consumers import (
     OPEN_EPOCH,
     Fetched,
     FetchLimits,
     SessionRequest,
     TopicPartition,
 )
-from shareproxy.broker.leader import Acquisition
-from shareproxy.core.acknowledgement import AckBatch
-from shareproxy.core.states import AcknowledgeType, AcquireMode
-from shareproxy.core.store import SharePartitionKey
+from shareproxy.runtime.consuming.leader import Acquisition
 from tests.support.runtime import Runtime
 
 GROUP = "g-runtime"

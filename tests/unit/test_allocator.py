@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from shareproxy.allocator import unzeroed_bytearray
+from shareproxy.host.allocator import unzeroed_bytearray
 
 # Where an 8 MiB bytearray's bytes lie: in the [heap] mapping, or in a mapping of their own.
 _PROBE = """
 import ctypes, sys
-from shareproxy.allocator import keep_freed_memory
+from shareproxy.host.allocator import keep_freed_memory
 if sys.argv[1] == "kept":
     assert keep_freed_memory(64 * 1024 * 1024)
 frame = bytearray(8 * 1024 * 1024)

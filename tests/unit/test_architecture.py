@@ -86,7 +86,7 @@ def test_architecture_md_names_only_what_exists():
         if not found:
             missing.append(token)
     assert missing == []
-    for path, name in re.findall(r"`([a-z_]+/[a-z_]+)\.([a-z_]+)`", text):
+    for path, name in re.findall(r"`([a-z_]+(?:/[a-z_]+)+)\.([A-Za-z_]+)`", text):
         if name == "py":
             continue
         source = ROOT / "shareproxy" / f"{path}.py"

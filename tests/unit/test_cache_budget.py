@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import gc
 
-from shareproxy.broker.cache_budget import (
+from shareproxy.runtime.consuming.cache_budget import (
     MIN_READ_BYTES,
     CacheBudget,
     worth_keeping,
 )
-from shareproxy.broker.log_cache import LogCache
-from shareproxy.broker.upstream_feed import _read_ahead_offset
+from shareproxy.runtime.consuming.log_cache import LogCache
+from shareproxy.runtime.consuming.upstream_feed import _read_ahead_offset
 from shareproxy.upstream.client import PartitionData
 from tests.support.budgeted import budgeted_leader
 from tests.support.record_batches import batch

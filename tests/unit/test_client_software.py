@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from shareproxy.config import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.kafka.client_software import (
     fetch_wait_ms,
     fetches_one_leader_at_a_time,
 )
+from shareproxy.settings.model import LIBRDKAFKA_FETCH_WAIT_MS
 
 
 @pytest.mark.parametrize(

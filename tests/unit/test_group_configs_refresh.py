@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from shareproxy.broker.group_configs import GroupConfigs
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.runtime.groups.group_configs import GroupConfigs
 
 
 class CountingStore:

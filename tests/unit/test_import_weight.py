@@ -14,8 +14,8 @@ import pytest
 # the Kafka path: listener, dispatch, handlers, the runtime's use cases, the core and the wire
 HOT = [
     "shareproxy.kafka.listener",
-    "shareproxy.runtime",
-    "shareproxy.broker.consumers",
+    "shareproxy.node.wiring",
+    "shareproxy.runtime.consuming.consumers",
     "shareproxy.protocol.codec",
     "shareproxy.core.share_partition",
 ]
@@ -59,7 +59,7 @@ def test_no_kio_schema_is_imported_before_a_request_names_it():
     assert not schemas & relayed_only, sorted(schemas & relayed_only)
 
 
-@pytest.mark.parametrize("module", ["shareproxy.server", "shareproxy.cli.app"])
+@pytest.mark.parametrize("module", ["shareproxy.node.proxy", "shareproxy.cli.app"])
 def test_a_node_imports_alembic_only_to_migrate_and_httpx_only_to_call_a_proxy(module: str):
     """A start checks the store's schema revision with one query; Alembic (a fifth of a start's
     CPU with its scripts read) loads only when the schema must be migrated. The CLI's client of

@@ -4,10 +4,10 @@ logging policy. On the virtual clock: each wait is exact, whatever the machine's
 import asyncio
 import logging
 
-from shareproxy import jobs
 from shareproxy.core.store import StoreUnavailable
-from shareproxy.jobs import Periodic, every
-from shareproxy.logs import STORE_OUTAGE
+from shareproxy.runtime import jobs
+from shareproxy.runtime.jobs import Periodic, every
+from shareproxy.telemetry.logs import STORE_OUTAGE
 from tests.support.virtual_clock import virtual_clock
 
 
@@ -76,7 +76,7 @@ async def test_failed_rounds_are_one_warning_per_window_and_the_job_goes_on(capl
         raise ValueError("broken")
 
     job = Periodic("failing", 0.25, failing, "doing x", reads_store=False)
-    with caplog.at_level(logging.WARNING, logger="shareproxy.jobs"):
+    with caplog.at_level(logging.WARNING, logger="shareproxy.runtime.jobs"):
         job.start()
         try:
             await asyncio.sleep(3.1)  # rounds every quarter second: 0 to 3 s

@@ -8,7 +8,7 @@ import logging
 import sys
 
 from shareproxy.core.errors import ErrorCode
-from shareproxy.logs import Outage, RateLimit
+from shareproxy.telemetry.logs import Outage, RateLimit
 
 
 class Clock:
@@ -84,11 +84,11 @@ def test_plain_lines_carry_the_events_fields_as_json_lines_do():
     import logging
 
     from shareproxy.core.store import SharePartitionKey
-    from shareproxy.logs import PlainFormatter
+    from shareproxy.telemetry.logs import PlainFormatter
 
     record = logging.makeLogRecord(
         {
-            "name": "shareproxy.broker.coordinator",
+            "name": "shareproxy.runtime.groups.coordinator",
             "levelname": "INFO",
             "msg": "member joined",
             "group": "orders",
@@ -123,7 +123,7 @@ def test_an_outage_is_one_warning_when_it_starts_and_one_line_when_it_ends(caplo
 def test_the_upstream_clients_connection_errors_are_a_few_warnings_per_window():
     import logging
 
-    from shareproxy.logs import UpstreamClientLog
+    from shareproxy.telemetry.logs import UpstreamClientLog
 
     limit = UpstreamClientLog()
 
@@ -140,5 +140,5 @@ def test_the_upstream_clients_connection_errors_are_a_few_warnings_per_window():
 
     passed = [r for r in (record("aiokafka", logging.ERROR) for _ in range(50)) if limit.filter(r)]
     assert len(passed) == 3 and {r.levelname for r in passed} == {"WARNING"}
-    own = record("shareproxy.broker", logging.ERROR)
+    own = record("shareproxy.runtime", logging.ERROR)
     assert all(limit.filter(own) for _ in range(50)) and own.levelname == "ERROR"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from shareproxy.metrics_kafka import ALIASES, aliases
+from shareproxy.telemetry.kafka_metrics import ALIASES, aliases
 
 
 def samples(families) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -11,10 +11,10 @@ from uuid import uuid4
 
 import pytest
 
-from shareproxy.broker.cache_budget import MIN_READ_BYTES, OVER_BOUND_READS, CacheBudget
-from shareproxy.broker.leader import SharePartitionLeader
-from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.core.errors import ErrorCode
+from shareproxy.runtime.consuming.cache_budget import MIN_READ_BYTES, OVER_BOUND_READS, CacheBudget
+from shareproxy.runtime.consuming.leader import SharePartitionLeader
+from shareproxy.runtime.consuming.upstream_feed import UpstreamFeed
 from shareproxy.upstream.client import FETCH_MAX_BYTES, PartitionData, TopicInfo
 from tests.support.budgeted import budgeted_leader
 from tests.support.record_batches import batch

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from shareproxy.broker.log_cache import LogCache, records_holding
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.record_views import RecordViews
 from shareproxy.protocol.record_batch import (
@@ -11,6 +10,7 @@ from shareproxy.protocol.record_batch import (
     control_marker,
     scan_batches,
 )
+from shareproxy.runtime.consuming.log_cache import LogCache, records_holding
 from shareproxy.upstream.client import PartitionData
 from tests.support.record_batches import batch
 

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from shareproxy import config_io
-from shareproxy.cores import cpu_limit, usable_cores
-from shareproxy.exits import CommandError
-from shareproxy.node_commands import node_command, node_settings, shift_ports
+from shareproxy.host.cores import cpu_limit, usable_cores
+from shareproxy.host.exits import CommandError
+from shareproxy.node.commands import node_command, node_settings, shift_ports
+from shareproxy.settings import loader
 
 PG = "postgresql://u@db:5432/share"
 
@@ -24,7 +24,7 @@ def test_ports_move_by_the_node_index_and_an_ephemeral_port_stays_ephemeral():
 
 
 def test_each_node_has_its_own_id_listeners_and_admin_port():
-    s = config_io.load({"state_url": PG, "nodes": "3", "node_id": "4",
+    s = loader.load({"state_url": PG, "nodes": "3", "node_id": "4",
                         "admin_listen": "0.0.0.0:8080",
                         "advertised_listener": "proxy.example:19092"})  # fmt: skip
     assert node_settings(s, 0) == {
@@ -53,12 +53,12 @@ def test_a_nodes_command_keeps_the_other_flags_and_overrides_its_own():
 
 def test_several_nodes_need_a_postgres_store():
     with pytest.raises(CommandError, match="Postgres"):
-        config_io.load({"nodes": "2", "state_url": "sqlite:///x.db"})
-    assert config_io.load({"nodes": "2", "state_url": PG}).nodes == 2
+        loader.load({"nodes": "2", "state_url": "sqlite:///x.db"})
+    assert loader.load({"nodes": "2", "state_url": PG}).nodes == 2
 
 
 def test_several_listeners_step_by_their_number_so_nodes_never_share_a_port():
-    s = config_io.load({"state_url": PG, "nodes": "2",
+    s = loader.load({"state_url": PG, "nodes": "2",
                      "listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"})  # fmt: skip
     assert node_settings(s, 0)["listeners"] == "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093"
     assert node_settings(s, 1)["listeners"] == "PLAINTEXT://:9094,SASL_PLAINTEXT://:9095"
@@ -66,24 +66,24 @@ def test_several_listeners_step_by_their_number_so_nodes_never_share_a_port():
 
 
 def test_each_node_advertises_its_own_admin_url_and_a_bad_one_is_refused():
-    s = config_io.load({"state_url": PG, "nodes": "3", "admin_listen": "0.0.0.0:8080",
+    s = loader.load({"state_url": PG, "nodes": "3", "admin_listen": "0.0.0.0:8080",
                         "admin_advertised_url": "http://proxy.example:8080/"})  # fmt: skip
     assert s.admin_advertised_url == "http://proxy.example:8080"
     assert node_settings(s, 2)["admin_advertised_url"] == "http://proxy.example:8082"
-    assert "admin_advertised_url" not in node_settings(config_io.load({"state_url": PG}), 0)
+    assert "admin_advertised_url" not in node_settings(loader.load({"state_url": PG}), 0)
     for bad in ("proxy.example:8080", "ftp://proxy.example:8080", "http://"):
         with pytest.raises(CommandError, match="admin"):
-            config_io.load({"state_url": PG, "admin_advertised_url": bad})
+            loader.load({"state_url": PG, "admin_advertised_url": bad})
 
 
 def test_nodes_auto_is_a_count_or_auto_and_needs_postgres_too():
-    assert config_io.load({"nodes": "auto", "state_url": PG}).nodes == "auto"
-    assert config_io.load({"nodes": " 64 ", "state_url": PG}).nodes == 64
+    assert loader.load({"nodes": "auto", "state_url": PG}).nodes == "auto"
+    assert loader.load({"nodes": " 64 ", "state_url": PG}).nodes == 64
     for wrong in ("0", "65", "-1", "many", "2.5"):
         with pytest.raises(CommandError, match="nodes"):
-            config_io.load({"nodes": wrong, "state_url": PG})
+            loader.load({"nodes": wrong, "state_url": PG})
     with pytest.raises(CommandError, match="Postgres"):
-        config_io.load({"nodes": "auto", "state_url": "sqlite:///x.db"})
+        loader.load({"nodes": "auto", "state_url": "sqlite:///x.db"})
 
 
 @pytest.mark.parametrize(

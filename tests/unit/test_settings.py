@@ -7,10 +7,10 @@ import tomllib
 
 import pytest
 
-from shareproxy import config, config_io
 from shareproxy.core import group_config as gc
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.exits import UsageError
+from shareproxy.host.exits import UsageError
+from shareproxy.settings import loader, model
 
 PROBES = {
     "int": [
@@ -32,7 +32,7 @@ def no_shareproxy_environment(monkeypatch):
         monkeypatch.delenv(name)
 
 
-@pytest.mark.parametrize(("setting", "name"), sorted(config.GROUP_DEFAULTS.items()))
+@pytest.mark.parametrize(("setting", "name"), sorted(model.GROUP_DEFAULTS.items()))
 def test_serve_takes_exactly_the_values_a_group_config_takes(setting, name):
     defaults = GroupSettings().as_configs()
     kind = gc.DEFINITIONS[name].kind
@@ -44,7 +44,7 @@ def test_serve_takes_exactly_the_values_a_group_config_takes(setting, name):
         except gc.GroupConfigError:
             group_ok = False
         try:
-            config_io.load({setting: value})
+            loader.load({setting: value})
             serve_ok = True
         except UsageError as exc:
             serve_ok = False
@@ -53,25 +53,23 @@ def test_serve_takes_exactly_the_values_a_group_config_takes(setting, name):
 
 
 def test_serve_defaults_are_the_group_configs_defaults():
-    assert config_io.load().group_configs() == {n: d.default for n, d in gc.DEFINITIONS.items()}
-    assert set(config.GROUP_DEFAULTS.values()) == set(gc.DEFINITIONS)
+    assert loader.load().group_configs() == {n: d.default for n, d in gc.DEFINITIONS.items()}
+    assert set(model.GROUP_DEFAULTS.values()) == set(gc.DEFINITIONS)
 
 
 def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused_as_in_group_configs():
     wide = {"group_share_max_heartbeat_interval_ms": 60_000}
     with pytest.raises(UsageError, match=r"^--heartbeat-interval-ms 50000: must be below"):
-        config_io.load({"heartbeat_interval_ms": 50_000, **wide})
-    assert config_io.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000, **wide})
+        loader.load({"heartbeat_interval_ms": 50_000, **wide})
+    assert loader.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000, **wide})
 
 
 def test_a_longest_back_off_below_the_initial_one_is_refused_naming_the_one_given():
     with pytest.raises(UsageError, match=r"^--redelivery-backoff-max-ms 500: must not be below"):
-        config_io.load({"redelivery_backoff_max_ms": 500, "redelivery_backoff_initial_ms": 1000})
+        loader.load({"redelivery_backoff_max_ms": 500, "redelivery_backoff_initial_ms": 1000})
     with pytest.raises(UsageError, match=r"^--redelivery-backoff-initial-ms 90000: .* above"):
-        config_io.load({"redelivery_backoff_initial_ms": 90_000})
-    loaded = config_io.load(
-        {"redelivery_backoff_initial_ms": 500, "redelivery_backoff_multiplier": 3}
-    )
+        loader.load({"redelivery_backoff_initial_ms": 90_000})
+    loaded = loader.load({"redelivery_backoff_initial_ms": 500, "redelivery_backoff_multiplier": 3})
     assert loaded.group_configs()[gc.BACKOFF_MULTIPLIER] == "3.0"
     with pytest.raises(gc.GroupConfigError, match="must not be below"):
         gc.validate({gc.BACKOFF_INITIAL: "90000"}, {}, GroupSettings().as_configs())
@@ -79,13 +77,13 @@ def test_a_longest_back_off_below_the_initial_one_is_refused_naming_the_one_give
 
 def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():
     with pytest.raises(UsageError, match=r"^--record-lock-duration-ms 1000: .*min.record.lock"):
-        config_io.load({"record_lock_duration_ms": 1000})
+        loader.load({"record_lock_duration_ms": 1000})
     moved = {"record_lock_duration_ms": 1000, "group_share_min_record_lock_duration_ms": 1000}
-    assert config_io.load(moved).group_bounds().min_record_lock_duration_ms == 1000
+    assert loader.load(moved).group_bounds().min_record_lock_duration_ms == 1000
     with pytest.raises(UsageError, match=r"^--group-share-min-session-timeout-ms 70000: .*above"):
-        config_io.load({"group_share_min_session_timeout_ms": 70_000})
+        loader.load({"group_share_min_session_timeout_ms": 70_000})
     with pytest.raises(UsageError, match=r"^--group-share-max-record-lock-duration-ms 10: "):
-        config_io.load({"group_share_max_record_lock_duration_ms": 10})  # Kafka's own range
+        loader.load({"group_share_max_record_lock_duration_ms": 10})  # Kafka's own range
 
 
 @pytest.mark.parametrize(
@@ -98,15 +96,15 @@ def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():
 def test_kafkas_share_group_limits_keep_their_names_defaults_and_ranges(
     setting, kafka_default, low, high
 ):
-    assert config.Settings.model_fields[setting].default == kafka_default
+    assert model.Settings.model_fields[setting].default == kafka_default
     flag = "--" + setting.replace("_", "-")
-    assert getattr(config_io.load({setting: low}), setting) == low
+    assert getattr(loader.load({setting: low}), setting) == low
     with pytest.raises(UsageError, match=f"^{flag} {low - 1}: "):
-        config_io.load({setting: low - 1})
+        loader.load({setting: low - 1})
     if high is not None:
-        assert getattr(config_io.load({setting: high}), setting) == high
+        assert getattr(loader.load({setting: high}), setting) == high
         with pytest.raises(UsageError, match=f"^{flag} {high + 1}: "):
-            config_io.load({setting: high + 1})
+            loader.load({setting: high + 1})
 
 
 def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
@@ -114,17 +112,17 @@ def test_flags_beat_environment_beat_file_beat_defaults(tmp_path, monkeypatch):
     toml.write_text('delivery_count_limit = 7\nlisten = "127.0.0.1:1111"\nnode_id = 9\n')
     monkeypatch.setenv("SHAREPROXY_DELIVERY_COUNT_LIMIT", "4")
     monkeypatch.setenv("SHAREPROXY_LISTEN", "127.0.0.1:2222")
-    s = config_io.load({"delivery_count_limit": 3}, toml)
+    s = loader.load({"delivery_count_limit": 3}, toml)
     assert s.delivery_count_limit == 3  # flag over environment and file
     assert s.listen == "127.0.0.1:2222"  # environment over file
     assert s.node_id == 9  # file over default
-    assert s.state_url == config.DEFAULT_STATE_URL  # default
+    assert s.state_url == model.DEFAULT_STATE_URL  # default
 
 
 def test_yaml_files_are_read_too_and_unset_flags_do_not_override(tmp_path):
     yaml = tmp_path / "proxy.yaml"
     yaml.write_text("delivery_count_limit: 6\nauto_migrate: false\nlog_level: debug\n")
-    s = config_io.load({"delivery_count_limit": None}, yaml)
+    s = loader.load({"delivery_count_limit": None}, yaml)
     assert (s.delivery_count_limit, s.auto_migrate, s.log_level) == (6, False, "DEBUG")
 
 
@@ -143,7 +141,7 @@ def test_a_bad_value_is_one_line_naming_its_source(where, expected, tmp_path, mo
         monkeypatch.setenv("SHAREPROXY_DELIVERY_COUNT_LIMIT", "50")
     flags = {"delivery_count_limit": 50} if where == "flag" else {}
     with pytest.raises(UsageError) as caught:
-        config_io.load(flags, toml)
+        loader.load(flags, toml)
     assert str(caught.value) == expected.format(file=toml)
 
 
@@ -162,7 +160,7 @@ def test_config_file_mistakes_name_the_file(name, content, expected, tmp_path):
     if content is not None:
         path.write_text(content)
     with pytest.raises(UsageError) as caught:
-        config_io.load({}, path)
+        loader.load({}, path)
     assert str(caught.value).startswith(expected.format(file=path)), caught.value
     assert "\n" not in str(caught.value)
 
@@ -183,20 +181,20 @@ def test_config_file_mistakes_name_the_file(name, content, expected, tmp_path):
 )
 def test_bad_flags_are_one_line_naming_flag_and_value(flags, expected):
     with pytest.raises(UsageError) as caught:
-        config_io.load(flags)
+        loader.load(flags)
     assert str(caught.value).startswith(expected), caught.value
     assert "\n" not in str(caught.value)
 
 
 def test_every_setting_is_documented_and_print_config_reads_back(tmp_path, monkeypatch):
-    assert all(f.description for f in config.Settings.model_fields.values())
+    assert all(f.description for f in model.Settings.model_fields.values())
     monkeypatch.setenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD", "never-Shown-1")
-    s = config_io.load({"node_id": 7, "listeners": "PLAINTEXT://127.0.0.1:0", "fail_fast": True})
-    text = config_io.render(s)
+    s = loader.load({"node_id": 7, "listeners": "PLAINTEXT://127.0.0.1:0", "fail_fast": True})
+    text = loader.render(s)
     assert "never-Shown-1" not in text
-    assert set(tomllib.loads(text)) <= set(config.Settings.model_fields)
+    assert set(tomllib.loads(text)) <= set(model.Settings.model_fields)
     monkeypatch.delenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD")
     path = tmp_path / "printed.toml"
     path.write_text(text)
-    again = config_io.load({}, path).model_dump()
+    again = loader.load({}, path).model_dump()
     assert again == {**s.model_dump(), "upstream_sasl_password": None}

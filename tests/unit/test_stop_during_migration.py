@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from shareproxy.server import _to_the_end
+from shareproxy.node.proxy import _to_the_end
 
 
 async def test_a_stop_waits_for_the_thread_to_end() -> None:

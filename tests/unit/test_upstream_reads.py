@@ -9,15 +9,15 @@ import asyncio
 from collections.abc import Awaitable
 from uuid import uuid4
 
-from shareproxy.broker.consumption import Consumption
-from shareproxy.broker.leader import SharePartitionLeader
-from shareproxy.broker.upstream_feed import UpstreamFeed
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import SharePartitionKey
+from shareproxy.runtime.consuming.consumption import Consumption
+from shareproxy.runtime.consuming.leader import SharePartitionLeader
+from shareproxy.runtime.consuming.upstream_feed import UpstreamFeed
 from shareproxy.upstream.client import PartitionData, TopicInfo
 from tests.support.record_batches import batch
 

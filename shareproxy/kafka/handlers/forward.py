@@ -24,10 +24,10 @@ from shareproxy.kafka.context import Connection, Pending
 from shareproxy.kafka.contexts import RelayContext
 from shareproxy.kafka.handlers import produce_errors
 from shareproxy.kafka.responses import KioEntity, build_loose, error, schema_module
-from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, api_name
 from shareproxy.protocol.codec import RawResponse, Request, response_type
 from shareproxy.protocol.forward_rules import partition_problem, request_problem
+from shareproxy.telemetry.logs import RateLimit
 from shareproxy.upstream.client import UpstreamError
 
 log = logging.getLogger(__name__)

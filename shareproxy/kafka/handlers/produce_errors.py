@@ -29,8 +29,8 @@ from uuid import UUID
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.contexts import RelayContext
 from shareproxy.kafka.responses import KioEntity, error
-from shareproxy.logs import RateLimit
 from shareproxy.protocol.codec import RawResponse, reader_for, response_type
+from shareproxy.telemetry.logs import RateLimit
 from shareproxy.upstream.client import UpstreamError
 
 log = logging.getLogger(__name__)

@@ -29,11 +29,11 @@ from shareproxy.kafka.routes import (
     refusal,
     visible,
 )
-from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey, CoordinatorType, api_name
 from shareproxy.protocol.codec import RawResponse, Request, reader_for, response_type
 from shareproxy.protocol.error_response import error_entity, list_entry_type
 from shareproxy.protocol.forward_rules import relay_problem
+from shareproxy.telemetry.logs import RateLimit
 from shareproxy.upstream.client import UpstreamError
 
 log = logging.getLogger(__name__)

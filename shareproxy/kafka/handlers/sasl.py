@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from shareproxy import metrics
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import SaslContext
@@ -15,6 +14,7 @@ from shareproxy.kafka.responses import KioEntity, build, error
 from shareproxy.protocol.codec import Request, response_type
 from shareproxy.security.guard import AUDIT_LOGGER
 from shareproxy.security.sasl import SaslExchange, SaslFailed
+from shareproxy.telemetry import metrics
 
 log = logging.getLogger(AUDIT_LOGGER)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from shareproxy.broker.consumers import Acknowledged, TopicPartition
 from shareproxy.core.errors import partition_error_message
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareConsumersContext
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
 from shareproxy.protocol.codec import EncodedResponse, Request
 from shareproxy.protocol.share_responses import AcknowledgedPartition, share_acknowledge
+from shareproxy.runtime.consuming.consumers import Acknowledged, TopicPartition
 
 
 async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from shareproxy.broker.consumers import Fetched, FetchLimits, TopicPartition
 from shareproxy.core.errors import ErrorCode, ShareError, partition_error_message
 from shareproxy.core.states import AcquireMode
 from shareproxy.kafka.client_software import fetch_wait_ms
@@ -14,6 +13,7 @@ from shareproxy.kafka.contexts import ShareConsumersContext
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
 from shareproxy.protocol.codec import EncodedResponse, Request
 from shareproxy.protocol.share_responses import FetchedPartition, share_fetch
+from shareproxy.runtime.consuming.consumers import Fetched, FetchLimits, TopicPartition
 
 
 async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from kio.schema.share_group_describe.v1 import response as r
 
-from shareproxy.broker.group_admin import GroupView
 from shareproxy.core.acl import UNREQUESTED_OPERATIONS, Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import group_id_problem
@@ -20,6 +19,7 @@ from shareproxy.protocol.kio_types import (
     as_topic_name,
     as_topic_names,
 )
+from shareproxy.runtime.groups.group_admin import GroupView
 
 
 async def handle(

@@ -9,9 +9,9 @@ import logging
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import RelayContext
 from shareproxy.kafka.responses import KioEntity
-from shareproxy.logs import RateLimit
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request
+from shareproxy.telemetry.logs import RateLimit
 from shareproxy.upstream.client import UpstreamError
 
 log = logging.getLogger(__name__)

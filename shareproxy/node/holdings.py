@@ -1,0 +1,103 @@
+"""What one node holds right now, read for the admin API's /readyz and the Prometheus gauges:
+with several nodes, which one serves what and how much is in flight where."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from shareproxy.core.lag import first_unacked, oldest_unacked_age, partition_lag
+from shareproxy.core.share_group import GroupState
+from shareproxy.core.share_session import ShareSessionCache
+from shareproxy.kafka.listener import KafkaListener
+from shareproxy.runtime.cluster import ClusterNodes
+from shareproxy.runtime.consuming.partitions import SharePartitions
+from shareproxy.runtime.groups.census import StoredCensus
+from shareproxy.runtime.groups.coordinator import Coordinator
+from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.upstream.client import Upstream
+
+
+def owned(
+    nodes: ClusterNodes, partitions: SharePartitions, coordinator: Coordinator
+) -> dict[str, Any]:
+    """What this node owns now, for /readyz."""
+    return {
+        "node_id": nodes.node_id,
+        "live_nodes": list(nodes.placement.nodes),
+        "generation": nodes.placement.generation,
+        "share_partitions_led": sorted(
+            f"{ld.key.group_id}/{ld.topic}/{ld.key.partition}" for ld in partitions.loaded()
+        ),
+        "groups_coordinated": sorted(coordinator.groups),
+    }
+
+
+def live_state(
+    nodes: ClusterNodes,
+    partitions: SharePartitions,
+    coordinator: Coordinator,
+    census: StoredCensus,
+    sessions: ShareSessionCache,
+    listeners: Iterable[KafkaListener],
+    upstream: Upstream,
+) -> dict[str, Any]:
+    """The gauges' values (``metrics.install_live_state``), read at each scrape: from what
+    the runtime keeps anyway, so a scrape adds no work to serving."""
+    by_state: dict[str, int] = {s.value: 0 for s in GroupState}
+    for group in coordinator.groups.values():
+        by_state[group.state.value] += 1
+    # stored groups no member has joined since start are Empty
+    by_state[GroupState.EMPTY.value] += len(census.group_ids - coordinator.groups.keys())
+    in_flight: dict[tuple[str, str], int] = {}
+    detail: dict[tuple[str, str, int], dict[str, int]] = {}
+    oldest: dict[tuple[str, str, int], float] = {}
+    ages: dict[tuple[str, str, int], float] = {}
+    now_ms = int(time.time() * 1000)
+    loaded = partitions.loaded()
+    for leader in loaded:
+        key = leader.key
+        for r in leader.ranges:
+            slot = (key.group_id, r.state.name.lower())
+            in_flight[slot] = in_flight.get(slot, 0) + r.last - r.first + 1
+        ranges = [(r.first, r.last, r.state) for r in leader.ranges]
+        lag = partition_lag(
+            leader.spso, leader.speo, ranges, max(leader.cache.high_watermark, leader.speo)
+        )
+        labels = (key.group_id, leader.topic, key.partition)
+        detail[labels] = {
+            "lag": lag.lag or 0,  # known: the cache's high watermark is given
+            "records": sum(lag.in_flight.values()),
+            "batches": len(leader.ranges),
+            "start_offset": leader.spso,
+        }
+        if lag.lag:  # records wait: the first of them is at or past SPSO
+            timestamp_ms = leader.cache.timestamp_from(leader.spso)
+            if timestamp_ms is not None:
+                oldest[labels] = timestamp_ms / 1000
+        first = first_unacked(leader.spso, ranges)
+        waited = oldest_unacked_age(
+            first, lag.high_watermark, leader.cache.timestamp_from(first), now_ms
+        )
+        if waited is not None:  # unknown while the batch holding it is not cached
+            ages[labels] = waited
+    return {
+        "groups_by_state": by_state,
+        "partitions": max(census.partitions, len(loaded)),
+        "partitions_led": len(loaded),
+        "sessions": len(sessions),
+        "live_nodes": len(nodes.live),
+        "groups_coordinated": len(coordinator.groups),
+        "generation": nodes.placement.generation,
+        "in_flight": in_flight,
+        "rebalances": coordinator.rebalances(),
+        "partitions_detail": detail,
+        "oldest_waiting": oldest,
+        "oldest_unacked_age": ages,
+        "log_cache_bytes": partitions.cache_budget.held,
+        "connections": {k: v for x in listeners for k, v in x.open_connections().items()},
+        "store_up": not STORE_OUTAGE.down,
+        "upstream_up": upstream.answering,
+        "lease_held": nodes.holds_lease(),
+    }

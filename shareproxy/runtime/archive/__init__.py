@@ -1,0 +1,1 @@
+"""Archived records: copies of what was archived, dead-letter topics, and redrive."""

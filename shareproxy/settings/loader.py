@@ -1,0 +1,122 @@
+"""Settings read from their sources, each bad value explained, and written back as a file.
+
+Kept apart from ``model`` (what the settings are and which values each takes): this is how a
+value reaches them — a ``serve`` flag, a ``SHAREPROXY_*`` variable, the ``--config`` file — and
+how an error names the one the user wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_settings import SettingsConfigDict
+
+from shareproxy.host.exits import UsageError
+from shareproxy.persistence.engine import shown_url
+from shareproxy.settings.model import (
+    ENV_PREFIX,
+    FLAG_NAMES,
+    SECRET,
+    SettingError,
+    Settings,
+    file_source,
+)
+
+
+def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:
+    """Settings from flags, environment, file and defaults; UsageError naming every bad value
+    (one line each) and where it came from."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    cls: type[Settings] = Settings
+    file_data: dict[str, Any] = {}
+    if config_file is not None:
+        file_data = _read(config_file)
+        config = SettingsConfigDict(**Settings.model_config)
+        if config_file.suffix == ".toml":
+            config["toml_file"] = config_file
+        else:
+            config["yaml_file"] = config_file
+        cls = type("Settings", (Settings,), {"model_config": config, "__module__": __name__})
+    try:
+        return cls(**flags)
+    except ValidationError as exc:
+        lines = [_explain(e, flags, file_data, config_file) for e in exc.errors()]
+        raise UsageError("\n".join(dict.fromkeys(lines))) from None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The file's settings as its source reads them; UsageError naming the file."""
+    kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix)
+    if kind is None:
+        raise UsageError(f"--config {path}: use a .toml, .yaml or .yml file")
+    if not path.is_file():
+        raise UsageError(f"--config {path}: no such file")
+    try:
+        data = file_source(Settings, path)()
+    except Exception as exc:  # tomllib / yaml: the message says where in the file
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"--config {path}: not valid {kind}: {detail}") from None
+    return dict(data)
+
+
+def source_of(
+    setting: str, flags: Mapping[str, Any], file_data: Mapping[str, Any], path: Path | None
+) -> str:
+    """Where a setting's value came from, written as the user wrote it."""
+    if setting in flags:
+        flag = FLAG_NAMES.get(setting, "--" + setting.replace("_", "-"))
+        return f"{flag} {_shown(setting, flags[setting])}"
+    env = ENV_PREFIX + setting.upper()
+    if env in {k.upper() for k in os.environ}:
+        value = next(v for k, v in os.environ.items() if k.upper() == env)
+        return f"{env}={_shown(setting, value)}"
+    if setting in file_data:
+        return f"{setting} = {_shown(setting, file_data[setting])} in {path}"
+    return f"{setting} (default {_shown(setting, Settings.model_fields[setting].default)})"
+
+
+def _shown(setting: str, value: Any) -> str:
+    return "***" if setting in SECRET else str(value)
+
+
+def _explain(
+    error: Any, flags: Mapping[str, Any], file_data: Mapping[str, Any], path: Path | None
+) -> str:
+    cause = (error.get("ctx") or {}).get("error")
+    setting = cause.setting if isinstance(cause, SettingError) else None
+    if setting is None and error["loc"]:
+        setting = str(error["loc"][0])
+    if error["type"] == "extra_forbidden":
+        where = f"in {path}" if setting in file_data else "given"
+        return f"unknown setting {setting!r} {where} (`shareproxy serve --help` lists them)"
+    reason = str(cause) if cause is not None else error["msg"]
+    if setting is None or setting not in Settings.model_fields:
+        return f"invalid settings: {reason}"
+    return f"{source_of(setting, flags, file_data, path)}: {reason}"
+
+
+def render(settings: Settings) -> str:
+    """The settings in force as a TOML config file, each with its description."""
+    lines = []
+    for name, info in Settings.model_fields.items():
+        lines.append(f"# {info.description}")
+        value = getattr(settings, name)
+        if name in SECRET:
+            lines.append(f"# {name} = (from SHAREPROXY_{name.upper()} or this file)")
+        elif value is None:
+            lines.append(f"# {name} =")
+        elif name == "state_url" and shown_url(value) != value:  # as the logs show it
+            lines.append("# the password is hidden: give it here or in SHAREPROXY_STATE_URL")
+            lines.append(f"{name} = {json.dumps(shown_url(value))}")
+        elif isinstance(value, bool):
+            lines.append(f"{name} = {'true' if value else 'false'}")
+        elif isinstance(value, int):
+            lines.append(f"{name} = {value}")
+        else:
+            lines.append(f"{name} = {json.dumps(value)}")  # a TOML basic string
+    return "\n".join(lines) + "\n"
