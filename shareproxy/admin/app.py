@@ -25,10 +25,10 @@ from shareproxy.admin import (
 )
 from shareproxy.admin.auth import AdminAuth
 from shareproxy.admin.health import ReadinessProbes, router
-from shareproxy.runtime.archive.redrive import ArchivedRecords
-from shareproxy.runtime.consuming.consumers import ShareConsumers
+from shareproxy.runtime.archive import ArchivedRecords
+from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.runtime.directory import NodeDirectory
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.security.guard import Security
 from shareproxy.telemetry import metrics
 

@@ -17,14 +17,14 @@ from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import MAX_INT32, MAX_INT64
 from shareproxy.core.redrive import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
-from shareproxy.runtime.archive.redrive import (
+from shareproxy.runtime.archive import (
     ArchivedRecords,
     RedriveAsk,
     RedriveOutcome,
     RedriveResult,
     result_of,
 )
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.groups import GroupAdmin
 
 REDRIVE_MAX_SELECTIONS = 100  # selections in one redrive request
 

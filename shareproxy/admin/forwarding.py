@@ -20,7 +20,7 @@ from shareproxy.admin.path_names import sent_path, sent_query
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.host.exits import first_line
 from shareproxy.runtime.cluster import NodeAddress
-from shareproxy.runtime.groups.group_admin import GroupAdmin, Listed
+from shareproxy.runtime.groups import GroupAdmin, Listed
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from shareproxy.admin.auth import CallerDep
 from shareproxy.admin.forwarding import on_every_peer
 from shareproxy.admin.params import GroupId
 from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.telemetry import metrics
 
 

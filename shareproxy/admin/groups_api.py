@@ -24,7 +24,7 @@ from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.reset_plan import ResetTo
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.groups import GroupAdmin
 
 
 class GroupSummary(BaseModel):

@@ -22,7 +22,7 @@ from shareproxy.admin.params import GroupId, Strict, TopicName
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ShareError
 from shareproxy.core.record_actions import DEFAULT_PAGE, MAX_PAGE, RecordAction, RecordsPage
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.security.guard import audit_change
 
 T = TypeVar("T")

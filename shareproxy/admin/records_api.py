@@ -30,14 +30,14 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import MAX_INT32, MAX_INT64
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.host.exits import first_line
-from shareproxy.runtime.consuming.consumers import (
+from shareproxy.runtime.consuming import (
     Acquisition,
     FetchLimits,
     NamedTopic,
     ShareConsumers,
     TopicPartition,
 )
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.settings.model import MAX_FETCH_WAIT_MS
 
 T = TypeVar("T")

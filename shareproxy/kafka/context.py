@@ -11,9 +11,8 @@ from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.kafka.responses import node_endpoints
 from shareproxy.runtime.cluster import ClusterNodes
-from shareproxy.runtime.consuming.consumers import ShareConsumers
-from shareproxy.runtime.groups.coordinator import Coordinator
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.consuming import ShareConsumers
+from shareproxy.runtime.groups import Coordinator, GroupAdmin
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
 from shareproxy.security.sasl import SaslExchange

@@ -11,9 +11,8 @@ from uuid import UUID
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.kafka.context import Connection
-from shareproxy.runtime.consuming.consumers import ShareConsumers
-from shareproxy.runtime.groups.coordinator import Coordinator
-from shareproxy.runtime.groups.group_admin import GroupAdmin
+from shareproxy.runtime.consuming import ShareConsumers
+from shareproxy.runtime.groups import Coordinator, GroupAdmin
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
 from shareproxy.upstream.client import TopicInfo

@@ -17,7 +17,7 @@ from shareproxy.kafka.contexts import ShareConsumersContext
 from shareproxy.kafka.responses import schema_module
 from shareproxy.protocol.codec import EncodedResponse, Request, response_type
 from shareproxy.protocol.share_responses import Encoder, Endpoint, Head
-from shareproxy.runtime.consuming.consumers import SessionRequest, TopicPartition
+from shareproxy.runtime.consuming import SessionRequest, TopicPartition
 
 E = TypeVar("E")
 

@@ -11,7 +11,7 @@ from shareproxy.kafka.contexts import ShareConsumersContext
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
 from shareproxy.protocol.codec import EncodedResponse, Request
 from shareproxy.protocol.share_responses import AcknowledgedPartition, share_acknowledge
-from shareproxy.runtime.consuming.consumers import Acknowledged, TopicPartition
+from shareproxy.runtime.consuming import Acknowledged, TopicPartition
 
 
 async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:

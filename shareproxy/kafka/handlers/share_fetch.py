@@ -13,7 +13,7 @@ from shareproxy.kafka.contexts import ShareConsumersContext
 from shareproxy.kafka.share_requests import ConnectionAccess, acks_of, session_of, share_answer
 from shareproxy.protocol.codec import EncodedResponse, Request
 from shareproxy.protocol.share_responses import FetchedPartition, share_fetch
-from shareproxy.runtime.consuming.consumers import Fetched, FetchLimits, TopicPartition
+from shareproxy.runtime.consuming import Fetched, FetchLimits, TopicPartition
 
 
 async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:

@@ -19,7 +19,7 @@ from shareproxy.protocol.kio_types import (
     as_topic_name,
     as_topic_names,
 )
-from shareproxy.runtime.groups.group_admin import GroupView
+from shareproxy.runtime.groups import GroupView
 
 
 async def handle(
