@@ -13,8 +13,7 @@ from shareproxy.admin.forwarding import Answered, CoordinatorUnreachable
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
-from shareproxy.host.exits import first_line
-from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 from shareproxy.upstream.client import UpstreamError
 
 STATUS = {

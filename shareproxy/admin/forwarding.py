@@ -18,9 +18,9 @@ from fastapi import Request, Response
 
 from shareproxy.admin.path_names import sent_path, sent_query
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.host.exits import first_line
 from shareproxy.runtime.cluster import NodeAddress
 from shareproxy.runtime.groups import GroupAdmin, Listed
+from shareproxy.telemetry.logs import first_line
 
 T = TypeVar("T")
 

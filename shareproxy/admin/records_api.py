@@ -29,7 +29,6 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import MAX_INT32, MAX_INT64
 from shareproxy.core.states import AcknowledgeType, AcquireMode
-from shareproxy.host.exits import first_line
 from shareproxy.runtime.consuming import (
     Acquisition,
     FetchLimits,
@@ -39,6 +38,7 @@ from shareproxy.runtime.consuming import (
 )
 from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.settings.model import MAX_FETCH_WAIT_MS
+from shareproxy.telemetry.logs import first_line
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

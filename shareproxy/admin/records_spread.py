@@ -19,8 +19,8 @@ from shareproxy.admin.forwarding import (
     call_on,
     passed_on,
 )
-from shareproxy.host.exits import first_line
 from shareproxy.runtime.cluster import NodeAddress
+from shareproxy.telemetry.logs import first_line
 
 T = TypeVar("T")
 

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from shareproxy.core.failures import BadInput, Failure
 from shareproxy.host import exits, terminal
 from shareproxy.settings import loader
 
@@ -74,9 +75,9 @@ def settings(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     ends the job with its one-line reason (exit 2)."""
     try:
         s = loader.load()
-    except exits.CommandError as exc:
+    except Failure as exc:
         stderr.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise SystemExit(exc.exit_code) from exc
+        raise SystemExit(exits.code_of(exc)) from exc
     state_url = args.state_url or s.state_url
     options = {
         "bootstrap_servers": args.bootstrap_servers or s.bootstrap_servers,
@@ -118,7 +119,7 @@ def spark_session(app: str, master: str | None) -> Any:
 
     java_home = os.environ.get("JAVA_HOME")
     if not (java_home and Path(java_home, "bin", "java").exists()) and not shutil.which("java"):
-        raise exits.UsageError(
+        raise BadInput(
             "the Spark jobs need Java 17: no java on PATH and no JAVA_HOME "
             "(Debian: apt-get install openjdk-17-jre-headless)"
         )

@@ -14,6 +14,7 @@ from shareproxy.cli import archived, batch, group_records, serve, signals
 from shareproxy.cli.groups import groups
 from shareproxy.cli.security import acls, users
 from shareproxy.cli.serve import err, fail, out
+from shareproxy.core.failures import Failure
 from shareproxy.host import exits
 from shareproxy.persistence.engine import shown_url, store_errors
 
@@ -72,7 +73,7 @@ def _state_url(option: str | None) -> str:
 
     try:
         return loader.load({"state_url": option}).state_url
-    except exits.CommandError as exc:
+    except Failure as exc:
         raise fail(exc) from exc
 
 
@@ -102,7 +103,7 @@ def migrate(
                 raise typer.Exit(exits.FAILED)
             migrations.upgrade(url)
             current, head = migrations.schema_status(url)
-    except exits.CommandError as exc:
+    except Failure as exc:
         raise fail(exc) from exc
     out.print(f"migrated {shown} to revision {current}")
 
@@ -166,7 +167,7 @@ def demo(
     except (PostgresUnavailable, FleetFailed) as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(exits.UNAVAILABLE) from exc
-    except exits.CommandError as exc:
+    except Failure as exc:
         raise fail(exc) from exc
     if not fleet.ok:
         raise typer.Exit(exits.FAILED)

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 import shareproxy
+from shareproxy.core.failures import Failure
 from shareproxy.host import exits
 
 
@@ -35,9 +36,9 @@ def run_job(name: str, args: list[str]) -> int:
         return int(job["main"](args))
     except SystemExit as exc:  # argparse: --help (0) or bad arguments (2)
         return int(exc.code or 0)
-    except exits.CommandError as exc:  # e.g. no Java: what to install
+    except Failure as exc:  # e.g. no Java: what to install
         typer.echo(f"error: {exc}", err=True)
-        return exc.exit_code
+        return exits.code_of(exc)
     except Exception as exc:  # the store or the cluster could not be read: say so, briefly
         first = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
         typer.echo(f"{name} failed: {type(exc).__name__}: {first[:500]}", err=True)

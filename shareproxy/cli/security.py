@@ -32,7 +32,7 @@ def _direct(state_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     """Run ``work`` on the store itself: a bad URL exits 2; a store that is down or has no
     schema yet exits 3, saying which store and what to do."""
     from shareproxy.cli.serve import fail
-    from shareproxy.host.exits import CommandError, UsageError
+    from shareproxy.core.failures import BadInput, Failure
     from shareproxy.persistence.engine import StateUrlError, create_engine, shown_url, store_errors
     from shareproxy.persistence.migrate import require_current
     from shareproxy.security.store import SecurityStore
@@ -41,7 +41,7 @@ def _direct(state_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
         try:
             engine = create_engine(state_url)
         except StateUrlError as exc:
-            raise UsageError(f"--state-url {shown_url(state_url)}: {exc}") from exc
+            raise BadInput(f"--state-url {shown_url(state_url)}: {exc}") from exc
         try:
             with store_errors(shown_url(state_url)):
                 await require_current(state_url)
@@ -51,7 +51,7 @@ def _direct(state_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(run())
-    except CommandError as exc:
+    except Failure as exc:
         raise fail(exc) from exc
 
 

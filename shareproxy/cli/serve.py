@@ -13,9 +13,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from shareproxy.host import terminal
+from shareproxy.core.failures import Failure
+from shareproxy.host import exits, terminal
 from shareproxy.host.cores import usable_cores
-from shareproxy.host.exits import CommandError
 from shareproxy.settings import loader, model
 from shareproxy.settings.model import MAX_NODES
 
@@ -23,11 +23,11 @@ err = Console(stderr=True, soft_wrap=True)
 out = terminal.stdout()
 
 
-def fail(exc: CommandError) -> typer.Exit:
+def fail(exc: Failure) -> typer.Exit:
     """Print the error's line(s) and make the exit that carries its code."""
     for line in str(exc).splitlines():
         err.print(f"[red]error:[/red] {escape(line)}")
-    return typer.Exit(exc.exit_code)
+    return typer.Exit(exits.code_of(exc))
 
 
 def _metavar(annotation: Any) -> tuple[type, str]:
@@ -85,7 +85,7 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
 
     try:
         settings = loader.load(flags, config_file)
-    except CommandError as exc:
+    except Failure as exc:
         raise fail(exc) from exc
     if print_config:
         out.print(loader.render(settings), markup=False, highlight=False, end="")
@@ -100,7 +100,7 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
 
         try:
             code = supervise(settings, count, flags, config_file)
-        except CommandError as exc:
+        except Failure as exc:
             raise fail(exc) from exc
         raise typer.Exit(code)
     logs.configure(settings.log_level, settings.log_format)
@@ -108,7 +108,7 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(run_server(settings))
-    except CommandError as exc:
+    except Failure as exc:
         raise fail(exc) from exc
 
 

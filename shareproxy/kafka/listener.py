@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
-from shareproxy.host.exits import first_line
 from shareproxy.host.sockets import bind_socket
 from shareproxy.kafka.acceptor import Acceptor
 from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pending
@@ -47,7 +46,7 @@ from shareproxy.protocol.framing import (
 )
 from shareproxy.security.listeners import certificate_principal
 from shareproxy.telemetry import metrics
-from shareproxy.telemetry.logs import STORE_OUTAGE, RateLimit
+from shareproxy.telemetry.logs import STORE_OUTAGE, RateLimit, first_line
 
 _SEND_BUFFER = 4 * 1024 * 1024
 _UNKNOWN_PEER = ("?", 0)  # a client gone before its address was read

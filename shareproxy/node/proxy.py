@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from shareproxy.admin.app import AdminServer, create_app
 from shareproxy.admin.health import ReadinessProbes
-from shareproxy.host import exits
+from shareproxy.core.failures import Failure
 from shareproxy.host.sockets import bind_socket
 from shareproxy.kafka.context import BrokerContext
 from shareproxy.kafka.dispatch import SERVED, advertised
@@ -46,6 +46,11 @@ from shareproxy.upstream.client import Upstream, UpstreamError
 from shareproxy.upstream.coordinators import Coordinators, cluster_versions
 
 log = logging.getLogger("shareproxy")
+
+
+class ProxyFailed(Failure):
+    """The proxy stopped because it could not go on (its node id taken over, its lease lost for
+    good); the message says why."""
 
 
 class Proxy:
@@ -339,7 +344,7 @@ async def serve(settings: Settings) -> None:
         stopping.cancel()
         await proxy.stop()  # nothing left to stop after a clean stop
     if proxy.fatal is not None:
-        raise exits.CommandError(proxy.fatal)
+        raise ProxyFailed(proxy.fatal)
 
 
 async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:

@@ -11,16 +11,17 @@ import logging
 import ssl
 from typing import Any
 
-from shareproxy.host.exits import CannotListen, Unavailable, UsageError, first_line
+from shareproxy.core.failures import AddressRefused, BadInput, Unreachable
 from shareproxy.security import listeners
 from shareproxy.settings.model import Settings
+from shareproxy.telemetry.logs import first_line
 from shareproxy.upstream.client import Upstream, UpstreamError, UpstreamSettings
 
 MAX_RETRY_DELAY_S = 30.0
 log = logging.getLogger("shareproxy")
 
 
-class UpstreamUnavailable(Unavailable):
+class UpstreamUnavailable(Unreachable):
     """The upstream cluster could not be reached and ``fail_fast`` is on."""
 
 
@@ -46,7 +47,7 @@ def listen_errors(what: str) -> Any:
             errno.EACCES: "permission denied (ports below 1024 need privileges)",
             errno.EADDRNOTAVAIL: "not an address of this host",
         }.get(exc.errno or 0, first_line(exc))
-        raise CannotListen(f"{what}: {reason}") from exc
+        raise AddressRefused(f"{what}: {reason}") from exc
 
 
 def listener_tls(s: Settings) -> ssl.SSLContext | None:
@@ -62,9 +63,7 @@ def listener_tls(s: Settings) -> ssl.SSLContext | None:
             for n in ("ssl_certfile", "ssl_keyfile", "ssl_cafile")
             if getattr(s, n)
         )
-        raise UsageError(
-            f"{files}: not a usable PEM certificate and key: {first_line(exc)}"
-        ) from exc
+        raise BadInput(f"{files}: not a usable PEM certificate and key: {first_line(exc)}") from exc
 
 
 def upstream_settings(s: Settings) -> UpstreamSettings:
@@ -76,7 +75,7 @@ def upstream_settings(s: Settings) -> UpstreamSettings:
                 s.upstream_ssl_cafile, s.upstream_ssl_certfile, s.upstream_ssl_keyfile
             )
         except (ssl.SSLError, OSError) as exc:
-            raise UsageError(
+            raise BadInput(
                 f"--upstream-ssl-cafile {s.upstream_ssl_cafile}: not usable: {first_line(exc)}"
             ) from exc
     sasl = s.upstream_security_protocol.startswith("SASL_")

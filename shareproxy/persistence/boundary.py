@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from shareproxy.core.store import StoreUnavailable
-from shareproxy.host.exits import first_line
 from shareproxy.persistence.engine import STORE_FAILURES
+from shareproxy.telemetry.logs import first_line
 
 Store = TypeVar("Store", bound=type)
 

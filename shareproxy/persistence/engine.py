@@ -14,8 +14,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from shareproxy.core.failures import Unreachable
 from shareproxy.core.store import StoreUnavailable
-from shareproxy.host.exits import Unavailable, first_line
+from shareproxy.telemetry.logs import first_line
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
 # Postgres ends a session whose transaction sits idle this long, releasing its row locks: a node
@@ -28,9 +29,9 @@ class StateUrlError(ValueError):
     """The --state-url is not a store shareproxy can use."""
 
 
-class StoreUnusable(Unavailable):
+class StoreUnusable(Unreachable):
     """A command cannot go on: the state store could not be reached, or is not one shareproxy
-    can use as it is (exit code 3)."""
+    can use as it is."""
 
 
 class SchemaUnknown(Exception):

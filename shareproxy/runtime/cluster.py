@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
+from shareproxy.core.failures import BadInput
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
 from shareproxy.core.placement import Placement
 from shareproxy.core.store import StoreUnavailable
-from shareproxy.host.exits import UsageError, first_line
 from shareproxy.runtime.jobs import Periodic
-from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class NodeAddress:
     admin_url: str | None  # None: it advertises no admin API
 
 
-class NodeIdTaken(UsageError):
+class NodeIdTaken(BadInput):
     """The node id is held by a live process, which renewed its lease while this one waited."""
 
 

@@ -14,8 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from shareproxy.core.store import StoreUnavailable
-from shareproxy.host.exits import first_line
-from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 
 log = logging.getLogger(__name__)
 

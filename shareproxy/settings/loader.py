@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_settings import SettingsConfigDict
 
-from shareproxy.host.exits import UsageError
 from shareproxy.persistence.engine import shown_url
 from shareproxy.settings.model import (
     ENV_PREFIX,
@@ -24,12 +23,13 @@ from shareproxy.settings.model import (
     SECRET,
     SettingError,
     Settings,
+    SettingsInvalid,
     file_source,
 )
 
 
 def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:
-    """Settings from flags, environment, file and defaults; UsageError naming every bad value
+    """Settings from flags, environment, file and defaults; SettingsInvalid naming every bad value
     (one line each) and where it came from."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     cls: type[Settings] = Settings
@@ -46,21 +46,21 @@ def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None
         return cls(**flags)
     except ValidationError as exc:
         lines = [_explain(e, flags, file_data, config_file) for e in exc.errors()]
-        raise UsageError("\n".join(dict.fromkeys(lines))) from None
+        raise SettingsInvalid("\n".join(dict.fromkeys(lines))) from None
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """The file's settings as its source reads them; UsageError naming the file."""
+    """The file's settings as its source reads them; SettingsInvalid naming the file."""
     kind = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}.get(path.suffix)
     if kind is None:
-        raise UsageError(f"--config {path}: use a .toml, .yaml or .yml file")
+        raise SettingsInvalid(f"--config {path}: use a .toml, .yaml or .yml file")
     if not path.is_file():
-        raise UsageError(f"--config {path}: no such file")
+        raise SettingsInvalid(f"--config {path}: no such file")
     try:
         data = file_source(Settings, path)()
     except Exception as exc:  # tomllib / yaml: the message says where in the file
         detail = " ".join(str(exc).split())
-        raise UsageError(f"--config {path}: not valid {kind}: {detail}") from None
+        raise SettingsInvalid(f"--config {path}: not valid {kind}: {detail}") from None
     return dict(data)
 
 

@@ -24,9 +24,9 @@ from pydantic_settings import (
 
 from shareproxy.core import assignor
 from shareproxy.core import group_config as gc
+from shareproxy.core.failures import BadInput
 from shareproxy.core.persisted import DEFAULT_FOLD_EVERY
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE
-from shareproxy.host.exits import UsageError
 from shareproxy.security.listeners import parse_listeners, plan, split_host_port
 from shareproxy.settings.group_defaults import (
     GROUP_DEFAULTS,
@@ -67,6 +67,11 @@ _FILES = (
 # the upstream reads' size per busy partition fit under it
 DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024
 MIN_LOG_CACHE_BYTES = 1024 * 1024
+
+
+class SettingsInvalid(BadInput):
+    """Settings that cannot be used: one line per bad value, naming where it came from (the
+    flag, the variable or the file)."""
 
 
 class SettingError(ValueError):
@@ -434,4 +439,4 @@ def file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSet
         return TomlConfigSettingsSource(settings_cls, toml_file=path)
     if path.suffix in (".yaml", ".yml"):
         return YamlConfigSettingsSource(settings_cls, yaml_file=path)
-    raise UsageError(f"--config {path}: use a .toml, .yaml or .yml file")
+    raise SettingsInvalid(f"--config {path}: use a .toml, .yaml or .yml file")

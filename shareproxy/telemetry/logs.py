@@ -187,3 +187,17 @@ def configure(level: str = "INFO", fmt: LogFormat = "plain") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.captureWarnings(True)  # Python warnings as log lines too, in the same format
+
+
+def first_line(exc: BaseException) -> str:
+    """The most telling line of an exception chain: the innermost cause's message, with its
+    class name when the message alone is empty or vague (``[Errno 111] …`` says enough)."""
+    inner: BaseException = exc
+    while inner.__cause__ is not None or (
+        inner.__context__ is not None and not inner.__suppress_context__
+    ):
+        following = inner.__cause__ or inner.__context__
+        assert following is not None, "the loop's condition: one of them is set"
+        inner = following
+    text = next((line.strip() for line in str(inner).splitlines() if line.strip()), "")
+    return text or type(inner).__name__

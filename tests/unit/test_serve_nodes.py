@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from shareproxy.host.cores import cpu_limit, usable_cores
-from shareproxy.host.exits import CommandError
 from shareproxy.node.commands import node_command, node_settings, shift_ports
 from shareproxy.settings import loader
+from shareproxy.settings.model import SettingsInvalid
 
 PG = "postgresql://u@db:5432/share"
 
@@ -52,7 +52,7 @@ def test_a_nodes_command_keeps_the_other_flags_and_overrides_its_own():
 
 
 def test_several_nodes_need_a_postgres_store():
-    with pytest.raises(CommandError, match="Postgres"):
+    with pytest.raises(SettingsInvalid, match="Postgres"):
         loader.load({"nodes": "2", "state_url": "sqlite:///x.db"})
     assert loader.load({"nodes": "2", "state_url": PG}).nodes == 2
 
@@ -72,7 +72,7 @@ def test_each_node_advertises_its_own_admin_url_and_a_bad_one_is_refused():
     assert node_settings(s, 2)["admin_advertised_url"] == "http://proxy.example:8082"
     assert "admin_advertised_url" not in node_settings(loader.load({"state_url": PG}), 0)
     for bad in ("proxy.example:8080", "ftp://proxy.example:8080", "http://"):
-        with pytest.raises(CommandError, match="admin"):
+        with pytest.raises(SettingsInvalid, match="admin"):
             loader.load({"state_url": PG, "admin_advertised_url": bad})
 
 
@@ -80,9 +80,9 @@ def test_nodes_auto_is_a_count_or_auto_and_needs_postgres_too():
     assert loader.load({"nodes": "auto", "state_url": PG}).nodes == "auto"
     assert loader.load({"nodes": " 64 ", "state_url": PG}).nodes == 64
     for wrong in ("0", "65", "-1", "many", "2.5"):
-        with pytest.raises(CommandError, match="nodes"):
+        with pytest.raises(SettingsInvalid, match="nodes"):
             loader.load({"nodes": wrong, "state_url": PG})
-    with pytest.raises(CommandError, match="Postgres"):
+    with pytest.raises(SettingsInvalid, match="Postgres"):
         loader.load({"nodes": "auto", "state_url": "sqlite:///x.db"})
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from shareproxy.core import group_config as gc
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.host.exits import UsageError
 from shareproxy.settings import loader, model
+from shareproxy.settings.model import SettingsInvalid as Refused
 
 PROBES = {
     "int": [
@@ -46,7 +46,7 @@ def test_serve_takes_exactly_the_values_a_group_config_takes(setting, name):
         try:
             loader.load({setting: value})
             serve_ok = True
-        except UsageError as exc:
+        except Refused as exc:
             serve_ok = False
             assert str(exc).startswith(f"--{setting.replace('_', '-')} {value}: "), exc
         assert serve_ok == group_ok, (setting, value)
@@ -59,15 +59,15 @@ def test_serve_defaults_are_the_group_configs_defaults():
 
 def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused_as_in_group_configs():
     wide = {"group_share_max_heartbeat_interval_ms": 60_000}
-    with pytest.raises(UsageError, match=r"^--heartbeat-interval-ms 50000: must be below"):
+    with pytest.raises(Refused, match=r"^--heartbeat-interval-ms 50000: must be below"):
         loader.load({"heartbeat_interval_ms": 50_000, **wide})
     assert loader.load({"heartbeat_interval_ms": 50_000, "session_timeout_ms": 60_000, **wide})
 
 
 def test_a_longest_back_off_below_the_initial_one_is_refused_naming_the_one_given():
-    with pytest.raises(UsageError, match=r"^--redelivery-backoff-max-ms 500: must not be below"):
+    with pytest.raises(Refused, match=r"^--redelivery-backoff-max-ms 500: must not be below"):
         loader.load({"redelivery_backoff_max_ms": 500, "redelivery_backoff_initial_ms": 1000})
-    with pytest.raises(UsageError, match=r"^--redelivery-backoff-initial-ms 90000: .* above"):
+    with pytest.raises(Refused, match=r"^--redelivery-backoff-initial-ms 90000: .* above"):
         loader.load({"redelivery_backoff_initial_ms": 90_000})
     loaded = loader.load({"redelivery_backoff_initial_ms": 500, "redelivery_backoff_multiplier": 3})
     assert loaded.group_configs()[gc.BACKOFF_MULTIPLIER] == "3.0"
@@ -76,13 +76,13 @@ def test_a_longest_back_off_below_the_initial_one_is_refused_naming_the_one_give
 
 
 def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():
-    with pytest.raises(UsageError, match=r"^--record-lock-duration-ms 1000: .*min.record.lock"):
+    with pytest.raises(Refused, match=r"^--record-lock-duration-ms 1000: .*min.record.lock"):
         loader.load({"record_lock_duration_ms": 1000})
     moved = {"record_lock_duration_ms": 1000, "group_share_min_record_lock_duration_ms": 1000}
     assert loader.load(moved).group_bounds().min_record_lock_duration_ms == 1000
-    with pytest.raises(UsageError, match=r"^--group-share-min-session-timeout-ms 70000: .*above"):
+    with pytest.raises(Refused, match=r"^--group-share-min-session-timeout-ms 70000: .*above"):
         loader.load({"group_share_min_session_timeout_ms": 70_000})
-    with pytest.raises(UsageError, match=r"^--group-share-max-record-lock-duration-ms 10: "):
+    with pytest.raises(Refused, match=r"^--group-share-max-record-lock-duration-ms 10: "):
         loader.load({"group_share_max_record_lock_duration_ms": 10})  # Kafka's own range
 
 
@@ -99,11 +99,11 @@ def test_kafkas_share_group_limits_keep_their_names_defaults_and_ranges(
     assert model.Settings.model_fields[setting].default == kafka_default
     flag = "--" + setting.replace("_", "-")
     assert getattr(loader.load({setting: low}), setting) == low
-    with pytest.raises(UsageError, match=f"^{flag} {low - 1}: "):
+    with pytest.raises(Refused, match=f"^{flag} {low - 1}: "):
         loader.load({setting: low - 1})
     if high is not None:
         assert getattr(loader.load({setting: high}), setting) == high
-        with pytest.raises(UsageError, match=f"^{flag} {high + 1}: "):
+        with pytest.raises(Refused, match=f"^{flag} {high + 1}: "):
             loader.load({setting: high + 1})
 
 
@@ -140,7 +140,7 @@ def test_a_bad_value_is_one_line_naming_its_source(where, expected, tmp_path, mo
     if where == "env":
         monkeypatch.setenv("SHAREPROXY_DELIVERY_COUNT_LIMIT", "50")
     flags = {"delivery_count_limit": 50} if where == "flag" else {}
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(Refused) as caught:
         loader.load(flags, toml)
     assert str(caught.value) == expected.format(file=toml)
 
@@ -159,7 +159,7 @@ def test_config_file_mistakes_name_the_file(name, content, expected, tmp_path):
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(Refused) as caught:
         loader.load({}, path)
     assert str(caught.value).startswith(expected.format(file=path)), caught.value
     assert "\n" not in str(caught.value)
@@ -180,7 +180,7 @@ def test_config_file_mistakes_name_the_file(name, content, expected, tmp_path):
     ],
 )
 def test_bad_flags_are_one_line_naming_flag_and_value(flags, expected):
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(Refused) as caught:
         loader.load(flags)
     assert str(caught.value).startswith(expected), caught.value
     assert "\n" not in str(caught.value)

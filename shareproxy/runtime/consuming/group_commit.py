@@ -15,9 +15,8 @@ from shareproxy.core.store import (
     ShareStateStore,
     StoreUnavailable,
 )
-from shareproxy.host.exits import first_line
 from shareproxy.telemetry import metrics
-from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 
 log = logging.getLogger(__name__)
 

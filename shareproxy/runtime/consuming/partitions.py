@@ -21,14 +21,13 @@ from shareproxy.core.store import (
     ShareStateStore,
     StoreUnavailable,
 )
-from shareproxy.host.exits import first_line
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
 from shareproxy.runtime.consuming.upstream_feed import UpstreamOffsets, topic_holding
 from shareproxy.runtime.jobs import Periodic, every
 from shareproxy.telemetry import metrics
-from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)

@@ -17,10 +17,9 @@ from shareproxy.core.names import topic_name_problem
 from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
 from shareproxy.core.share_session import SessionKey, ShareSession, ShareSessionCache, Standing
 from shareproxy.core.store import ShareStateStore, StoreUnavailable
-from shareproxy.host.exits import first_line
 from shareproxy.runtime.consuming.partitions import SharePartitions
 from shareproxy.runtime.jobs import Periodic, every
-from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 from shareproxy.upstream.client import Upstream, UpstreamError
 
 log = logging.getLogger(__name__)
