@@ -88,7 +88,7 @@ def test_reads_shrink_as_the_bound_fills_and_read_ahead_stops_at_it():
     budget.reserved = 0
     leader = budgeted_leader(budget)
     _, (d,) = fetched(batch(0, 5))
-    leader.cache.add(d)
+    leader.took_in(d)
     assert _read_ahead_offset(leader, budget) == 5  # low on records, under the bound
     budget.hold(id(object()), 10 << 20)  # other caches fill the bound
     assert not budget.may_read_ahead()

@@ -70,7 +70,7 @@ def _fed(
 async def test_read_aheads_started_in_one_turn_see_each_others_room():
     _, budget, feed, leaders = _fed(MIN_READ_BYTES)  # room for one read-ahead
     for leader in leaders:  # low on records, more upstream: each would read ahead
-        leader.cache.add(PartitionData(ErrorCode.NONE, 100, -1, 0, batch(0, 1)))
+        leader.took_in(PartitionData(ErrorCode.NONE, 100, -1, 0, batch(0, 1)))
     for leader in leaders:  # all in one turn, as a fetch answering many partitions does
         feed.read_ahead(leader)
     assert sum(leader.reading_ahead for leader in leaders) == 1

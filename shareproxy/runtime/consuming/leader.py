@@ -28,12 +28,13 @@ from shareproxy.core.persisted import StateDelta
 from shareproxy.core.record_actions import RecordsPage
 from shareproxy.core.record_views import Records
 from shareproxy.core.share_partition import SharePartition
-from shareproxy.core.states import AcknowledgeType, AcquireMode
+from shareproxy.core.states import AcknowledgeType, AcquireMode, RecordState
 from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
-from shareproxy.runtime.consuming.log_cache import LogCache, records_holding
+from shareproxy.runtime.consuming.log_cache import CachedLog, LogCache, records_holding
 from shareproxy.telemetry import metrics
+from shareproxy.upstream.fetched import PartitionData
 
 log = logging.getLogger(__name__)
 
@@ -80,16 +81,16 @@ class SharePartitionLeader:
         self.committer = committer
         self.clock_ms = clock_ms
         self.on_refused = on_refused
-        self.mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
+        self._mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
         self.cache_budget = cache_budget
-        self.cache = LogCache(settings.isolation_level, settings.key_ordering, cache_budget)
-        self.valid = True  # False once a write was refused or the state replaced: reload
+        self._cache = LogCache(settings.isolation_level, settings.key_ordering, cache_budget)
+        self._valid = True  # False once a write was refused or the state replaced: reload
         # whether this node still leads the partition (placement and its lease):
         # asked under the mutex, since waiting for it may outlast either
         self.still_led = still_led
         # members the group's coordinator assigned this partition, fetching here or not yet
         self.members_assigned = members_assigned
-        self.reading_ahead = False  # an upstream read-ahead for this cache is under way
+        self._reading_ahead = False  # an upstream read-ahead for this cache is under way
         self._reported = (sp.lock_timeouts, sp.archived_at_limit)
         # member id -> when it last asked for records here (within ASKING_WINDOW_MS)
         self._fetchers: dict[str, int] = {}
@@ -98,6 +99,45 @@ class SharePartitionLeader:
     def log_fields(self) -> dict[str, object]:
         """The share-partition as a log line names it: group, topic name, partition."""
         return {"group": self.key.group_id, "topic": self.topic, "partition": self.key.partition}
+
+    # ------------------------------------------------------------------ what others may read
+    @property
+    def valid(self) -> bool:
+        """False once a write was refused or the state replaced: the registry reloads it."""
+        return self._valid
+
+    @property
+    def cache(self) -> CachedLog:
+        """The log cache, to read: only the leader changes it (``took_in``)."""
+        return self._cache
+
+    @property
+    def reading_ahead(self) -> bool:
+        """Whether an upstream read-ahead for this cache is under way."""
+        return self._reading_ahead
+
+    def read_ahead_started(self) -> None:
+        self._reading_ahead = True
+
+    def read_ahead_ended(self) -> None:
+        self._reading_ahead = False
+
+    def took_in(self, data: PartitionData, fetch_offset: int | None = None) -> bool:
+        """Batches read from upstream join the cache; requests waiting on this share-partition
+        are woken when any was new. Whether any was."""
+        if self._cache.add(data, fetch_offset):
+            self.notify()
+            return True
+        return False
+
+    async def snapshot(self) -> tuple[int, int, list[tuple[int, int, RecordState]]]:
+        """SPSO, SPEO and the in-flight ranges as (first, last, state), read between changes."""
+        async with self._mutex:
+            return (
+                self._sp.spso,
+                self._sp.speo,
+                [(r.first, r.last, r.state) for r in self._sp.ranges],
+            )
 
     # ------------------------------------------------------------------ queries
     @property
@@ -114,7 +154,7 @@ class SharePartitionLeader:
 
     @property
     def ranges(self) -> Sequence[InFlightRange]:
-        """The in-flight ranges, to read (take ``mutex`` for a consistent snapshot)."""
+        """The in-flight ranges, to read (``snapshot`` for a consistent one)."""
         return self._sp.ranges
 
     @property
@@ -136,7 +176,7 @@ class SharePartitionLeader:
         what a fetch's MinBytes counts, as Kafka counts from the next fetch offset."""
         if not self._sp.has_acquirable():
             return 0
-        return self.cache.bytes_from(self._sp.next_fetch_offset())
+        return self._cache.bytes_from(self._sp.next_fetch_offset())
 
     def locks_due(self, now_ms: int) -> bool:
         """Whether an acquisition lock is past its deadline."""
@@ -162,7 +202,7 @@ class SharePartitionLeader:
 
     def invalidate(self) -> None:
         """The stored state was replaced (reset, delete, a batch repair): stop using this one."""
-        self.valid = False
+        self._valid = False
         self.notify()
 
     def apply_settings(self, settings: GroupSettings) -> None:
@@ -171,8 +211,8 @@ class SharePartitionLeader:
             self.settings.isolation_level,
             self.settings.key_ordering,
         ):
-            self.cache.clear()
-            self.cache = LogCache(  # refilled
+            self._cache.clear()
+            self._cache = LogCache(  # refilled
                 settings.isolation_level, settings.key_ordering, self.cache_budget
             )
         self.settings = settings
@@ -184,8 +224,8 @@ class SharePartitionLeader:
         self, member_id: str, max_records: int, mode: AcquireMode, max_bytes: int
     ) -> Acquisition:
         """Acquire for ``member_id`` from what is cached; nothing if this leader is retired."""
-        async with self.mutex:
-            if not self.valid or not self.still_led():
+        async with self._mutex:
+            if not self._valid or not self.still_led():
                 return Acquisition([], b"")
             now_ms = self.clock_ms()
             fair, keyed = self.settings.fair_acquisition, self.settings.key_ordering
@@ -224,7 +264,7 @@ class SharePartitionLeader:
         owned: tuple[int, int] = WHOLE_SPACE,
     ) -> Acquisition:
         sp = self._sp
-        batches = self.cache.from_offset(sp.next_fetch_offset(), max_bytes)
+        batches = self._cache.from_offset(sp.next_fetch_offset(), max_bytes)
         if not batches:
             return Acquisition([], b"")
         headers = [b.header for b in batches]
@@ -236,8 +276,8 @@ class SharePartitionLeader:
 
     async def acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> ErrorCode:
         """Apply a member's acknowledgements; NONE once they are durable, else why not."""
-        async with self.mutex:
-            if not self.valid:
+        async with self._mutex:
+            if not self._valid:
                 return ErrorCode.FENCED_STATE_EPOCH
             if not self.settings.renew_acknowledge and any(
                 AcknowledgeType.RENEW in b.acknowledge_types for b in batches
@@ -262,7 +302,7 @@ class SharePartitionLeader:
         something waits to be written."""
         sp = self._sp
         return (
-            self.mutex.locked()
+            self._mutex.locked()
             or member_id in self._fetchers
             or sp.holds(member_id)
             or sp.unwritten()
@@ -270,9 +310,9 @@ class SharePartitionLeader:
 
     async def release_member(self, member_id: str) -> None:
         """The member's share session closed or it left: its acquisition locks end now."""
-        async with self.mutex:
+        async with self._mutex:
             self._fetchers.pop(member_id, None)
-            if self.valid:
+            if self._valid:
                 await self._write(self._sp.release_member(member_id, self.clock_ms()))
 
     async def operator_change(
@@ -281,8 +321,8 @@ class SharePartitionLeader:
         """An operator's change of the records (core/record_actions.py), given the engine and
         the time: applied under the mutex and durable before this returns; a ShareError for a
         change refused (nothing changed) or not written (retriable)."""
-        async with self.mutex:
-            if not self.valid or not self.still_led():
+        async with self._mutex:
+            if not self._valid or not self.still_led():
                 raise ShareError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "not led here now: retry")
             delta, result = change(self._sp, self.clock_ms())
             code = await self._write(delta)
@@ -292,32 +332,32 @@ class SharePartitionLeader:
 
     async def page(self, from_offset: int | None, limit: int) -> RecordsPage:
         """A consistent page of the in-flight records (core/record_actions.py)."""
-        async with self.mutex:
+        async with self._mutex:
             return self._sp.page(from_offset, limit)
 
     async def dead_lettered(self, first: int, last: int) -> bool:
         """The dead-letter topic has offsets first..last: archive them. False if this leader
         may no longer change the state (its successor writes them to the topic again)."""
-        async with self.mutex:
-            if not self.valid or not self.still_led():
+        async with self._mutex:
+            if not self._valid or not self.still_led():
                 return False
             return await self._write(self._sp.dead_lettered(first, last)) == ErrorCode.NONE
 
     async def expire_locks(self) -> None:
         """Acquisition locks past their deadline end as if released."""
-        async with self.mutex:
-            if self.valid:
+        async with self._mutex:
+            if self._valid:
                 await self._write(self._sp.expire_locks(self.clock_ms()))
 
     async def log_start_moved(self, log_start_offset: int, *, reset_cache: bool = False) -> None:
         """Retention moved the upstream log start: Available records below it are archived
         and SPSO moves on. ``reset_cache``: the cache learns it here (a fetch that brought
         batches has told it already)."""
-        async with self.mutex:
-            if not self.valid:
+        async with self._mutex:
+            if not self._valid:
                 return
             if reset_cache:
-                self.cache.log_start_offset = log_start_offset
+                self._cache.log_start_offset = log_start_offset
             await self._write(self._sp.update_log_start_offset(log_start_offset))
 
     # ------------------------------------------------------------------ durability
@@ -335,10 +375,10 @@ class SharePartitionLeader:
                 "share-partition write refused: reloading it",
                 extra={**self.log_fields(), "error": code.name},
             )
-            self.valid = False
+            self._valid = False
             self.on_refused(self)
         else:
-            self.cache.trim(self._sp.spso)
+            self._cache.trim(self._sp.spso)
         self.notify()
         return code
 

@@ -7,6 +7,7 @@ import dataclasses
 from bisect import bisect_right
 from collections.abc import Sequence
 from operator import attrgetter
+from typing import Protocol
 
 from shareproxy.core.acquisition import BatchHeader
 from shareproxy.core.errors import ErrorCode
@@ -41,6 +42,28 @@ class CachedBatch:
         # the bytes ever cached up to the end of this batch: what is cached past an offset is
         # a difference of two of these, not a sum over the batches
         self.size_to = size_to
+
+
+class CachedLog(Protocol):
+    """What others read of a leader's log cache (where to read upstream next, how far it is
+    read ahead); only its leader changes it."""
+
+    @property
+    def batches(self) -> Sequence[CachedBatch]: ...
+    @property
+    def end_offset(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def answered(self) -> bool: ...
+    @property
+    def keyed(self) -> bool: ...
+    def covers(self, offset: int) -> bool: ...
+    def bytes_from(self, offset: int) -> int: ...
+    def waiting_on_transaction(self, offset: int) -> bool: ...
+    def timestamp_from(self, offset: int) -> int | None: ...
 
 
 class LogCache:

@@ -237,8 +237,7 @@ class UpstreamFeed:
                 if d.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:  # the log start moved
                     await self._log_start_lost(leader)
                     continue
-                if leader.cache.add(d, wanted[tp]):
-                    leader.notify()  # requests waiting on this partition can acquire now
+                leader.took_in(d, wanted[tp])  # wakes the requests waiting on it
                 if d.log_start_offset > leader.log_start_offset:
                     await leader.log_start_moved(d.log_start_offset)
         if at_end:  # read to their end: the tail poll waits on them from now
@@ -273,7 +272,7 @@ class UpstreamFeed:
         # each other's room, or all of them find the bound free
         size = self.budget.read_size(UPSTREAM_PARTITION_BYTES)
         self.budget.reserved += size
-        leader.reading_ahead = True
+        leader.read_ahead_started()
         ended = False
 
         def end() -> None:  # when its answer is in, or it was cancelled before it ran
@@ -281,7 +280,7 @@ class UpstreamFeed:
             if not ended:
                 ended = True
                 self.budget.reserved -= size
-                leader.reading_ahead = False
+                leader.read_ahead_ended()
 
         task = asyncio.create_task(self._read_ahead(leader, offset, size, end))
         self._background.add(task)
@@ -304,8 +303,8 @@ class UpstreamFeed:
                 partition_max_bytes=size,
             )
             d = data.get(tp)
-            if d is not None and d.error_code == ErrorCode.NONE and leader.cache.add(d, offset):
-                leader.notify()
+            if d is not None and d.error_code == ErrorCode.NONE:
+                leader.took_in(d, offset)
         except UpstreamError as exc:
             log.warning("read-ahead of %s-%d failed: %s", *tp, exc)
         finally:

@@ -24,8 +24,7 @@ async def snapshot(
     acknowledged, which wait either way); None: it has no state."""
     leader = partitions.loaded_leader(key)
     if leader is not None and leader.valid:
-        async with leader.mutex:  # a snapshot of the live engine
-            return leader.spso, leader.speo, [(r.first, r.last, r.state) for r in leader.ranges]
+        return await leader.snapshot()
     loaded = await store.read(key)
     if loaded is None:
         return None
