@@ -5,9 +5,8 @@ leads and coordinates (with several nodes, which one serves what)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
@@ -20,7 +19,7 @@ class ReadinessProbes:
     store: Callable[[], Awaitable[None]]
     upstream: Callable[[], Awaitable[None]]
     listener: Callable[[], bool]
-    owned: Callable[[], dict[str, Any]] = dict  # what this node leads and coordinates
+    owned: Callable[[], Mapping[str, object]] = dict  # what this node leads and coordinates
 
 
 def router(probes: ReadinessProbes) -> APIRouter:

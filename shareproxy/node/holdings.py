@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TypedDict
 
 from shareproxy.core.lag import first_unacked, oldest_unacked_age, partition_lag
 from shareproxy.core.share_group import GroupState
@@ -16,19 +16,28 @@ from shareproxy.runtime.consuming.partitions import SharePartitions
 from shareproxy.runtime.groups.census import StoredCensus
 from shareproxy.runtime.groups.coordinator import Coordinator
 from shareproxy.telemetry.logs import STORE_OUTAGE
+from shareproxy.telemetry.metrics import NodeFigures, PartitionLabels
 from shareproxy.upstream.client import Upstream
 
 
-def owned(
-    nodes: ClusterNodes, partitions: SharePartitions, coordinator: Coordinator
-) -> dict[str, Any]:
+class Owned(TypedDict):
+    """What this node owns now, as /readyz shows it."""
+
+    node_id: int
+    live_nodes: list[int]
+    generation: int
+    share_partitions_led: list[str]  # group/topic/partition
+    groups_coordinated: list[str]
+
+
+def owned(nodes: ClusterNodes, partitions: SharePartitions, coordinator: Coordinator) -> Owned:
     """What this node owns now, for /readyz."""
     return {
         "node_id": nodes.node_id,
         "live_nodes": list(nodes.placement.nodes),
         "generation": nodes.placement.generation,
         "share_partitions_led": sorted(
-            f"{ld.key.group_id}/{ld.topic}/{ld.key.partition}" for ld in partitions.loaded()
+            f"{ld.key.group_id}/{ld.topic}/{ld.key.partition}" for ld in partitions.led()
         ),
         "groups_coordinated": sorted(coordinator.groups),
     }
@@ -42,7 +51,7 @@ def live_state(
     sessions: ShareSessionCache,
     listeners: Iterable[KafkaListener],
     upstream: Upstream,
-) -> dict[str, Any]:
+) -> NodeFigures:
     """The gauges' values (``metrics.install_live_state``), read at each scrape: from what
     the runtime keeps anyway, so a scrape adds no work to serving."""
     by_state: dict[str, int] = {s.value: 0 for s in GroupState}
@@ -51,12 +60,12 @@ def live_state(
     # stored groups no member has joined since start are Empty
     by_state[GroupState.EMPTY.value] += len(census.group_ids - coordinator.groups.keys())
     in_flight: dict[tuple[str, str], int] = {}
-    detail: dict[tuple[str, str, int], dict[str, int]] = {}
-    oldest: dict[tuple[str, str, int], float] = {}
-    ages: dict[tuple[str, str, int], float] = {}
+    detail: dict[PartitionLabels, dict[str, int]] = {}
+    oldest: dict[PartitionLabels, float] = {}
+    ages: dict[PartitionLabels, float] = {}
     now_ms = int(time.time() * 1000)
-    loaded = partitions.loaded()
-    for leader in loaded:
+    led = partitions.led()
+    for leader in led:
         key = leader.key
         for r in leader.ranges:
             slot = (key.group_id, r.state.name.lower())
@@ -82,22 +91,22 @@ def live_state(
         )
         if waited is not None:  # unknown while the batch holding it is not cached
             ages[labels] = waited
-    return {
-        "groups_by_state": by_state,
-        "partitions": max(census.partitions, len(loaded)),
-        "partitions_led": len(loaded),
-        "sessions": len(sessions),
-        "live_nodes": len(nodes.live),
-        "groups_coordinated": len(coordinator.groups),
-        "generation": nodes.placement.generation,
-        "in_flight": in_flight,
-        "rebalances": coordinator.rebalances(),
-        "partitions_detail": detail,
-        "oldest_waiting": oldest,
-        "oldest_unacked_age": ages,
-        "log_cache_bytes": partitions.cache_budget.held,
-        "connections": {k: v for x in listeners for k, v in x.open_connections().items()},
-        "store_up": not STORE_OUTAGE.down,
-        "upstream_up": upstream.answering,
-        "lease_held": nodes.holds_lease(),
-    }
+    return NodeFigures(
+        groups_by_state=by_state,
+        partitions=max(census.partitions, len(led)),
+        partitions_led=len(led),
+        sessions=len(sessions),
+        live_nodes=len(nodes.live),
+        groups_coordinated=len(coordinator.groups),
+        generation=nodes.placement.generation,
+        in_flight=in_flight,
+        rebalances=coordinator.rebalances(),
+        partitions_detail=detail,
+        oldest_waiting=oldest,
+        oldest_unacked_age=ages,
+        log_cache_bytes=partitions.cache_budget.held,
+        connections={k: v for x in listeners for k, v in x.open_connections().items()},
+        store_up=not STORE_OUTAGE.down,
+        upstream_up=upstream.answering,
+        lease_held=nodes.holds_lease(),
+    )

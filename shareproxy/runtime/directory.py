@@ -54,12 +54,11 @@ class NodeDirectory:
         """This node with what it serves now: the share groups it coordinates (stored, as last
         counted, or with members here) and the share-partitions it has loaded and leads."""
         groups = self.census.group_ids | self.coordinator.groups.keys()
-        led = [ld for ld in self.partitions.loaded() if ld.valid]
         return self._view(
             self.node_id,
             lease_live=self.nodes.holds_lease(),
             groups=sum(1 for g in groups if self.nodes.coordinates(g)),
-            partitions=sum(1 for ld in led if self.nodes.leads(ld.key.topic_id, ld.key.partition)),
+            partitions=len(self.partitions.led()),
         )
 
     def live(self) -> list[NodeView]:

@@ -7,7 +7,8 @@ from the running proxy at scrape time rather than kept in step by hand.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -153,7 +154,7 @@ Family = GaugeMetricFamily | CounterMetricFamily
 
 
 def _labelled(
-    kind: type[Family], name: str, doc: str, labels: list[str], samples: dict[Any, float]
+    kind: type[Family], name: str, doc: str, labels: list[str], samples: Mapping[Any, float]
 ) -> Family:
     """A family with one sample per key of ``samples`` (a label value or a tuple of them)."""
     family = kind(name, doc, labels=labels)
@@ -163,63 +164,90 @@ def _labelled(
     return family
 
 
+PartitionLabels = tuple[str, str, int]  # group, topic, partition
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFigures:
+    """What the live-state gauges show, read from a running node at each scrape."""
+
+    groups_by_state: dict[str, int]
+    partitions: int  # stored, or led here where the census has not counted them yet
+    partitions_led: int
+    sessions: int
+    live_nodes: int
+    groups_coordinated: int
+    generation: int
+    in_flight: dict[tuple[str, str], int]  # (group, state) -> records
+    rebalances: dict[str, int]
+    # "lag", "records", "batches", "start_offset" of each share-partition led here
+    partitions_detail: dict[PartitionLabels, dict[str, int]]
+    oldest_waiting: dict[PartitionLabels, float]
+    oldest_unacked_age: dict[PartitionLabels, float]
+    log_cache_bytes: int
+    connections: dict[tuple[str, str], int]  # (listener, principal) -> open connections
+    store_up: bool
+    upstream_up: bool
+    lease_held: bool
+
+
 class LiveState(Collector):
     """Gauges read from the running proxy when Prometheus scrapes."""
 
-    def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, read: Callable[[], NodeFigures]) -> None:
         self.read = read
 
     def collect(self) -> Iterable[Metric]:
         families: list[Metric] = list(self._families(self.read()))
         return [*families, *aliases(families)]
 
-    def _families(self, state: dict[str, Any]) -> Iterable[Family]:
+    def _families(self, state: NodeFigures) -> Iterable[Family]:
         yield _labelled(
             GaugeMetricFamily,
             "share_groups",
             "Share groups by state: every group the store holds, and those only joined",
             ["state"],
-            state["groups_by_state"],
+            state.groups_by_state,
         )
         yield GaugeMetricFamily(
-            "share_partitions", "Share-partitions the store holds", value=state["partitions"]
+            "share_partitions", "Share-partitions the store holds", value=state.partitions
         )
         yield GaugeMetricFamily(
             "share_partitions_led",
             "Share-partitions this proxy has loaded and leads",
-            value=state["partitions_led"],
+            value=state.partitions_led,
         )
-        yield GaugeMetricFamily("share_sessions", "Open share sessions", value=state["sessions"])
+        yield GaugeMetricFamily("share_sessions", "Open share sessions", value=state.sessions)
         yield GaugeMetricFamily(
             "shareproxy_live_nodes",
             "Proxy nodes whose lease in the store has not passed, this one included",
-            value=state["live_nodes"],
+            value=state.live_nodes,
         )
         yield GaugeMetricFamily(
             "shareproxy_share_groups_coordinated",
             "Share groups whose coordinator is this node (placement over the live nodes)",
-            value=state["groups_coordinated"],
+            value=state.groups_coordinated,
         )
         yield GaugeMetricFamily(
             "shareproxy_cluster_generation",
             "The live node set's generation: raised by every node joining, leaving or lapsing",
-            value=state["generation"],
+            value=state.generation,
         )
         yield _labelled(
             GaugeMetricFamily,
             "share_in_flight_records",
             "Records between SPSO and SPEO by state, summed per group",
             ["group", "state"],
-            state["in_flight"],
+            state.in_flight,
         )
         yield _labelled(
             CounterMetricFamily,
             "share_group_rebalances",
             "Target assignments computed for a share group (members or topics changed)",
             ["group"],
-            state["rebalances"],
+            state.rebalances,
         )
-        detail = state["partitions_detail"]
+        detail = state.partitions_detail
         for field, name, doc in (
             (
                 "lag",
@@ -256,7 +284,7 @@ class LiveState(Collector):
             "oldest record not yet acknowledged is at most this old (absent while none waits "
             "or that stretch is not cached)",
             ["group", "topic", "partition"],
-            state["oldest_waiting"],
+            state.oldest_waiting,
         )
         yield _labelled(
             GaugeMetricFamily,
@@ -265,7 +293,7 @@ class LiveState(Collector):
             "read) has waited, by its batch's timestamp; 0 when none waits (absent while the "
             "batch holding it is not cached). max by (group, topic) for a group's topic",
             ["group", "topic", "partition"],
-            state["oldest_unacked_age"],
+            state.oldest_unacked_age,
         )
         for field, name, doc in (
             (
@@ -284,25 +312,25 @@ class LiveState(Collector):
                 "1 while this node's lease in the store surely holds (it serves what it owns)",
             ),
         ):
-            yield GaugeMetricFamily(name, doc, value=int(state[field]))
+            yield GaugeMetricFamily(name, doc, value=int(getattr(state, field)))
         yield GaugeMetricFamily(
             "shareproxy_log_cache_bytes",
             "Bytes of upstream fetch responses the log caches hold (bounded by --log-cache-bytes)",
-            value=state["log_cache_bytes"],
+            value=state.log_cache_bytes,
         )
         yield _labelled(
             GaugeMetricFamily,
             "shareproxy_open_connections",
             "Kafka client connections open now, by listener and principal",
             ["listener", "principal"],
-            state["connections"],
+            state.connections,
         )
 
 
 _live: LiveState | None = None
 
 
-def install_live_state(read: Callable[[], dict[str, Any]]) -> None:
+def install_live_state(read: Callable[[], NodeFigures]) -> None:
     """Point the live-state gauges at a running proxy (the last one started in a process)."""
     global _live
     if _live is None:

@@ -11,6 +11,7 @@ import pytest
 
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcquireMode
+from shareproxy.node import holdings
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 
 
@@ -63,3 +64,30 @@ async def test_a_fetch_that_waited_acquires_nothing_once_the_partition_moved(
     assert got.acquired == []  # nor directly: the check is made under the leader's mutex
     placement_["leads"] = True
     assert (await leader.acquire(member, 100, AcquireMode.BATCH_OPTIMIZED, 1 << 20)).acquired
+
+
+@on_middle_runtime
+async def test_readiness_the_node_directory_and_the_gauges_count_what_this_node_leads_alike(
+    runtime: MiddleRuntime,
+):
+    t = runtime.topic(partitions=3)
+    keys = [await runtime.partition(t, p) for p in range(3)]
+    kept, retired, moved = [await runtime.partitions.leader("g", tid, p) for tid, p in keys]
+    retired.invalidate()  # its stored state was replaced: it is reloaded on next use
+    # and the live nodes changed: this node leads only the first partition now
+    runtime.partitions.leads = lambda topic_id, partition: partition == kept.key.partition
+
+    def leads_here() -> dict[str, object]:
+        owned = holdings.owned(runtime.nodes, runtime.partitions, runtime.coordinator)
+        figures = holdings.live_state(
+            runtime.nodes, runtime.partitions, runtime.coordinator, runtime.runtime.census,
+            runtime.sessions, [], runtime.upstream,
+        )  # fmt: skip
+        return {
+            "readyz": owned["share_partitions_led"],
+            "nodes": runtime.runtime.directory.this_node().share_partitions_led,
+            "gauge": figures.partitions_led,
+        }
+
+    assert moved.valid  # loaded, not retired, but no longer this node's
+    assert leads_here() == {"readyz": [f"g/{t}/{kept.key.partition}"], "nodes": 1, "gauge": 1}

@@ -229,6 +229,15 @@ class SharePartitions:
         """Every leader this node holds now (a copy: loads and evictions go on meanwhile)."""
         return list(self._leaders.values())
 
+    def led(self) -> list[SharePartitionLeader]:
+        """The share-partitions this node leads now: loaded, not retired, and still placed
+        here. The one answer to "what does this node lead" (/readyz, GET /v1/nodes, gauges)."""
+        return [
+            leader
+            for key, leader in self._leaders.items()
+            if leader.valid and self.leads(key.topic_id, key.partition)
+        ]
+
     def topics_loaded(self) -> set[str]:
         """The names of the topics whose share-partitions this node holds now."""
         return {leader.topic for leader in self._leaders.values() if leader.valid}
