@@ -7,8 +7,9 @@ same codes to HTTP statuses. A refused call changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from datetime import datetime
 from uuid import UUID
 
@@ -60,11 +61,12 @@ class GroupAdmin:
         partitions: SharePartitions,
         upstream: Upstream,
         configs: GroupConfigs,
-        dead_letters: DeadLetterWriter | None = None,
-        coordinator_of: Callable[[str], str | None] = lambda group_id: "another proxy node",
-        coordinator_at: Callable[[str], NodeAddress | None] = lambda group_id: None,
-        peers: Callable[[], list[NodeAddress]] = list,
-        leader_at: Callable[[UUID, int], NodeAddress | None] = lambda topic_id, p: None,
+        dead_letters: DeadLetterWriter,
+        *,
+        coordinator_of: Callable[[str], str | None],
+        coordinator_at: Callable[[str], NodeAddress | None],
+        peers: Callable[[], list[NodeAddress]],
+        leader_at: Callable[[UUID, int], NodeAddress | None],
     ) -> None:
         # where a group is coordinated, for messages; None: here, though not at this moment
         self.coordinator_of = coordinator_of
@@ -245,6 +247,17 @@ class GroupAdmin:
                 f"share group {group_id!r} has {n} member(s); stop its consumers first",
             )
 
+    @contextlib.asynccontextmanager
+    async def _held(self, group_id: str, *, empty: bool = True) -> AsyncIterator[None]:
+        """Every change to a group's offsets or the group itself runs here: no member joins or
+        subscribes while it writes (the coordinator holds heartbeats), and, ``empty``, the
+        group has no member when it starts (one may have joined since it was last looked at),
+        as Kafka serializes every operation of a group on its coordinator's shard."""
+        async with self.coordinator.held():
+            if empty:
+                self._require_empty(group_id)
+            yield
+
     async def reset_offsets(
         self,
         group_id: str,
@@ -293,8 +306,7 @@ class GroupAdmin:
         plan = await offset_resets.plan(self.upstream, self.store, target, in_scope, now_ms)
         if not dry_run:
             keys = [key for key, _ in in_scope]
-            async with self.coordinator.held():  # no member joins while the writes go on
-                self._require_empty(group_id)  # a member may have joined while we looked
+            async with self._held(group_id):
                 for key, step in zip(keys, plan, strict=True):
                     await self.store.reset(key, step.new_spso, step.topic)
                 self.partitions.evict(keys)
@@ -333,8 +345,7 @@ class GroupAdmin:
         topics = {topic: await self._known_topic(topic) for topic in {t for t, _ in offsets}}
         result: dict[tuple[str, int], ErrorCode] = {}
         keys = []
-        async with self.coordinator.held():  # no member joins meanwhile
-            self._require_empty(group_id)
+        async with self._held(group_id):
             for (topic, partition), start in offsets.items():
                 info = topics[topic]
                 if info is None or partition not in info.leaders or start < 0:
@@ -361,9 +372,7 @@ class GroupAdmin:
         await self.require(group_id)
         topics = list(dict.fromkeys(topics))
         known = {name: await self._known_topic(name) for name in topics}
-        async with self.coordinator.held():  # no member joins or subscribes meanwhile
-            if not live:
-                self._require_empty(group_id)
+        async with self._held(group_id, empty=not live):
             group = self.coordinator.groups.get(group_id)
             subscribed = group.subscribed_topic_names() if group is not None else set()
             return await offset_deletion.delete_offsets(
@@ -374,8 +383,7 @@ class GroupAdmin:
         """Only an empty group, and no member may join while it goes (the coordinator holds
         heartbeats); anyone still holding it sees it Dead."""
         await self.require(group_id)
-        async with self.coordinator.held():
-            self._require_empty(group_id)
+        async with self._held(group_id):
             keys = await self.store.list_partitions(group_id)
             await self.store.delete_group(group_id)
             self.partitions.evict(keys)
