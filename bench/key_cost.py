@@ -20,6 +20,7 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.key_order import key_hash
 from shareproxy.core.share_partition import SharePartition
+from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.log_cache import LogCache
 from shareproxy.upstream.client import PartitionData
 
@@ -45,7 +46,7 @@ def fetch_bytes(first: int, codec: int) -> bytes:
 def cache_reads(fetches: int, codec: int, keyed: bool) -> None:
     data = fetch_bytes(0, codec)
     for _ in range(fetches):
-        cache = LogCache(0, keyed)
+        cache = LogCache(0, keyed, budget=CacheBudget(None))
         cache.add(PartitionData(0, FETCH, FETCH, 0, data))
 
 

@@ -40,6 +40,8 @@ def coordinator_on(rt: BrokerRuntime) -> Coordinator:
         rt.sessions,
         rt.settings_for,
         clock_ms=lambda: int(time.time() * 1000),
+        forget_group=lambda group_id: None,
+        coordinates=lambda group_id: True,
     )
 
 

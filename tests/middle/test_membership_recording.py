@@ -41,6 +41,8 @@ def _coordinator(store: MemoryStore, group: ShareGroup) -> Coordinator:
         sessions=None,  # type: ignore[arg-type]
         settings_for=lambda _: GroupSettings(),
         clock_ms=lambda: 1_700_000_000_000,
+        forget_group=lambda group_id: None,
+        coordinates=lambda group_id: True,
     )
     coordinator.groups[group.group_id] = group
     return coordinator

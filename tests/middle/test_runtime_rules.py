@@ -302,6 +302,8 @@ async def _m1_and_m2_assigned(runtime: MiddleRuntime, topic: str):
         ShareSessionCache(),
         runtime.settings_for,
         runtime.clock,
+        forget_group=lambda group_id: None,
+        coordinates=lambda group_id: True,
     )
     runtime.partitions.members_assigned = lambda k: coordinator.members_assigned(
         k.group_id, k.topic_id, k.partition

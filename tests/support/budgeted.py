@@ -25,5 +25,7 @@ def budgeted_leader(
         None,  # type: ignore[arg-type]
         lambda: 0,
         lambda _: None,
+        still_led=lambda: True,
+        members_assigned=lambda: 0,
         cache_budget=budget,
     )

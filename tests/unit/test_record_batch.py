@@ -10,6 +10,7 @@ from shareproxy.protocol.record_batch import (
     control_marker,
     scan_batches,
 )
+from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.log_cache import LogCache, records_holding
 from shareproxy.upstream.client import PartitionData
 from tests.support.record_batches import batch
@@ -30,7 +31,7 @@ def test_headers_and_markers_are_read_without_decoding_records():
 
 
 def test_read_committed_from_markers_commit_abort_and_open():
-    cache = LogCache(isolation_level=1)
+    cache = LogCache(isolation_level=1, budget=CacheBudget(None))
     cache.add(
         data(
             batch(0, 2, pid=1, txn=True),
@@ -58,20 +59,20 @@ def test_read_committed_from_markers_commit_abort_and_open():
 
 
 def test_read_uncommitted_ignores_transactions():
-    cache = LogCache(isolation_level=0)
+    cache = LogCache(isolation_level=0, budget=CacheBudget(None))
     cache.add(data(batch(0, 2, pid=2, txn=True), batch(2, 1, pid=2, txn=True, marker=0)))
     assert [b.header.is_aborted for b in cache.from_offset(0, 10**9)] == [False, False]
 
 
 def test_a_fetch_below_the_cached_range_rebuilds_it():
-    cache = LogCache()
+    cache = LogCache(budget=CacheBudget(None))
     cache.add(data(batch(10, 5)))
     cache.add(data(batch(0, 5), batch(5, 5), batch(10, 5)))
     assert [b.header.base_offset for b in cache.from_offset(0, 10**9)] == [0, 5, 10]
 
 
 def test_an_answer_that_does_not_join_the_cached_stretch_replaces_it():
-    cache = LogCache()
+    cache = LogCache(budget=CacheBudget(None))
     cache.add(data(batch(0, 5)), fetch_offset=0)
     # a read-ahead asked from 15 before the cache was rebuilt lower: joined on, it would leave
     # 5-14 looking absent from the log
@@ -86,13 +87,13 @@ def test_an_answer_that_does_not_join_the_cached_stretch_replaces_it():
 
 
 def test_offsets_no_batch_holds_are_known_from_where_the_fetch_asked():
-    cache = LogCache()
+    cache = LogCache(budget=CacheBudget(None))
     cache.add(data(batch(10, 5)), fetch_offset=4)  # 4-9 hold no batch (compacted away)
     assert [b.header.base_offset for b in cache.from_offset(4, 10**9)] == [10]
 
 
 def test_the_timestamp_from_an_offset_is_its_batchs_first_or_the_append_time():
-    cache = LogCache()
+    cache = LogCache(budget=CacheBudget(None))
     cache.add(
         data(
             batch(0, 5, timestamps=(1_000, 1_400)),
@@ -109,7 +110,7 @@ def test_the_timestamp_from_an_offset_is_its_batchs_first_or_the_append_time():
 
 
 def test_batches_handed_out_together_are_views_of_the_fetched_bytes_never_joined():
-    cache = LogCache()
+    cache = LogCache(budget=CacheBudget(None))
     first = data(batch(0, 5), batch(5, 5))
     cache.add(first)
     second = data(batch(10, 5))

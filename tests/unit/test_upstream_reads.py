@@ -15,6 +15,7 @@ from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import SharePartitionKey
+from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.consumption import Consumption
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
 from shareproxy.runtime.consuming.upstream_feed import UpstreamFeed
@@ -80,7 +81,8 @@ def _one_partition() -> tuple[ScriptedUpstream, UpstreamFeed, SharePartitionLead
     """The runtime's feed, one leader and the fetch loop, over a scripted upstream."""
     upstream = ScriptedUpstream(per_fetch=2)
     now = [1_000]
-    feed = UpstreamFeed(upstream, lambda: now[0])  # type: ignore[arg-type]
+    budget = CacheBudget(None)
+    feed = UpstreamFeed(upstream, lambda: now[0], budget)  # type: ignore[arg-type]
     settings = GroupSettings()
     leader = SharePartitionLeader(
         SharePartitionKey("g", upstream.topic_id, 0),
@@ -91,6 +93,9 @@ def _one_partition() -> tuple[ScriptedUpstream, UpstreamFeed, SharePartitionLead
         AcceptingCommitter(),  # type: ignore[arg-type]
         lambda: now[0],
         lambda _: None,
+        still_led=lambda: True,
+        members_assigned=lambda: 0,
+        cache_budget=budget,
     )
     consumption = Consumption(
         EveryPartitionLed(),  # type: ignore[arg-type]

@@ -69,9 +69,10 @@ class SharePartitionLeader:
         committer: GroupCommitter,
         clock_ms: Callable[[], int],
         on_refused: Callable[[SharePartitionLeader], None],
-        still_led: Callable[[], bool] = lambda: True,
-        members_assigned: Callable[[], int] = lambda: 0,
-        cache_budget: CacheBudget | None = None,
+        *,
+        still_led: Callable[[], bool],
+        members_assigned: Callable[[], int],
+        cache_budget: CacheBudget,
     ) -> None:
         self.key = key
         self.topic = topic
@@ -83,7 +84,7 @@ class SharePartitionLeader:
         self.on_refused = on_refused
         self._mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
         self.cache_budget = cache_budget
-        self._cache = LogCache(settings.isolation_level, settings.key_ordering, cache_budget)
+        self._cache = LogCache(settings.isolation_level, settings.key_ordering, budget=cache_budget)
         self._valid = True  # False once a write was refused or the state replaced: reload
         # whether this node still leads the partition (placement and its lease):
         # asked under the mutex, since waiting for it may outlast either
@@ -213,7 +214,7 @@ class SharePartitionLeader:
         ):
             self._cache.clear()
             self._cache = LogCache(  # refilled
-                settings.isolation_level, settings.key_ordering, self.cache_budget
+                settings.isolation_level, settings.key_ordering, budget=self.cache_budget
             )
         self.settings = settings
         self._sp.change_limits(settings.limits)

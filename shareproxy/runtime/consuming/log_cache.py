@@ -74,7 +74,7 @@ class LogCache:
     transactions, and the broker's list is honoured where it does."""
 
     def __init__(
-        self, isolation_level: int = 0, keyed: bool = False, budget: CacheBudget | None = None
+        self, isolation_level: int = 0, keyed: bool = False, *, budget: CacheBudget
     ) -> None:
         self.isolation_level = isolation_level
         self.keyed = keyed  # read each record's key (key-ordered delivery)
@@ -89,7 +89,7 @@ class LogCache:
         self._open: dict[int, list[CachedBatch]] = {}  # producer id -> undecided batches
         self._size = 0  # bytes ever cached (CachedBatch.size_to)
         # the frames the batches are views into, counted against the node's bound
-        self._frames = FrameRefs(CacheBudget(None) if budget is None else budget, self)
+        self._frames = FrameRefs(budget, self)
 
     @property
     def end_offset(self) -> int:

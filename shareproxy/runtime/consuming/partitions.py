@@ -48,15 +48,16 @@ class SharePartitions:
         upstream: Upstream,
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
+        *,
+        leads: Callable[[UUID, int], bool],
+        refresh_settings: Callable[[], Awaitable[None]],
+        members_assigned: Callable[[SharePartitionKey], int],
+        cache_budget: CacheBudget,
         replaced_check_ms: int = 5_000,
-        leads: Callable[[UUID, int], bool] = lambda topic_id, partition: True,
-        refresh_settings: Callable[[], Awaitable[None]] | None = None,
-        members_assigned: Callable[[SharePartitionKey], int] = lambda key: 0,
-        cache_budget: CacheBudget | None = None,
     ) -> None:
         self.store = store
         # the node-wide bound on what the leaders' log caches hold
-        self.cache_budget = CacheBudget(None) if cache_budget is None else cache_budget
+        self.cache_budget = cache_budget
         # read the group configs again before a load: a change through another node counts
         self.refresh_settings = refresh_settings
         self.leads = leads  # whether this node leads a partition (placement)

@@ -157,11 +157,11 @@ class UpstreamFeed:
         self,
         upstream: Upstream,
         clock_ms: Callable[[], int],
-        budget: CacheBudget | None = None,
+        budget: CacheBudget,
     ) -> None:
         self.upstream = upstream
         self.clock_ms = clock_ms
-        self.budget = CacheBudget(None) if budget is None else budget
+        self.budget = budget
         self._watched: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._watch_wakeup = asyncio.Event()
         self._polled: list[SharePartitionLeader] = []  # the last tail poll's, to wake

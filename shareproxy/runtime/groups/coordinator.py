@@ -41,11 +41,12 @@ class Coordinator:
         sessions: ShareSessionCache,
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
+        *,
+        forget_group: Callable[[str], None],
+        coordinates: Callable[[str], bool],
+        max_groups: int | None = None,
         metadata_refresh_ms: int = 5_000,
         topics_refresh_ms: int = TOPICS_REFRESH_MS,
-        forget_group: Callable[[str], None] = lambda group_id: None,
-        max_groups: int | None = None,
-        coordinates: Callable[[str], bool] = lambda group_id: True,
     ) -> None:
         self.coordinates = coordinates  # whether this node coordinates a group
         self.store = store

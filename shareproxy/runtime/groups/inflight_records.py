@@ -42,7 +42,7 @@ class InFlightRecords:
         partitions: SharePartitions,
         upstream: Upstream,
         require_group: Callable[[str], Awaitable[None]],
-        leader_at: Callable[[UUID, int], NodeAddress | None] = lambda topic_id, p: None,
+        leader_at: Callable[[UUID, int], NodeAddress | None],
     ) -> None:
         self.store = store
         self.partitions = partitions
