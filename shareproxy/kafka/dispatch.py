@@ -26,11 +26,11 @@ from shareproxy.kafka.handlers import (
 from shareproxy.kafka.responses import KioEntity
 from shareproxy.kafka.routes import ROUTES
 from shareproxy.protocol.api_keys import ApiKey, api_name
-from shareproxy.protocol.codec import RawResponse, Request, kio_versions
+from shareproxy.protocol.codec import EncodedResponse, RawResponse, Request, kio_versions
 
 # what a handler answers: a kio response, an upstream's answer relayed as bytes, one still on
 # its way, or nothing (Produce with acks=0)
-Answer = KioEntity | RawResponse | Pending | None
+Answer = KioEntity | RawResponse | EncodedResponse | Pending | None
 Handler = Callable[[BrokerContext, Connection, Request], Awaitable[Answer]]
 
 # Before a SASL listener's connection has authenticated, only these are answered.

@@ -42,13 +42,30 @@ class AcquiredRun(Protocol):
     def delivery_count(self) -> int: ...
 
 
-# partition index, error code, message, acknowledge error code, message, leader id, leader
-# epoch, record batches, acquired runs
-FetchedPartition = tuple[
-    int, int, str | None, int, str | None, int, int, Records, Sequence[AcquiredRun]
-]
-# partition index, error code, message, leader id, leader epoch
-AcknowledgedPartition = tuple[int, int, str | None, int, int]
+class FetchedPartition(NamedTuple):
+    """One partition of a ShareFetch answer, its fields named as in the schema."""
+
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    acknowledge_error_code: int
+    acknowledge_error_message: str | None
+    leader_id: int
+    leader_epoch: int
+    records: Records  # whole upstream batches, by reference
+    acquired_records: Sequence[AcquiredRun]
+
+
+class AcknowledgedPartition(NamedTuple):
+    """One partition of a ShareAcknowledge answer, its fields named as in the schema."""
+
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    leader_id: int
+    leader_epoch: int
+
+
 # node id, host, port, rack
 Endpoint = tuple[int, str, int, str | None]
 Endpoints = Sequence[Endpoint]

@@ -3,8 +3,6 @@ runtime, and each partition's outcome into the response."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from shareproxy.core.errors import partition_error_message
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import ShareConsumersContext
@@ -14,7 +12,7 @@ from shareproxy.protocol.share_responses import AcknowledgedPartition, share_ack
 from shareproxy.runtime.consuming import Acknowledged, TopicPartition
 
 
-async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> EncodedResponse:
     body = request.body
     group_id = body.group_id or ""
     acknowledged = await ctx.consumers.share_acknowledge(
@@ -38,7 +36,7 @@ def _response(
 
     def entry(tp: TopicPartition, leader: int, epoch: int) -> AcknowledgedPartition:
         code = int(codes[tp])
-        return (tp[1], code, partition_error_message(code), leader, epoch)
+        return AcknowledgedPartition(tp[1], code, partition_error_message(code), leader, epoch)
 
     return share_answer(
         ctx,

@@ -16,7 +16,7 @@ from shareproxy.protocol.share_responses import FetchedPartition, share_fetch
 from shareproxy.runtime.consuming import Fetched, FetchLimits, TopicPartition
 
 
-async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> Any:
+async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request) -> EncodedResponse:
     body = request.body
     group_id, member_id = body.group_id or "", body.member_id or ""
     mode = _acquire_mode(body)
@@ -66,7 +66,7 @@ def _response(
         code = int(errors.get(tp, 0))
         ack = int(acks.get(tp, 0))
         a = got.get(tp)
-        return (
+        return FetchedPartition(
             tp[1],
             code,
             partition_error_message(code) if code else None,
