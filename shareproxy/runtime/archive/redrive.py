@@ -31,9 +31,9 @@ from shareproxy.core.redrive import (
 )
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.runtime.archive.record_copies import Copy, CopyError, CopyProducer, read_originals
-from shareproxy.runtime.consuming.upstream_feed import topic_named
 from shareproxy.security.guard import AUDIT_LOGGER
 from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.lookups import topic_named
 
 audit = logging.getLogger(AUDIT_LOGGER)
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from shareproxy.core.states import AcquireMode
 from shareproxy.runtime.cluster import ClusterNodes
 from shareproxy.runtime.consuming.consumption import Consumption
 from shareproxy.runtime.consuming.leader import Acquisition, SharePartitionLeader
-from shareproxy.runtime.consuming.upstream_feed import topic_named
+from shareproxy.upstream.lookups import topic_named
 
 __all__ = [
     "CLOSE_EPOCH",

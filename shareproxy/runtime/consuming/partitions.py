@@ -24,11 +24,11 @@ from shareproxy.core.store import (
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
-from shareproxy.runtime.consuming.upstream_feed import UpstreamOffsets, topic_holding
 from shareproxy.runtime.jobs import Periodic, every
 from shareproxy.telemetry import metrics
 from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.lookups import UpstreamOffsets, topic_holding
 
 log = logging.getLogger(__name__)
 

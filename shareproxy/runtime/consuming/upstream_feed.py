@@ -1,7 +1,6 @@
-"""The upstream cluster as the runtime reads it: topics and offsets looked up, and records fed
-into the share-partition leaders' log caches — what a request needs now, a read-ahead in the
-background before a cache runs dry, and one long poll (the tail) for every partition some
-request is waiting on."""
+"""Records fed from the upstream cluster into the share-partition leaders' log caches: what a
+request needs now, a read-ahead in the background before a cache runs dry, and one long poll
+(the tail) for every partition some request is waiting on."""
 
 from __future__ import annotations
 
@@ -9,10 +8,8 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from uuid import UUID
 
-from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.names import require_topic_name
+from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.runtime.consuming.cache_budget import OVER_BOUND_READS, CacheBudget, worth_keeping
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
@@ -20,7 +17,6 @@ from shareproxy.runtime.jobs import Periodic
 from shareproxy.upstream.client import (
     EARLIEST,
     FETCH_MAX_BYTES,
-    TopicInfo,
     Upstream,
     UpstreamError,
 )
@@ -37,64 +33,11 @@ TAIL_POLL_MS = 250
 FetchRoom = tuple[int, int]  # the records and bytes a fetch may still take
 
 
-async def topic_named(upstream: Upstream, name: str) -> TopicInfo:
-    """The upstream topic, asking the cluster if it is not known yet."""
-    require_topic_name(name)
-    info = upstream.topics.get(name)
-    if info is None:
-        await upstream.refresh_metadata([name])
-        info = upstream.topics.get(name)
-    if info is None:
-        raise ShareError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-    return info
-
-
-async def topic_holding(upstream: Upstream, topic_id: UUID, partition: int) -> TopicInfo:
-    """The upstream topic with this id and partition, asking the cluster if it is not known."""
-    info = upstream.topics_by_id.get(topic_id)
-    if info is None:
-        await upstream.refresh_metadata()
-        info = upstream.topics_by_id.get(topic_id)
-    if info is None:  # never was, or deleted (a topic recreated under its name has a new id)
-        raise ShareError(ErrorCode.UNKNOWN_TOPIC_ID, f"topic id {topic_id} does not exist")
-    if partition not in info.leaders:
-        raise ShareError(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            f"topic {info.name!r} has no partition {partition}",
-        )
-    return info
-
-
 def reads_its_topic(upstream: Upstream, leader: SharePartitionLeader) -> bool:
     """Upstream is read by topic name: a leader whose topic was deleted, or recreated under
     the same name (a new topic id), must not read what the name holds now."""
     info = upstream.topics.get(leader.topic)
     return info is not None and info.topic_id == leader.key.topic_id
-
-
-class UpstreamOffsets:
-    """ListOffsets of one upstream partition, as the core's OffsetLookup, for one load, view
-    or plan: the log start offset is asked once (a load asked it twice, a plan three times)."""
-
-    def __init__(self, upstream: Upstream, topic: str, partition: int) -> None:
-        self.upstream, self.topic, self.partition = upstream, topic, partition
-        self._earliest: int | None = None
-
-    async def earliest_offset(self) -> int:
-        if self._earliest is None:
-            found = await self.upstream.list_offset(self.topic, self.partition, EARLIEST)
-            self._earliest = found or 0
-        return self._earliest
-
-    async def latest_offset(self) -> int:
-        start = await self.earliest_offset()
-        return await self.upstream.log_end_offset(self.topic, self.partition, start)
-
-    async def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
-        found = await self.upstream.list_offset(self.topic, self.partition, timestamp_ms)
-        if found is None:
-            return None
-        return found
 
 
 def wanted_offset(

@@ -24,7 +24,6 @@ from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.runtime.archive.dead_letters import DeadLetterWriter
 from shareproxy.runtime.cluster import NodeAddress
 from shareproxy.runtime.consuming.partitions import SharePartitions
-from shareproxy.runtime.consuming.upstream_feed import topic_named
 from shareproxy.runtime.groups import offset_deletion, offset_resets, partition_views
 from shareproxy.runtime.groups.coordinator import Coordinator
 from shareproxy.runtime.groups.group_configs import GroupConfigs
@@ -45,6 +44,7 @@ from shareproxy.runtime.groups.group_views import (
 from shareproxy.runtime.groups.inflight_records import InFlightRecords
 from shareproxy.telemetry import metrics
 from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
+from shareproxy.upstream.lookups import topic_named
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.runtime.cluster import NodeAddress
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
 from shareproxy.runtime.consuming.partitions import SharePartitions
-from shareproxy.runtime.consuming.upstream_feed import topic_named
 from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.lookups import topic_named
 
 
 @dataclass(frozen=True, slots=True)

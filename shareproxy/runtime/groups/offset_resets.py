@@ -10,9 +10,9 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.reset_plan import ResetTarget, new_start_offset, parse_scope
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
-from shareproxy.runtime.consuming.upstream_feed import UpstreamOffsets, topic_named
 from shareproxy.runtime.groups.group_views import ResetPlan
 from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.lookups import UpstreamOffsets, topic_named
 
 Scope = list[tuple[SharePartitionKey, str]]  # each share-partition with its topic's name
 

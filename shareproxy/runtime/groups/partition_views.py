@@ -9,9 +9,9 @@ from shareproxy.core.states import RecordState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.runtime.archive.dead_letters import DeadLetterWriter
 from shareproxy.runtime.consuming.partitions import SharePartitions
-from shareproxy.runtime.consuming.upstream_feed import UpstreamOffsets
 from shareproxy.runtime.groups.group_views import PendingDeadLetters
 from shareproxy.upstream.client import Upstream, UpstreamError
+from shareproxy.upstream.lookups import UpstreamOffsets
 
 Ranges = list[tuple[int, int, RecordState]]  # (first, last, state) in offset order
 
