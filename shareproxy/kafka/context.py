@@ -9,13 +9,13 @@ from uuid import UUID
 
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.kafka.connection_state import ConnectionState
 from shareproxy.kafka.responses import node_endpoints
 from shareproxy.runtime.cluster import ClusterNodes
 from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.runtime.groups import Coordinator, GroupAdmin
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
-from shareproxy.security.sasl import SaslExchange
 from shareproxy.settings.model import LIBRDKAFKA_FETCH_WAIT_MS
 from shareproxy.upstream.client import TopicInfo, Upstream
 from shareproxy.upstream.coordinators import Coordinators
@@ -175,13 +175,15 @@ class BrokerContext:
         audit: bool = True,
     ) -> bool:
         return self.security.allowed(
-            conn.principal, conn.client_host, operation, resource_type, name, audit=audit
+            conn.state.principal, conn.client_host, operation, resource_type, name, audit=audit
         )
 
     def allowed_any(
         self, conn: Connection, operation: Operation, resource_type: ResourceType
     ) -> bool:
-        return self.security.allowed_any(conn.principal, conn.client_host, operation, resource_type)
+        return self.security.allowed_any(
+            conn.state.principal, conn.client_host, operation, resource_type
+        )
 
     def cluster_operations(self, conn: Connection) -> int:
         """The cluster's authorized-operations bitfield, as Kafka: 0 unless the principal may
@@ -196,7 +198,7 @@ class BrokerContext:
         self, conn: Connection, resource_type: ResourceType, name: str
     ) -> int:
         return self.security.authorized_operations(
-            conn.principal, conn.client_host, resource_type, name
+            conn.state.principal, conn.client_host, resource_type, name
         )
 
 
@@ -209,17 +211,14 @@ class Pending:
     answer: Awaitable[Any]
 
 
-ANONYMOUS = "User:ANONYMOUS"
-
-
 @dataclass(slots=True)
 class Connection:
+    """One client connection as its handlers see it. Who it is and how far it has come with
+    authentication is ``state``'s alone to change; the rest is what its requests share."""
+
     client_host: str
     client_port: int
-    listener: str = "PLAINTEXT"
-    principal: str = ANONYMOUS
-    authenticated: bool = True  # False on a SASL listener until SaslAuthenticate succeeds
-    sasl: SaslExchange | None = None
-    close_after_response: bool = False  # a failed authentication ends the connection
+    listener: str  # the listener's security protocol, which names it
+    state: ConnectionState
     link: UpstreamLink | None = None  # its own upstream connections for forwarded requests
     one_leader_at_a_time: bool = False  # a librdkafka client (kafka.client_software)

@@ -22,7 +22,8 @@ from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
 from shareproxy.host.sockets import bind_socket
 from shareproxy.kafka.acceptor import Acceptor
-from shareproxy.kafka.context import ANONYMOUS, BrokerContext, Connection, Pending
+from shareproxy.kafka.connection_state import ConnectionState
+from shareproxy.kafka.context import BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
 from shareproxy.protocol.api_keys import ApiKey
@@ -44,7 +45,6 @@ from shareproxy.protocol.framing import (
     FrameError,
     frame_size,
 )
-from shareproxy.security.listeners import certificate_principal
 from shareproxy.telemetry import metrics
 from shareproxy.telemetry.logs import STORE_OUTAGE, RateLimit, first_line
 
@@ -132,7 +132,7 @@ class KafkaListener:
         """Open client connections by (listener, principal)."""
         counts: dict[tuple[str, str], int] = {}
         for conn in self._connections.values():
-            key = (conn.listener, conn.principal)
+            key = (conn.listener, conn.state.principal)
             counts[key] = counts.get(key, 0) + 1
         return counts
 
@@ -173,13 +173,10 @@ class KafkaListener:
         sock = writer.get_extra_info("socket")
         if sock is not None:  # a ~1 MiB ShareFetch response then leaves in one send
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
-        conn = Connection(str(peer[0]), int(peer[1]), self.protocol)
-        if self.protocol == "SSL":  # the principal is the client certificate's subject
-            conn.principal = certificate_principal(writer.get_extra_info("peercert")) or ANONYMOUS
-        if self.protocol.startswith("SASL_"):
-            conn.authenticated = False  # counted once SaslAuthenticate names the principal
-        else:
-            metrics.CONNECTIONS.labels(conn.listener, conn.principal).inc()
+        state = ConnectionState.for_listener(self.protocol, writer.get_extra_info("peercert"))
+        conn = Connection(str(peer[0]), int(peer[1]), self.protocol, state)
+        if state.authenticated:  # else counted once SaslAuthenticate names the principal
+            metrics.CONNECTIONS.labels(conn.listener, state.principal).inc()
         self._connections[task] = conn
         # answers in the order of the requests. One ready while nothing is owed is written at
         # once; Produce/Fetch answers still on their way upstream (several may be, as to a
@@ -200,7 +197,7 @@ class KafkaListener:
                     self._awaiting.discard(writer)
                     self._idle.discard(writer)
                 limit = (
-                    self.max_frame_bytes if conn.authenticated else MAX_UNAUTHENTICATED_FRAME_BYTES
+                    self.max_frame_bytes if state.authenticated else MAX_UNAUTHENTICATED_FRAME_BYTES
                 )
                 try:
                     size = frame_size(prefix, limit)
@@ -221,7 +218,7 @@ class KafkaListener:
                         answers = _Answers(MAX_PIPELINED)
                         writing = asyncio.create_task(self._write_in_order(answers, writer))
                     await answers.put(response)
-                if conn.close_after_response:
+                if state.closing:
                     break
             if answers is not None:
                 await answers.join()
@@ -291,7 +288,7 @@ class KafkaListener:
         except MalformedRequest as e:
             log.warning("closing %s: %s", conn.client_host, e)
             return CLOSE
-        if not conn.authenticated and api_key not in BEFORE_AUTHENTICATION:
+        if not conn.state.authenticated and api_key not in BEFORE_AUTHENTICATION:
             # not decoded at all: before authentication only the SASL exchange is read
             log.warning(
                 "closing %s: %s before SASL authentication", conn.client_host, api_name(api_key)

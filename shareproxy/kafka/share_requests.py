@@ -37,7 +37,7 @@ def acks_of(topics: Iterable[Any]) -> dict[TopicPartition, list[AckBatch]]:
 
 def session_of(conn: Connection, epoch: int) -> SessionRequest:
     """The request's share-session epoch, charged to the connection's principal and host."""
-    return SessionRequest(epoch, (conn.principal, conn.client_host))
+    return SessionRequest(epoch, (conn.state.principal, conn.client_host))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,8 @@
 """SaslHandshake v1 and SaslAuthenticate v0-v2: the client picks a mechanism, then exchanges
 tokens until the SaslExchange names its principal. A failure is answered with
-SASL_AUTHENTICATION_FAILED and the connection is closed after the answer (as Kafka does)."""
+SASL_AUTHENTICATION_FAILED and the connection is closed after the answer (as Kafka does); so
+is a step the connection's state does not allow now, with ILLEGAL_SASL_STATE. The handlers
+answer; the connection's state alone records where it stands."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import logging
 from datetime import timedelta
 
 from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.connection_state import Intent
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import SaslContext
 from shareproxy.kafka.responses import KioEntity, build, error
@@ -22,15 +25,16 @@ log = logging.getLogger(AUDIT_LOGGER)
 async def handshake(ctx: SaslContext, conn: Connection, request: Request) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     mechanisms = tuple(ctx.sasl_mechanisms)
+    state = conn.state
     code = ErrorCode.NONE
-    if conn.authenticated or conn.sasl is not None:
+    if not state.allows(Intent.HANDSHAKE):  # open, authenticated, or a handshake already
         code = ErrorCode.ILLEGAL_SASL_STATE
     elif request.body.mechanism not in mechanisms:
         code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
     else:
-        conn.sasl = SaslExchange(request.body.mechanism, ctx.credential)
+        state.handshake(SaslExchange(request.body.mechanism, ctx.credential))
     if code != ErrorCode.NONE:
-        conn.close_after_response = True
+        state.refuse()
     return build(cls, error_code=error(code), mechanisms=mechanisms)
 
 
@@ -46,14 +50,15 @@ async def authenticate(ctx: SaslContext, conn: Connection, request: Request) -> 
             session_lifetime=timedelta(0),
         )
 
-    exchange = conn.sasl
-    if exchange is None or conn.authenticated:
-        conn.close_after_response = True
+    state = conn.state
+    exchange = state.exchange  # there only between the handshake and its outcome
+    if exchange is None:
+        state.refuse()
         return reply(ErrorCode.ILLEGAL_SASL_STATE, "SaslHandshake must come first, once")
     try:
         token = exchange.step(request.body.auth_bytes)
     except SaslFailed as exc:
-        conn.close_after_response = True
+        state.refuse()
         metrics.AUTHENTICATION_FAILURES.labels(conn.listener, exchange.mechanism).inc()
         log.warning(
             "authentication failed on %s from %s (%s): %s",
@@ -65,8 +70,6 @@ async def authenticate(ctx: SaslContext, conn: Connection, request: Request) -> 
         )
         return reply(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc))
     if exchange.principal is not None:
-        conn.principal = exchange.principal
-        conn.authenticated = True
-        conn.sasl = None
-        metrics.CONNECTIONS.labels(conn.listener, conn.principal).inc()
+        state.authenticated_as(exchange.principal)
+        metrics.CONNECTIONS.labels(conn.listener, state.principal).inc()
     return reply(ErrorCode.NONE, None, token)
