@@ -200,7 +200,15 @@ def build_runtime(
         feed=feed,
         consumption=consumption,
         coordinator=coordinator,
-        consumers=ShareConsumers(consumption, sessions, nodes, clock),
+        consumers=ShareConsumers(
+            consumption,
+            sessions,
+            nodes,
+            clock,
+            partitions=partitions,
+            store=store,
+            upstream=upstream,
+        ),
         retention=GroupRetention(
             store,
             coordinator,

@@ -30,9 +30,12 @@ from shareproxy.core.share_session import (
     valid_member_id,
 )
 from shareproxy.core.states import AcquireMode
+from shareproxy.core.store import ShareStateStore
 from shareproxy.runtime.cluster import ClusterNodes
 from shareproxy.runtime.consuming.consumption import Consumption
 from shareproxy.runtime.consuming.leader import Acquisition, SharePartitionLeader
+from shareproxy.runtime.consuming.partitions import SharePartitions
+from shareproxy.upstream.client import Upstream
 from shareproxy.upstream.lookups import topic_named
 
 __all__ = [
@@ -123,8 +126,15 @@ class ShareConsumers:
         sessions: ShareSessionCache,
         cluster: ClusterNodes,
         clock_ms: Callable[[], int],
+        *,
+        partitions: SharePartitions,
+        store: ShareStateStore,
+        upstream: Upstream,
     ) -> None:
         self._consumption = consumption
+        self._partitions = partitions  # HTTP consumers: whether this node leads, and loading
+        self._store = store  # HTTP consumers send no heartbeat: their group is made here
+        self._upstream = upstream  # topics named by HTTP consumers
         self._sessions = sessions
         self._cluster = cluster
         self._clock_ms = clock_ms
@@ -261,7 +271,7 @@ class ShareConsumers:
         UNKNOWN_TOPIC_OR_PARTITION for one it does not have."""
         found = []
         for name in dict.fromkeys(names):
-            info = await topic_named(self._consumption.upstream, name)
+            info = await topic_named(self._upstream, name)
             found.append(NamedTopic(name, info.topic_id, tuple(sorted(info.leaders))))
         return found
 
@@ -270,7 +280,7 @@ class ShareConsumers:
         acknowledgement names a topic it fetched from, so an unknown one has nothing to settle."""
         found = []
         for name in dict.fromkeys(names):
-            info = self._consumption.upstream.topics.get(name)
+            info = self._upstream.topics.get(name)
             if info is not None:
                 found.append(NamedTopic(name, info.topic_id, tuple(sorted(info.leaders))))
         return found
@@ -285,11 +295,11 @@ class ShareConsumers:
         """Acquire from the partitions this node leads (the others: from the nodes leading
         them); the group is created if it is new, as HTTP consumers send no heartbeat."""
         leaders = [
-            await self._consumption.partitions.leader(group_id, *tp)
+            await self._partitions.leader(group_id, *tp)
             for tp in partitions
-            if self._consumption.partitions.leads(*tp)
+            if self._partitions.leads(*tp)
         ]
-        await self._consumption.store.ensure_group(group_id)
+        await self._store.ensure_group(group_id)
         return await self._acquire(leaders, member_id, limits)
 
     async def acknowledge(

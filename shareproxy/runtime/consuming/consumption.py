@@ -32,12 +32,12 @@ class Consumption:
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
     ) -> None:
-        self.partitions = partitions
-        self.feed = feed
-        self.upstream = feed.upstream
-        self.store = store
-        self.settings_for = settings_for
-        self.clock_ms = clock_ms
+        self._partitions = partitions
+        self._feed = feed
+        self._upstream = feed.upstream
+        self._store = store
+        self._settings_for = settings_for
+        self._clock_ms = clock_ms
 
     async def leaders(
         self, group_id: str, partitions: Iterable[TopicPartition]
@@ -48,14 +48,14 @@ class Consumption:
         upstream's retriable error when it cannot answer."""
         found: list[SharePartitionLeader] = []
         errors: dict[TopicPartition, int] = {}
-        ready = self.partitions.ready
+        ready = self._partitions.ready
         for tp in partitions:
             leader = ready(group_id, *tp)
             if leader is not None:
                 found.append(leader)
                 continue
             try:
-                found.append(await self.partitions.leader(group_id, *tp))
+                found.append(await self._partitions.leader(group_id, *tp))
             except ShareError as e:
                 errors[tp] = e.code
             except UpstreamError as e:
@@ -81,10 +81,10 @@ class Consumption:
     async def _acknowledge_one(
         self, group_id: str, member_id: str, tp: TopicPartition, batches: Sequence[AckBatch]
     ) -> int:
-        leader = self.partitions.ready(group_id, *tp)
+        leader = self._partitions.ready(group_id, *tp)
         if leader is None:
             try:
-                leader = await self.partitions.leader(group_id, *tp)
+                leader = await self._partitions.leader(group_id, *tp)
             except ShareError as e:
                 return e.code
             except UpstreamError as e:
@@ -93,11 +93,11 @@ class Consumption:
 
     async def release(self, group_id: str, member_id: str) -> None:
         """The member's share session closed (epoch -1): its remaining locks end now."""
-        await self.partitions.release_member(member_id, group_id)
+        await self._partitions.release_member(member_id, group_id)
 
     def lock_expiry_ms(self, group_id: str) -> int:
         """When an acquisition lock taken now ends (the group's share.record.lock.duration.ms)."""
-        return self.clock_ms() + self.settings_for(group_id).record_lock_duration_ms
+        return self._clock_ms() + self._settings_for(group_id).record_lock_duration_ms
 
     # ------------------------------------------------------------------ acquiring
     async def acquire(
@@ -114,7 +114,7 @@ class Consumption:
         """Acquire for ``member_id`` from these share-partitions, waiting up to ``max_wait_ms``
         while there is nothing to give, or less than ``min_bytes`` to read (the long poll of
         ShareFetch and of HTTP fetch)."""
-        deadline = self.clock_ms() + max_wait_ms
+        deadline = self._clock_ms() + max_wait_ms
         got: dict[TopicPartition, Acquisition] = {}
         if not leaders or max_records <= 0 or max_bytes <= 0:  # nothing may be acquired
             await asyncio.sleep(max_wait_ms / 1000)
@@ -124,17 +124,17 @@ class Consumption:
             changed = [leader.changed() for leader in leaders]
             # an unreachable upstream leaves the caches as they are: answered empty, retried
             with contextlib.suppress(UpstreamError):
-                await self.feed.read(leaders, max_wait_ms=1, room=(max_records, max_bytes))
+                await self._feed.read(leaders, max_wait_ms=1, room=(max_records, max_bytes))
             budget, room = max_records, max_bytes
-            remaining = deadline - self.clock_ms()
+            remaining = deadline - self._clock_ms()
             if remaining > 0 and min_bytes > 1 and not _min_bytes_ready(leaders, min_bytes):
                 # as Kafka: nothing is acquired until there is MinBytes or MaxWait ends; the
                 # wait is an upstream long poll past what is cached
                 step = min(remaining, TAIL_POLL_MS)
-                started = self.clock_ms()
+                started = self._clock_ms()
                 with contextlib.suppress(UpstreamError):
-                    await self.feed.read(leaders, max_wait_ms=step, beyond_cache=True)
-                if self.clock_ms() - started < step and not _min_bytes_ready(leaders, min_bytes):
+                    await self._feed.read(leaders, max_wait_ms=step, beyond_cache=True)
+                if self._clock_ms() - started < step and not _min_bytes_ready(leaders, min_bytes):
                     # nothing to long-poll (no room for locks, say): wait for a change instead
                     await asyncio.wait(
                         changed, timeout=step / 1000, return_when=asyncio.FIRST_COMPLETED
@@ -143,23 +143,23 @@ class Consumption:
             for leader in leaders:
                 if budget <= 0 or room <= 0:
                     break
-                if not self.partitions.leads(leader.key.topic_id, leader.key.partition):
+                if not self._partitions.leads(leader.key.topic_id, leader.key.partition):
                     # led elsewhere since the fetch began, or this node's lease may have
                     # lapsed while it waited (a paused process): another node may have
                     # claimed the state, and what this one holds of it is stale
                     continue
                 a = await leader.acquire(member_id, budget, mode, room)
                 if a.acquired:
-                    self.feed.read_ahead(leader)
+                    self._feed.read_ahead(leader)
                     got[(leader.key.topic_id, leader.key.partition)] = a
                     budget -= sum(r.last_offset - r.first_offset + 1 for r in a.acquired)
                     room -= len(a.records)
-            remaining = deadline - self.clock_ms()
+            remaining = deadline - self._clock_ms()
             if got or remaining <= 0:
                 return got
             # Wait for a release, timeout or acknowledgement on these partitions, or for new
             # upstream data (the shared tail poller fetches it); never spin.
-            self.feed.watch(leaders)
+            self._feed.watch(leaders)
             woken, _ = await asyncio.wait(
                 changed, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED
             )
