@@ -20,7 +20,7 @@ class ReadinessProbes:
     store: Callable[[], Awaitable[None]]
     upstream: Callable[[], Awaitable[None]]
     listener: Callable[[], bool]
-    owned: Callable[[], dict[str, Any]] = dict  # what this node leads and coordinates
+    owned: Callable[[], dict[str, Any]]  # what this node leads and coordinates
 
 
 def router(probes: ReadinessProbes) -> APIRouter:
