@@ -35,11 +35,11 @@ from shareproxy.telemetry import metrics
 
 def create_app(
     probes: ReadinessProbes,
-    admin: GroupAdmin | None = None,
-    security: Security | None = None,
-    consumers: ShareConsumers | None = None,
-    archived: ArchivedRecords | None = None,
-    directory: NodeDirectory | None = None,
+    admin: GroupAdmin,
+    security: Security,
+    consumers: ShareConsumers,
+    archived: ArchivedRecords,
+    directory: NodeDirectory,
 ) -> FastAPI:
     app = FastAPI(
         title="shareproxy admin",
@@ -55,19 +55,15 @@ def create_app(
     async def metrics_endpoint() -> Response:
         return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
-    if admin is not None and security is not None:
-        app.state.auth = AdminAuth(security)
-        app.include_router(groups_api.router(admin))
-        app.include_router(group_stats_api.router(admin))
-        app.include_router(inflight_api.router(admin))
-        if archived is not None:
-            app.include_router(archived_api.router(archived, admin))
-        if consumers is not None:
-            app.include_router(records_api.router(consumers, admin))
-        if directory is not None:
-            app.include_router(nodes_api.router(directory))
-        app.include_router(security_api.router(security))
-        console.install(app)
+    app.state.auth = AdminAuth(security)
+    app.include_router(groups_api.router(admin))
+    app.include_router(group_stats_api.router(admin))
+    app.include_router(inflight_api.router(admin))
+    app.include_router(archived_api.router(archived, admin))
+    app.include_router(records_api.router(consumers, admin))
+    app.include_router(nodes_api.router(directory))
+    app.include_router(security_api.router(security))
+    console.install(app)
     return app
 
 
