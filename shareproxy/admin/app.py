@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import AsyncIterator
 
 import uvicorn
 from fastapi import FastAPI, Response
@@ -12,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from shareproxy import __version__
 from shareproxy.admin import (
+    answering,
     archived_api,
     console,
     errors,
@@ -24,6 +26,7 @@ from shareproxy.admin import (
     security_api,
 )
 from shareproxy.admin.auth import AdminAuth
+from shareproxy.admin.forwarding import PeerClient
 from shareproxy.admin.health import ReadinessProbes, router
 from shareproxy.runtime.archive import ArchivedRecords
 from shareproxy.runtime.consuming import ShareConsumers
@@ -41,13 +44,23 @@ def create_app(
     archived: ArchivedRecords,
     directory: NodeDirectory,
 ) -> FastAPI:
+    peers = PeerClient()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        """The server's client of the other nodes lasts as long as the server."""
+        yield
+        await peers.close()
+
     app = FastAPI(
         title="shareproxy admin",
         version=__version__,
         description="Share groups (KIP-932) on a Kafka cluster without them: manage groups, "
         "offsets and configs, and consume over HTTP.",
+        lifespan=lifespan,
     )
     errors.install(app)
+    answering.install(app, answering.Routing(admin, directory, peers))
     app.add_middleware(path_names.RawSegments)
     app.include_router(router(probes))
 
@@ -68,12 +81,13 @@ def create_app(
 
 
 class AdminServer:
-    """uvicorn on a socket bound beforehand (so the proxy reports a port in use itself)."""
+    """uvicorn on a socket bound beforehand (so the proxy reports a port in use itself); the
+    app's lifespan runs with it, so what the app holds is released when the server stops."""
 
     def __init__(self, app: FastAPI, sock: socket.socket) -> None:
         host, port = sock.getsockname()[:2]
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="off", log_config=None
+            app, host=host, port=port, log_level="warning", lifespan="on", log_config=None
         )  # log_config None: uvicorn logs through the proxy's handler and format
         self._server = uvicorn.Server(config)
         self._socket = sock
