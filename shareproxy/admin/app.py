@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import AsyncIterator
 
 import uvicorn
 from fastapi import FastAPI, Response
@@ -12,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from shareproxy import __version__
 from shareproxy.admin import (
+    answering,
     archived_api,
     console,
     errors,
@@ -24,6 +26,7 @@ from shareproxy.admin import (
     security_api,
 )
 from shareproxy.admin.auth import AdminAuth
+from shareproxy.admin.forwarding import PeerClient
 from shareproxy.admin.health import ReadinessProbes, router
 from shareproxy.runtime.archive import ArchivedRecords
 from shareproxy.runtime.consuming import ShareConsumers
@@ -35,19 +38,29 @@ from shareproxy.telemetry import metrics
 
 def create_app(
     probes: ReadinessProbes,
-    admin: GroupAdmin | None = None,
-    security: Security | None = None,
-    consumers: ShareConsumers | None = None,
-    archived: ArchivedRecords | None = None,
-    directory: NodeDirectory | None = None,
+    admin: GroupAdmin,
+    security: Security,
+    consumers: ShareConsumers,
+    archived: ArchivedRecords,
+    directory: NodeDirectory,
 ) -> FastAPI:
+    peers = PeerClient()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        """The server's client of the other nodes lasts as long as the server."""
+        yield
+        await peers.close()
+
     app = FastAPI(
         title="shareproxy admin",
         version=__version__,
         description="Share groups (KIP-932) on a Kafka cluster without them: manage groups, "
         "offsets and configs, and consume over HTTP.",
+        lifespan=lifespan,
     )
     errors.install(app)
+    answering.install(app, answering.Routing(admin, directory, peers))
     app.add_middleware(path_names.RawSegments)
     app.include_router(router(probes))
 
@@ -55,29 +68,26 @@ def create_app(
     async def metrics_endpoint() -> Response:
         return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
-    if admin is not None and security is not None:
-        app.state.auth = AdminAuth(security)
-        app.include_router(groups_api.router(admin))
-        app.include_router(group_stats_api.router(admin))
-        app.include_router(inflight_api.router(admin))
-        if archived is not None:
-            app.include_router(archived_api.router(archived, admin))
-        if consumers is not None:
-            app.include_router(records_api.router(consumers, admin))
-        if directory is not None:
-            app.include_router(nodes_api.router(directory))
-        app.include_router(security_api.router(security))
-        console.install(app)
+    app.state.auth = AdminAuth(security)
+    app.include_router(groups_api.router(admin))
+    app.include_router(group_stats_api.router(admin))
+    app.include_router(inflight_api.router(admin))
+    app.include_router(archived_api.router(archived, admin))
+    app.include_router(records_api.router(consumers, admin))
+    app.include_router(nodes_api.router(directory))
+    app.include_router(security_api.router(security))
+    console.install(app)
     return app
 
 
 class AdminServer:
-    """uvicorn on a socket bound beforehand (so the proxy reports a port in use itself)."""
+    """uvicorn on a socket bound beforehand (so the proxy reports a port in use itself); the
+    app's lifespan runs with it, so what the app holds is released when the server stops."""
 
     def __init__(self, app: FastAPI, sock: socket.socket) -> None:
         host, port = sock.getsockname()[:2]
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="off", log_config=None
+            app, host=host, port=port, log_level="warning", lifespan="on", log_config=None
         )  # log_config None: uvicorn logs through the proxy's handler and format
         self._server = uvicorn.Server(config)
         self._socket = sock

@@ -8,11 +8,11 @@ from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
-from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import GroupId, Strict, TopicName
+from shareproxy.admin.answering import GroupCall, this_node
+from shareproxy.admin.params import Strict, TopicName
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import MAX_INT32, MAX_INT64
@@ -118,8 +118,7 @@ def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
 
     @r.get("/{group_id:name}/archived", response_model=ArchivedList)
     async def list_archived(
-        group_id: GroupId,
-        caller: CallerDep,
+        call: Annotated[GroupCall, Depends(this_node(Operation.DESCRIBE))],
         topic: TopicName | None = None,
         partition: Annotated[int | None, Query(ge=0, le=MAX_INT32)] = None,
         from_: Annotated[int, Query(alias="from", ge=0, le=MAX_INT64)] = 0,
@@ -128,7 +127,7 @@ def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
     ) -> ArchivedList:
         """The group's archived ranges in topic, partition and offset order, those ending at or
         after ``from``; one partition is paged with ``next_from``."""
-        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        group_id, caller = call.group_id, call.caller
         if partition is not None and topic is None:
             raise ShareError(ErrorCode.INVALID_REQUEST, "partition is given only with topic")
 
@@ -183,11 +182,11 @@ def router(archived: ArchivedRecords, admin: GroupAdmin) -> APIRouter:
 
     @r.post("/{group_id:name}/archived/redrive", response_model=RedriveAnswer)
     async def redrive(
-        group_id: GroupId, request: RedriveRequest, caller: CallerDep
+        call: Annotated[GroupCall, Depends(this_node(Operation.READ))], request: RedriveRequest
     ) -> RedriveAnswer:
         """Copy archived records back to their source topic, once; ``dry_run`` (the default)
         only says what would be copied. Read on the group, Write on each source topic."""
-        caller.require(Operation.READ, ResourceType.GROUP, group_id)
+        group_id, caller = call.group_id, call.caller
         outcomes = await archived.redrive(
             group_id,
             [

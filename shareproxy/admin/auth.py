@@ -53,11 +53,6 @@ class Caller:
         for name in dict.fromkeys(topics):
             self.require(op, ResourceType.TOPIC, name)
 
-    def require_read(self, group_id: str, topics: Iterable[str]) -> None:
-        """Read on the group and on each topic: what consuming or moving its offsets needs."""
-        self.require(Operation.READ, ResourceType.GROUP, group_id)
-        self.require_topics(Operation.READ, topics)
-
 
 class AdminAuth:
     def __init__(self, security: Security) -> None:

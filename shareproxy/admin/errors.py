@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from shareproxy.admin.auth import Unauthenticated
-from shareproxy.admin.forwarding import Answered, CoordinatorUnreachable
+from shareproxy.admin.forwarding import CoordinatorUnreachable
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
@@ -62,10 +62,6 @@ def install(app: FastAPI) -> None:
             401,
             headers={"WWW-Authenticate": 'Basic realm="shareproxy", charset="UTF-8"'},
         )
-
-    @app.exception_handler(Answered)
-    async def answered(_: Request, exc: Answered) -> Response:
-        return exc.response
 
     @app.exception_handler(CoordinatorUnreachable)
     async def unreachable(_: Request, exc: CoordinatorUnreachable) -> JSONResponse:

@@ -5,13 +5,13 @@ and draws the increase; nothing keeps a history on the server."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.forwarding import on_every_peer
-from shareproxy.admin.params import GroupId
-from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.admin.answering import GroupGathering, every_node
+from shareproxy.core.acl import Operation
 from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.telemetry import metrics
 
@@ -31,12 +31,14 @@ def router(admin: GroupAdmin) -> APIRouter:
     r = APIRouter(prefix="/v1/share-groups", tags=["share groups"])
 
     @r.get("/{group_id:name}/stats", response_model=GroupStats)
-    async def stats(group_id: GroupId, caller: CallerDep, http: Request) -> GroupStats:
+    async def stats(
+        call: Annotated[GroupGathering, Depends(every_node(Operation.DESCRIBE))],
+    ) -> GroupStats:
         """Totals since each node started (a node that restarted counts from 0 again)."""
-        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        group_id = call.group_id
         await admin.require(group_id)
         totals = metrics.group_totals(group_id)
-        others, unreached = await on_every_peer(http, admin, GroupStats.model_validate)
+        others, unreached = await call.others.answers(GroupStats.model_validate)
         for answer in others:
             for name in totals:
                 totals[name] += getattr(answer, name)

@@ -9,17 +9,18 @@ import time
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, Field
 
-from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.forwarding import (
-    coordinator_answers,
-    listed_elsewhere,
-    on_every_peer,
-    passed_on,
+from shareproxy.admin.answering import (
+    Gathering,
+    GroupCall,
+    GroupGathering,
+    anyone_every_node,
+    every_node,
+    group_call,
 )
-from shareproxy.admin.params import GroupId, Strict
+from shareproxy.admin.params import Strict
 from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
@@ -177,18 +178,18 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.get("", response_model=list[GroupSummary])
     async def list_groups(
-        caller: CallerDep,
-        http: Request,
+        call: Annotated[Gathering, Depends(anyone_every_node)],
         state: Annotated[list[str] | None, Query(description="Empty, Stable or Dead")] = None,
     ) -> list[GroupSummary]:
+        caller = call.caller
         for s in state or []:
             if s.lower() not in ("empty", "stable", "dead"):
                 raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown state {s!r}")
         groups = await admin.summaries(
             state or (),
-            await listed_elsewhere(http, admin),
+            await call.others.listed(),
             now_ms=int(time.time() * 1000),
-            backlog=not passed_on(http),
+            backlog=not call.others.passed_on,
         )
         return [
             GroupSummary(
@@ -204,10 +205,10 @@ def router(admin: GroupAdmin) -> APIRouter:
         ]
 
     @r.get("/{group_id:name}", response_model=GroupDetail)
-    async def describe(group_id: GroupId, caller: CallerDep, http: Request) -> GroupDetail:
-        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
-        await coordinator_answers(http, admin, group_id)
-        g = await admin.describe(group_id)
+    async def describe(
+        call: Annotated[GroupCall, Depends(group_call(Operation.DESCRIBE))],
+    ) -> GroupDetail:
+        g = await admin.describe(call.group_id)
         return GroupDetail(
             group_id=g.group_id,
             state=g.state,
@@ -230,10 +231,12 @@ def router(admin: GroupAdmin) -> APIRouter:
         )
 
     @r.get("/{group_id:name}/dead-letters", response_model=DeadLetters)
-    async def dead_letters(group_id: GroupId, caller: CallerDep, http: Request) -> DeadLetters:
+    async def dead_letters(
+        call: Annotated[GroupGathering, Depends(every_node(Operation.DESCRIBE))],
+    ) -> DeadLetters:
         """What waits for the dead-letter topic on every node: each node's writer holds the
         share-partitions it leads, so the others are asked too."""
-        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
+        group_id = call.group_id
         settings = admin.settings_for(group_id)
         rows = []
         for p in await admin.dead_letters(group_id):
@@ -248,7 +251,7 @@ def router(admin: GroupAdmin) -> APIRouter:
                     next_attempt=_when(problem.retry_ms) if problem else None,
                 )
             )
-        others, unreached = await on_every_peer(http, admin, DeadLetters.model_validate)
+        others, unreached = await call.others.answers(DeadLetters.model_validate)
         for answer in others:
             rows += answer.partitions
         rows.sort(key=lambda x: (x.topic, x.partition))
@@ -262,15 +265,12 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.get("/{group_id:name}/offsets", response_model=GroupOffsets)
     async def offsets(
-        group_id: GroupId,
-        caller: CallerDep,
-        http: Request,
+        call: Annotated[GroupCall, Depends(group_call(Operation.DESCRIBE))],
         topic: Annotated[list[str] | None, Query()] = None,
     ) -> GroupOffsets:
-        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
-        await coordinator_answers(http, admin, group_id)
+        caller = call.caller
         rows = []
-        for p in await admin.offsets(group_id, topic):
+        for p in await admin.offsets(call.group_id, topic):
             if not caller.allowed(Operation.DESCRIBE, ResourceType.TOPIC, p.topic, audit=False):
                 continue  # topics the caller may not Describe are left out
             o = p.offsets
@@ -288,16 +288,14 @@ def router(admin: GroupAdmin) -> APIRouter:
             )
         unknown = any(p.start_offset is not None and p.lag is None for p in rows)
         total = None if unknown else sum(p.lag or 0 for p in rows)
-        return GroupOffsets(group_id=group_id, partitions=rows, total_lag=total)
+        return GroupOffsets(group_id=call.group_id, partitions=rows, total_lag=total)
 
     @r.post("/{group_id:name}/offsets/reset", response_model=ResetResult)
     async def reset(
-        group_id: GroupId, request: ResetRequest, caller: CallerDep, http: Request
+        call: Annotated[GroupCall, Depends(group_call(Operation.READ))], request: ResetRequest
     ) -> ResetResult:
-        caller.require(Operation.READ, ResourceType.GROUP, group_id)
-        await coordinator_answers(http, admin, group_id)
         plan = await admin.reset_offsets(
-            group_id,
+            call.group_id,
             request.to,
             topics=request.topics,
             at=_aware(request.at),
@@ -307,10 +305,10 @@ def router(admin: GroupAdmin) -> APIRouter:
             offsets=_planned(request.offsets),
             dry_run=request.dry_run,
             now=datetime.now(UTC),
-            authorize=lambda topics: caller.require_topics(Operation.READ, topics),
+            authorize=lambda topics: call.caller.require_topics(Operation.READ, topics),
         )
         return ResetResult(
-            group_id=group_id,
+            group_id=call.group_id,
             dry_run=request.dry_run,
             partitions=[
                 ResetStep(
@@ -325,44 +323,41 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.delete("/{group_id:name}/offsets", response_model=DeletedOffsets)
     async def delete_offsets(
-        group_id: GroupId,
-        caller: CallerDep,
-        http: Request,
+        call: Annotated[GroupCall, Depends(group_call(Operation.READ))],
         topic: Annotated[list[str], Query(min_length=1)],
     ) -> DeletedOffsets:
-        caller.require_read(group_id, topic)
-        await coordinator_answers(http, admin, group_id)
-        await admin.delete_offsets(group_id, topic, live=True)
-        return DeletedOffsets(group_id=group_id, topics=topic)
+        call.caller.require_topics(Operation.READ, topic)
+        await admin.delete_offsets(call.group_id, topic, live=True)
+        return DeletedOffsets(group_id=call.group_id, topics=topic)
 
     @r.delete("/{group_id:name}", status_code=204)
-    async def delete_group(group_id: GroupId, caller: CallerDep, http: Request) -> Response:
-        caller.require(Operation.DELETE, ResourceType.GROUP, group_id)
-        await coordinator_answers(http, admin, group_id)
-        await admin.delete_group(group_id)
+    async def delete_group(
+        call: Annotated[GroupCall, Depends(group_call(Operation.DELETE))],
+    ) -> Response:
+        await admin.delete_group(call.group_id)
         return Response(status_code=204)
 
     @r.get("/{group_id:name}/config", response_model=GroupConfig)
-    async def get_config(group_id: GroupId, caller: CallerDep, http: Request) -> GroupConfig:
-        caller.require(Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, group_id)
-        await coordinator_answers(http, admin, group_id)
-        await admin.require(group_id)
-        return _config(admin, group_id)
+    async def get_config(
+        call: Annotated[GroupCall, Depends(group_call(Operation.DESCRIBE_CONFIGS))],
+    ) -> GroupConfig:
+        await admin.require(call.group_id)
+        return _config(admin, call.group_id)
 
     @r.put("/{group_id:name}/config", response_model=GroupConfig)
     async def put_config(
-        group_id: GroupId, change: ConfigChange, caller: CallerDep, http: Request
+        call: Annotated[GroupCall, Depends(group_call(Operation.ALTER_CONFIGS))],
+        change: ConfigChange,
     ) -> GroupConfig:
         """Set (or with null, remove) group configs; in force for the next fetch, lock and
         heartbeat. All values are validated first: one bad value changes nothing."""
-        caller.require(Operation.ALTER_CONFIGS, ResourceType.GROUP, group_id)
         dead_letter_topic = change.configs.get(group_config.DLQ_TOPIC)
         if isinstance(dead_letter_topic, str) and dead_letter_topic:
             # the proxy writes there on the group's behalf: its configurer must be able to
-            caller.require(Operation.WRITE, ResourceType.TOPIC, dead_letter_topic)
-        await coordinator_answers(http, admin, group_id)
-        await admin.alter_configs(group_id, {k: _text(v) for k, v in change.configs.items()})
-        return _config(admin, group_id)
+            call.caller.require(Operation.WRITE, ResourceType.TOPIC, dead_letter_topic)
+        changes = {k: _text(v) for k, v in change.configs.items()}
+        await admin.alter_configs(call.group_id, changes)
+        return _config(admin, call.group_id)
 
     return r
 

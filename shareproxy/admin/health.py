@@ -19,7 +19,7 @@ class ReadinessProbes:
     store: Callable[[], Awaitable[None]]
     upstream: Callable[[], Awaitable[None]]
     listener: Callable[[], bool]
-    owned: Callable[[], Mapping[str, object]] = dict  # what this node leads and coordinates
+    owned: Callable[[], Mapping[str, object]]  # what this node leads and coordinates
 
 
 def router(probes: ReadinessProbes) -> APIRouter:

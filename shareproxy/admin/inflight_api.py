@@ -2,7 +2,7 @@
 release, accept (skip) or reject of chosen offsets, and the release of a member's locks.
 
 A call about one share-partition is answered by the node leading its partition, from whichever
-node it reaches (``forwarding.leader_answers``); a member's release is made on every live node,
+node it reaches (``answering.partition_call``); a member's release is made on every live node,
 since each holds the locks of the partitions it leads. Every change is written to the
 ``shareproxy.audit`` log with its outcome, where it is made.
 """
@@ -13,20 +13,24 @@ from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Annotated, TypeVar
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, Field
 
-from shareproxy.admin.auth import Caller, CallerDep
-from shareproxy.admin.forwarding import leader_answers, on_every_peer
-from shareproxy.admin.params import GroupId, Strict, TopicName
-from shareproxy.core.acl import Operation, ResourceType
+from shareproxy.admin.answering import (
+    GroupGathering,
+    PartitionCall,
+    every_node,
+    partition_call,
+)
+from shareproxy.admin.auth import Caller
+from shareproxy.admin.params import Strict
+from shareproxy.core.acl import Operation
 from shareproxy.core.errors import ShareError
 from shareproxy.core.record_actions import DEFAULT_PAGE, MAX_PAGE, RecordAction, RecordsPage
 from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.security.guard import audit_change
 
 T = TypeVar("T")
-PartitionId = Annotated[int, Path(ge=0)]
 
 
 class RecordRange(BaseModel):
@@ -74,60 +78,45 @@ def router(admin: GroupAdmin) -> APIRouter:
 
     @r.get("/{group_id:name}/partitions/{topic:name}/{partition}/records", response_model=Records)
     async def view(
-        group_id: GroupId,
-        topic: TopicName,
-        partition: PartitionId,
-        caller: CallerDep,
-        http: Request,
+        call: Annotated[PartitionCall, Depends(partition_call(Operation.DESCRIBE))],
         from_offset: Annotated[int | None, Query(ge=0, description="default: SPSO")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="ranges")] = DEFAULT_PAGE,
     ) -> Records:
         """The in-flight records from SPSO to SPEO, a range per run sharing one state."""
-        caller.require(Operation.DESCRIBE, ResourceType.GROUP, group_id)
-        caller.require(Operation.DESCRIBE, ResourceType.TOPIC, topic)
-        await leader_answers(http, admin, topic, partition)
-        page = await records.page(group_id, topic, partition, from_offset, limit)
-        return _records(group_id, topic, partition, page)
+        page = await records.page(call.group_id, call.topic, call.partition, from_offset, limit)
+        return _records(call, page)
 
     @r.post(
         "/{group_id:name}/partitions/{topic:name}/{partition}/records/{action}",
         response_model=Records,
     )
     async def act(
-        group_id: GroupId,
-        topic: TopicName,
-        partition: PartitionId,
+        call: Annotated[PartitionCall, Depends(partition_call(Operation.READ))],
         action: RecordAction,
         offsets: OffsetRange,
-        caller: CallerDep,
-        http: Request,
     ) -> Records:
         """release: Acquired → Available; accept (skip): Available or Acquired → Acknowledged;
         reject: Available or Acquired → Archived. All the offsets or none (409
         INVALID_RECORD_STATE); durable before the answer, which shows them as they are now."""
-        caller.require_read(group_id, [topic])
-        await leader_answers(http, admin, topic, partition)
         first = offsets.first_offset
         last = first if offsets.last_offset is None else offsets.last_offset
-        fields = {"group": group_id, "topic": topic, "partition": partition}
-        changed = records.act(group_id, topic, partition, action, first, last)
+        fields = {"group": call.group_id, "topic": call.topic, "partition": call.partition}
+        changed = records.act(call.group_id, call.topic, call.partition, action, first, last)
         page = await _audited(
-            caller, f"records {action.value}", changed, **fields, offsets=f"{first}-{last}"
+            call.caller, f"records {action.value}", changed, **fields, offsets=f"{first}-{last}"
         )
-        return _records(group_id, topic, partition, page)
+        return _records(call, page)
 
     @r.post(
         "/{group_id:name}/members/{member_id:name_to_end}/release", response_model=MemberReleased
     )
     async def release_member(
-        group_id: GroupId,
+        call: Annotated[GroupGathering, Depends(every_node(Operation.READ))],
         member_id: Annotated[str, Path(min_length=1, max_length=255)],
-        caller: CallerDep,
-        http: Request,
     ) -> MemberReleased:
         """Every lock the member holds in the group ends: its records are Available again,
         delivery counts kept (a consumer that hangs while it heartbeats). Made on every node."""
-        caller.require(Operation.READ, ResourceType.GROUP, group_id)
+        group_id, caller = call.group_id, call.caller
         released = await _audited(
             caller,
             "member release",
@@ -143,7 +132,7 @@ def router(admin: GroupAdmin) -> APIRouter:
             PartitionReleased(topic=x.topic, partition=x.partition, offsets=x.offsets)
             for x in released
         ]
-        others, unreached = await on_every_peer(http, admin, MemberReleased.model_validate)
+        others, unreached = await call.others.answers(MemberReleased.model_validate)
         for answer in others:
             rows += answer.released
         rows.sort(key=lambda x: (x.topic, x.partition))
@@ -168,11 +157,11 @@ async def _audited(caller: Caller, action: str, change: Awaitable[T], **fields: 
     return result
 
 
-def _records(group_id: str, topic: str, partition: int, page: RecordsPage) -> Records:
+def _records(call: PartitionCall, page: RecordsPage) -> Records:
     return Records(
-        group_id=group_id,
-        topic=topic,
-        partition=partition,
+        group_id=call.group_id,
+        topic=call.topic,
+        partition=call.partition,
         start_offset=page.spso,
         end_offset=page.speo,
         records=[

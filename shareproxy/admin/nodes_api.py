@@ -6,12 +6,12 @@ asks for no ACL); each node answers its own counts, so the others are asked too.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.forwarding import on_every_peer, passed_on
+from shareproxy.admin.answering import Gathering, anyone_every_node
 from shareproxy.runtime.directory import NodeDirectory, NodeView
 
 
@@ -37,14 +37,13 @@ def router(directory: NodeDirectory) -> APIRouter:
     r = APIRouter(prefix="/v1/nodes", tags=["nodes"])
 
     @r.get("", response_model=Nodes)
-    async def nodes(caller: CallerDep, http: Request) -> Nodes:
+    async def nodes(call: Annotated[Gathering, Depends(anyone_every_node)]) -> Nodes:
         """The live nodes as this node last read them from the store, with each node's own
         counts (a call passed on from another node answers only this node's row)."""
-        del caller  # authenticated; no ACL, as for Kafka's DescribeCluster
-        if passed_on(http):
+        if call.others.passed_on:
             return Nodes(node_id=directory.node_id, nodes=[_node(directory.this_node())])
         rows = {v.node_id: _node(v) for v in directory.live()}
-        others, unreached = await on_every_peer(http, directory, Nodes.model_validate)
+        others, unreached = await call.others.answers(Nodes.model_validate)
         for answer in others:
             own = next((n for n in answer.nodes if n.node_id == answer.node_id), None)
             if own is not None and own.node_id in rows:

@@ -19,13 +19,14 @@ from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 from aiokafka.record.memory_records import MemoryRecords
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from shareproxy.admin.auth import CallerDep
-from shareproxy.admin.params import Exact, GroupId
+from shareproxy.admin.answering import GroupGathering, every_node
+from shareproxy.admin.params import Exact
 from shareproxy.admin.records_spread import answer_of, by_leader, shares
 from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.acl import Operation
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import MAX_INT32, MAX_INT64
 from shareproxy.core.states import AcknowledgeType, AcquireMode
@@ -168,26 +169,25 @@ def router(consumers: ShareConsumers, admin: GroupAdmin) -> APIRouter:
 
     @r.post("/{group_id:name}/records/fetch", response_model=FetchResponse)
     async def fetch(
-        group_id: GroupId,
+        call: Annotated[GroupGathering, Depends(every_node(Operation.READ))],
         request: FetchRequest,
-        caller: CallerDep,
-        http: Request,
     ) -> FetchResponse:
         """Acquire up to ``max_records`` records, waiting up to ``max_wait_ms`` for some: from
         the partitions this node leads, and, made there at once, from each other live node
         leading some of them, ``max_records`` split by the partitions each leads."""
-        caller.require_read(group_id, request.topics)
+        group_id, others = call.group_id, call.others
+        call.caller.require_topics(Operation.READ, request.topics)
         consumer_id = request.consumer_id or f"http-{uuid.uuid4()}"
         topics = await consumers.named(request.topics)
         names = {t.topic_id: t.name for t in topics}
         here, elsewhere = by_leader(
-            [(t.topic_id, p) for t in topics for p in t.partitions], leader_at, http
+            [(t.topic_id, p) for t in topics for p in t.partitions], leader_at, others.passed_on
         )
         counts = [len(tps) for _, tps in elsewhere.values()]
         local_share, *peer_shares = shares(request.max_records, [len(here), *counts])
         asked = [
             answer_of(
-                http,
+                others,
                 node,
                 {**request.model_dump(), "consumer_id": consumer_id, "max_records": share},
                 FetchResponse.model_validate,
@@ -227,15 +227,14 @@ def router(consumers: ShareConsumers, admin: GroupAdmin) -> APIRouter:
 
     @r.post("/{group_id:name}/records/acknowledge", response_model=AcknowledgeResponse)
     async def acknowledge(
-        group_id: GroupId,
+        call: Annotated[GroupGathering, Depends(every_node(Operation.READ))],
         request: AcknowledgeRequest,
-        caller: CallerDep,
-        http: Request,
     ) -> AcknowledgeResponse:
         """Accept, release, reject or renew acquired offset ranges; each partition's result is
         durable before this answers (those this node leads in one commit, the others on the
         node leading them, one call per node)."""
-        caller.require_read(group_id, (a.topic for a in request.acknowledgements))
+        group_id, others = call.group_id, call.others
+        call.caller.require_topics(Operation.READ, (a.topic for a in request.acknowledgements))
         per_partition: dict[tuple[str, int], list[AckBatch]] = {}
         for a in request.acknowledgements:
             if a.last_offset < a.first_offset:
@@ -258,14 +257,14 @@ def router(consumers: ShareConsumers, admin: GroupAdmin) -> APIRouter:
                 results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
             else:
                 by_id[(found.topic_id, partition)] = (topic, partition)
-        here, elsewhere = by_leader(by_id, leader_at, http)
+        here, elsewhere = by_leader(by_id, leader_at, others.passed_on)
         asked = []
         for node, tps in elsewhere.values():
             theirs = {by_id[tp] for tp in tps}
             acks = [a for a in request.acknowledgements if (a.topic, a.partition) in theirs]
             body = AcknowledgeRequest(consumer_id=request.consumer_id, acknowledgements=acks)
             asked.append(
-                answer_of(http, node, body.model_dump(), AcknowledgeResponse.model_validate)
+                answer_of(others, node, body.model_dump(), AcknowledgeResponse.model_validate)
             )
         local_acks = {tp: per_partition[by_id[tp]] for tp in here}
         codes, answers = await asyncio.gather(

@@ -11,14 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 from uuid import UUID
 
-from fastapi import Request
-
-from shareproxy.admin.forwarding import (
-    CONNECT_TIMEOUT_S,
-    CoordinatorUnreachable,
-    call_on,
-    passed_on,
-)
+from shareproxy.admin.forwarding import CONNECT_TIMEOUT_S, CoordinatorUnreachable, OtherNodes
 from shareproxy.runtime.cluster import NodeAddress
 from shareproxy.telemetry.logs import first_line
 
@@ -33,14 +26,14 @@ FETCH_ANSWER_MARGIN_S = 10.0
 def by_leader(
     partitions: Iterable[tuple[UUID, int]],
     leader_at: Callable[[UUID, int], NodeAddress | None],
-    request: Request,
+    passed_on: bool,
 ) -> tuple[list[tuple[UUID, int]], dict[int, tuple[NodeAddress, list[tuple[UUID, int]]]]]:
     """The partitions this node answers for, and those of each other node by node id. A call
     passed on is answered here for all of them (it is never passed on twice)."""
     here: list[tuple[UUID, int]] = []
     elsewhere: dict[int, tuple[NodeAddress, list[tuple[UUID, int]]]] = {}
     for tp in partitions:
-        node = None if passed_on(request) else leader_at(*tp)
+        node = None if passed_on else leader_at(*tp)
         if node is None:
             here.append(tp)
         else:
@@ -55,7 +48,7 @@ def shares(max_records: int, counts: list[int]) -> list[int]:
 
 
 async def answer_of(
-    request: Request,
+    others: OtherNodes,
     node: NodeAddress,
     body: dict[str, Any],
     parse: Callable[[Any], T],
@@ -66,10 +59,8 @@ async def answer_of(
     if not node.admin_url:
         return f"{node.described}: no admin API address"
     try:
-        answer = await call_on(
-            request,
+        answer = await others.call_on(
             node,
-            node.admin_url,
             content=json.dumps(body).encode(),
             answer_timeout_s=wait_ms / 1000 + FETCH_ANSWER_MARGIN_S + CONNECT_TIMEOUT_S,
         )
@@ -86,8 +77,8 @@ async def answer_of(
             "%s %s: %s; what it did (records it acquired, acknowledgements it applied) is "
             "not in this answer: records acquired there are redelivered once their locks "
             "time out",
-            request.method,
-            request.url.path,
+            others.request.method,
+            others.request.url.path,
             why,
             extra={"node": node.node_id},
         )

@@ -10,7 +10,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import Field
 
-from shareproxy.admin.auth import ANONYMOUS, CallerDep, token_hash
+from shareproxy.admin.answering import anyone_this_node, cluster_call
+from shareproxy.admin.auth import ANONYMOUS, Caller, token_hash
 from shareproxy.admin.params import Strict, UserName
 from shareproxy.core.acl import (
     AclBinding,
@@ -126,8 +127,9 @@ def router(security: Security) -> APIRouter:
     r = APIRouter(prefix="/v1", tags=["security"])
 
     @r.get("/users", response_model=list[User])
-    async def list_users(caller: CallerDep) -> list[User]:
-        caller.require(Operation.DESCRIBE, ResourceType.CLUSTER)
+    async def list_users(
+        _: Annotated[Caller, Depends(cluster_call(Operation.DESCRIBE))],
+    ) -> list[User]:
         creds = await security.store.credentials()
         by_user: dict[str, list[str]] = {}
         for c in creds:
@@ -135,9 +137,12 @@ def router(security: Security) -> APIRouter:
         return [User(name=u, mechanisms=sorted(m)) for u, m in sorted(by_user.items())]
 
     @r.post("/users", response_model=User, status_code=201)
-    async def put_user(user: NewUser, caller: CallerDep, response: Response) -> User:
+    async def put_user(
+        _: Annotated[Caller, Depends(cluster_call(Operation.ALTER))],
+        user: NewUser,
+        response: Response,
+    ) -> User:
         """Create a user, or set a new password for an existing one (200)."""
-        caller.require(Operation.ALTER, ResourceType.CLUSTER)
         try:
             creds = make_credentials(user.name, user.password, user.iterations)
         except InvalidUser as exc:
@@ -147,41 +152,45 @@ def router(security: Security) -> APIRouter:
         return User(name=user.name, mechanisms=[c.mechanism for c in creds])
 
     @r.delete("/users/{name:name}", status_code=204)
-    async def delete_user(name: UserName, caller: CallerDep) -> Response:
-        caller.require(Operation.ALTER, ResourceType.CLUSTER)
+    async def delete_user(
+        _: Annotated[Caller, Depends(cluster_call(Operation.ALTER))], name: UserName
+    ) -> Response:
         if not await security.delete_user(name):
             raise ShareError(ErrorCode.INVALID_REQUEST, f"no user {name!r}")
         return Response(status_code=204)
 
     @r.get("/acls", response_model=list[Acl])
-    async def list_acls(caller: CallerDep, f: FilterDep) -> list[Acl]:
-        caller.require(Operation.DESCRIBE, ResourceType.CLUSTER)
+    async def list_acls(
+        _: Annotated[Caller, Depends(cluster_call(Operation.DESCRIBE))], f: FilterDep
+    ) -> list[Acl]:
         await security.load()  # the store's rules as they are now
         return [_acl(b) for b in security.describe(f)]
 
     @r.post("/acls", response_model=list[Acl], status_code=201)
-    async def create_acls(acls: list[Acl], caller: CallerDep) -> list[Acl]:
+    async def create_acls(
+        _: Annotated[Caller, Depends(cluster_call(Operation.ALTER))], acls: list[Acl]
+    ) -> list[Acl]:
         """Create rules (all validated first; existing ones are kept once)."""
-        caller.require(Operation.ALTER, ResourceType.CLUSTER)
         bindings = [_binding(a) for a in acls]
         await security.create_acls(bindings)
         return [_acl(b) for b in bindings]
 
     @r.delete("/acls", response_model=list[Acl])
     async def delete_acls(
-        caller: CallerDep,
+        _: Annotated[Caller, Depends(cluster_call(Operation.ALTER))],
         f: FilterDep,
         all: Annotated[bool, Query(description="required to delete with an empty filter")] = False,
     ) -> list[Acl]:
         """Delete the rules the filter matches; returns them."""
-        caller.require(Operation.ALTER, ResourceType.CLUSTER)
         if not all and f == AclFilter():
             raise ShareError(ErrorCode.INVALID_REQUEST, "an empty filter needs all=true")
         (deleted,) = await security.delete_acls([f])
         return [_acl(b) for b in deleted]
 
     @r.post("/tokens", response_model=Token, status_code=201)
-    async def create_token(caller: CallerDep, request: TokenRequest | None = None) -> Token:
+    async def create_token(
+        caller: Annotated[Caller, Depends(anyone_this_node)], request: TokenRequest | None = None
+    ) -> Token:
         """A bearer token for the calling user (shown once; stored as a hash)."""
         if caller.principal == ANONYMOUS:
             raise ShareError(
