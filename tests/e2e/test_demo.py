@@ -12,13 +12,18 @@ from rich.console import Console
 from shareproxy.demo.single import run_demo
 
 
-def _leftovers() -> set[Path]:
-    tmp = Path(tempfile.gettempdir())
-    return {*tmp.glob("shareproxy-demo-*"), *tmp.glob("tansu-*")}
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary folder of the demo's own, in this process and its children: other tests'
+    brokers come and go in the shared one meanwhile, so only this one can show leftovers."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    return tmp
 
 
-def test_the_demo_shares_one_partition_and_cleans_up(capfd):
-    before = _leftovers()
+def test_the_demo_shares_one_partition_and_cleans_up(capfd, own_tmp):
     out = io.StringIO()
     outcome = run_demo(records=300, partitions=1, consumers=3, console=Console(file=out, width=200))
     text = out.getvalue()
@@ -34,7 +39,7 @@ def test_the_demo_shares_one_partition_and_cleans_up(capfd):
     printed = capfd.readouterr()
     assert "rdkafka" not in printed.err + printed.out  # none of it reached the terminal
     assert outcome.stop_seconds < 3, outcome.stop_seconds
-    assert _leftovers() <= before
+    assert sorted(own_tmp.iterdir()) == []  # its broker's and its state's folders are gone
 
 
 def _interrupted(after: str, records: int) -> tuple[int, str, float]:
@@ -80,8 +85,7 @@ def _interrupted(after: str, records: int) -> tuple[int, str, float]:
     return code, "".join(lines[mark:]), took
 
 
-def test_ctrl_c_stops_the_demo_within_seconds_with_one_line():
-    before = _leftovers()
+def test_ctrl_c_stops_the_demo_within_seconds_with_one_line(own_tmp):
     for after, records in (("consumers in", 200_000), ("proxy", 200_000)):
         code, said, took = _interrupted(after, records)
         assert code == 130, said
@@ -89,7 +93,7 @@ def test_ctrl_c_stops_the_demo_within_seconds_with_one_line():
         assert "Unable connect" not in said and "Traceback" not in said, said
         assert len([line for line in said.splitlines() if line.strip()]) <= 3, said
         assert "interrupted" in said, said
-    assert _leftovers() <= before
+    assert sorted(own_tmp.iterdir()) == []  # its broker's and its state's folders are gone
 
 
 @pytest.mark.long
