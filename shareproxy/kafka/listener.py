@@ -26,6 +26,7 @@ from shareproxy.kafka.connection_state import ConnectionState
 from shareproxy.kafka.context import BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
+from shareproxy.kafka.responses import KioEntity
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
@@ -323,7 +324,9 @@ class KafkaListener:
             body = self._failed(conn, request, exc)
         return self._chunks(conn, request, started, body)
 
-    def _failed(self, conn: Connection, request: Request, exc: Exception | None = None) -> Any:
+    def _failed(
+        self, conn: Connection, request: Request, exc: Exception | None = None
+    ) -> KioEntity:
         """A defect: the client still gets an answer, others are unaffected. A state store out
         of reach is no defect: answered retriable, as Kafka does when its coordinator is away."""
         cls = response_type(request.api_key, request.api_version)

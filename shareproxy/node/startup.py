@@ -9,7 +9,7 @@ import contextlib
 import errno
 import logging
 import ssl
-from typing import Any
+from collections.abc import Iterator
 
 from shareproxy.core.failures import AddressRefused, BadInput, Unreachable
 from shareproxy.security import listeners
@@ -38,7 +38,7 @@ def upstream_hint(s: Settings, exc: Exception) -> str:
 
 
 @contextlib.contextmanager
-def listen_errors(what: str) -> Any:
+def listen_errors(what: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:  # socket.gaierror too: a host name that does not resolve

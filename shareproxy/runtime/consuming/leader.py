@@ -14,7 +14,7 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from prometheus_client import Counter
 
@@ -398,7 +398,7 @@ _ACK_NAMES = {t: t.name.lower() for t in AcknowledgeType}
 
 
 @functools.cache
-def _group_counter(metric: Counter, group_id: str, label: str) -> Any:
+def _group_counter(metric: Counter, group_id: str, label: str) -> Counter:
     """A group's child of a counter moved on every fetch, looked up once: ``labels`` builds
     and checks its key each call. As many as the metric's own children, which are never
     removed either."""
