@@ -2,7 +2,11 @@
 requests (0 opens, then 1, 2, … wrapping to 1; -1 closes and releases its locks).
 
 Keyed by (group, member, node) — never by connection: the client opens several connections to
-one node. A request with epoch n > 0 must carry exactly the session's next epoch.
+one node. A request with epoch n > 0 must carry exactly the session's next epoch. Yet a session
+belongs to the connection that opened it: when that connection closes (the client stopped, or
+crashed), the session ends with it and its member's locks end at once, as on Kafka 4.1+, rather
+than after the acquisition lock. A session opened again (epoch 0) on another connection belongs
+to that one, so the old connection's close leaves it alone.
 
 As on a Kafka broker, a session does not depend on the group's membership: any well-formed
 member id may open one (``valid_member_id``), and a member the coordinator has removed keeps
@@ -12,8 +16,8 @@ client that opened it (its principal and host) and one client may hold at most
 plaintext listener, one NAT, one service's replicas), so a full cache does not simply refuse:
 a session whose member the group does not have gives way to one whose member it has
 (``Standing``), the least recently used first, so made-up member ids never crowd out the
-members that exist. A session ends when it is closed (epoch -1), its member leaves, it gives
-way, or it is left idle past its timeout. Time comes in as an argument.
+members that exist. A session ends when it is closed (epoch -1), its connection closes, it
+gives way, or it is left idle past its timeout. Time comes in as an argument.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class ShareSession:
     client: ClientKey = ("", "")
     last_used_ms: int = 0
     partitions: list[TopicPartition] = field(default_factory=list)
+    connection: int = 0  # the connection that opened it, which it ends with (0: none)
 
     def add(self, partitions: Iterable[TopicPartition]) -> None:
         known = set(self.partitions)
@@ -92,6 +97,7 @@ class ShareSessionCache:
         self.standing = standing  # of a (group id, member id), asked only when the cache is full
         self.sessions: dict[SessionKey, ShareSession] = {}
         self._per_client: dict[ClientKey, int] = {}
+        self._of_connection: dict[int, set[SessionKey]] = {}  # connection -> sessions it opened
         self._gave_way = gave_way  # told of each session closed to make room, and for whom
 
     def __len__(self) -> int:
@@ -108,11 +114,13 @@ class ShareSessionCache:
         client: ClientKey = ("", ""),
         *,
         acknowledging_only: bool = False,
+        connection: int = 0,
     ) -> ShareSession:
         """Check a request's epoch and return the session it works in.
 
-        Epoch 0 opens a new session (replacing an older one of the same key); a positive epoch
-        must match; -1 returns the session for a last acknowledgement (``close`` ends it).
+        Epoch 0 opens a new session on ``connection`` (replacing an older one of the same key);
+        a positive epoch must match; -1 returns the session for a last acknowledgement
+        (``close`` ends it).
         """
         if epoch == OPEN_EPOCH:
             if acknowledging_only:
@@ -121,9 +129,13 @@ class ShareSessionCache:
                 )
             self.close(key)  # a reopened session replaces the old one, and frees its place
             self._make_room(key, client)
-            opened = ShareSession(key, next_epoch(OPEN_EPOCH), client, now_ms)
+            opened = ShareSession(
+                key, next_epoch(OPEN_EPOCH), client, now_ms, connection=connection
+            )
             self.sessions[key] = opened
             self._per_client[client] = self._per_client.get(client, 0) + 1
+            if connection:
+                self._of_connection.setdefault(connection, set()).add(key)
             return opened
         session = self.sessions.get(key)
         if session is None:
@@ -189,7 +201,21 @@ class ShareSessionCache:
                 self._per_client[session.client] = left
             else:
                 del self._per_client[session.client]
+            opened_on = self._of_connection.get(session.connection)
+            if opened_on is not None:
+                opened_on.discard(key)
+                if not opened_on:
+                    del self._of_connection[session.connection]
         return session
+
+    def close_connection(self, connection: int) -> list[ShareSession]:
+        """The connection closed: the sessions it opened (and still holds: one opened again on
+        another connection is that one's) end, and are returned so their locks end too."""
+        keys = self._of_connection.pop(connection, set())
+        closed = [self.sessions[key] for key in keys]
+        for session in closed:
+            self.close(session.key)
+        return closed
 
     def of_member(self, group_id: str, member_id: str) -> list[ShareSession]:
         return [s for k, s in self.sessions.items() if k[0] == group_id and k[1] == member_id]

@@ -220,5 +220,6 @@ class Connection:
     client_port: int
     listener: str  # the listener's security protocol, which names it
     state: ConnectionState
+    number: int = 0  # unique in the process (from 1): the share sessions it opens end with it
     link: UpstreamLink | None = None  # its own upstream connections for forwarded requests
     one_leader_at_a_time: bool = False  # a librdkafka client (kafka.client_software)

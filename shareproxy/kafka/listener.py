@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import enum
 import functools
+import itertools
 import logging
 import socket
 import ssl
@@ -88,6 +89,7 @@ class _Answers(asyncio.Queue[Answer]):
 
 
 log = logging.getLogger(__name__)
+_connection_numbers = itertools.count(1)  # unique in the process: 0 names none
 log.addFilter(RateLimit())  # what clients send decides how often these lines come
 
 
@@ -175,7 +177,9 @@ class KafkaListener:
         if sock is not None:  # a ~1 MiB ShareFetch response then leaves in one send
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
         state = ConnectionState.for_listener(self.protocol, writer.get_extra_info("peercert"))
-        conn = Connection(str(peer[0]), int(peer[1]), self.protocol, state)
+        conn = Connection(
+            str(peer[0]), int(peer[1]), self.protocol, state, next(_connection_numbers)
+        )
         if state.authenticated:  # else counted once SaslAuthenticate names the principal
             metrics.CONNECTIONS.labels(conn.listener, state.principal).inc()
         self._connections[task] = conn
@@ -236,6 +240,23 @@ class KafkaListener:
             writer.close()
             if conn.link is not None:
                 await conn.link.close()
+            if not self._closing:  # at shutdown another node takes over what was acquired
+                await self._ended(conn)
+
+    async def _ended(self, conn: Connection) -> None:
+        """The connection closed: the share sessions it opened end, and their members' locks
+        on this node with them, so a crashed consumer's records go to the others at once."""
+        try:
+            await self.ctx.consumers.connection_closed(conn.number)
+        except StoreUnavailable as exc:
+            STORE_OUTAGE.failed("ending a closed connection's share sessions", first_line(exc))
+        except Exception as exc:
+            log.debug("ending the share sessions of %s failed", conn.client_host, exc_info=exc)
+            log.warning(
+                "ending the share sessions of a closed connection from %s failed: %s",
+                conn.client_host,
+                first_line(exc),
+            )
 
     async def _send(self, writer: asyncio.StreamWriter, chunks: Chunks) -> bool:
         """Write one answer; False, logged, when the connection broke (reset, timed out, TLS

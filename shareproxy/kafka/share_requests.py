@@ -36,8 +36,9 @@ def acks_of(topics: Iterable[Any]) -> dict[TopicPartition, list[AckBatch]]:
 
 
 def session_of(conn: Connection, epoch: int) -> SessionRequest:
-    """The request's share-session epoch, charged to the connection's principal and host."""
-    return SessionRequest(epoch, (conn.state.principal, conn.client_host))
+    """The request's share-session epoch, charged to the connection's principal and host; a
+    session it opens ends with the connection."""
+    return SessionRequest(epoch, (conn.state.principal, conn.client_host), conn.number)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from shareproxy.core.errors import ErrorCode
 from tests.support.middle import MiddleRuntime, on_middle_runtime
-from tests.support.share_calls import GROUP, share_fetch
+from tests.support.share_calls import GROUP, fetch, share_fetch
 
 
 async def joined(runtime: MiddleRuntime, member_id: str, topic: str) -> None:
@@ -59,3 +59,35 @@ async def test_the_proxy_limit_never_evicts_a_member(runtime: MiddleRuntime):
         assert (
             refused(await share_fetch(runtime, member, tp, wait_ms=0, epoch=1, host=host)) is None
         )
+
+
+@on_middle_runtime
+async def test_a_closed_connection_ends_its_session_and_its_records_come_back_at_once(
+    runtime: MiddleRuntime,
+):
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "crashed", tp, connection=7) == [(0, 9, 1)]
+    await runtime.consumers.connection_closed(7)  # its process was killed: the socket closed
+    # on the virtual clock no lock has expired: the records were released, counts kept
+    assert await fetch(runtime, "other", tp, wait_ms=0, connection=8) == [(0, 9, 2)]
+    gone = await share_fetch(runtime, "crashed", tp, wait_ms=0, epoch=1, connection=9)
+    assert refused(gone) == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+
+@on_middle_runtime
+async def test_a_session_opened_again_elsewhere_keeps_its_records_when_the_old_connection_closes(
+    runtime: MiddleRuntime,
+):
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m", tp, connection=7) == [(0, 9, 1)]
+    # the client reconnected and opened its session again before the old connection's close
+    # reached the proxy: that close must not end the new session nor release what it holds
+    await fetch(runtime, "m", tp, wait_ms=0, connection=8)
+    await runtime.consumers.connection_closed(7)
+    assert await fetch(runtime, "other", tp, wait_ms=0, connection=9) == []
+    await runtime.consumers.connection_closed(8)
+    assert await fetch(runtime, "other", tp, wait_ms=0, epoch=1, connection=9) == [(0, 9, 2)]

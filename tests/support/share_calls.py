@@ -34,13 +34,14 @@ async def share_fetch(
     mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
     epoch: int = OPEN_EPOCH,
     host: str = "127.0.0.1",
+    connection: int = 0,
 ) -> Fetched:
     """A ShareFetch of one share-partition, in a share session it opens (or goes on with, at
-    ``epoch``), from an anonymous client on ``host``."""
+    ``epoch``), from an anonymous client on ``host``, sent on ``connection`` (0: none)."""
     return await rt.consumers.share_fetch(
         GROUP,
         member_id,
-        SessionRequest(epoch, ("User:ANONYMOUS", host)),
+        SessionRequest(epoch, ("User:ANONYMOUS", host), connection),
         {},
         fetch=[tp],
         forget=[],

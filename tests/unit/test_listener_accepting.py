@@ -16,6 +16,7 @@ import pytest
 import uvloop
 
 from shareproxy.kafka.listener import KafkaListener
+from tests.support.listener_context import listener_only
 
 CLIENTS = 300
 TURN_S = 0.02  # what other clients' requests take of each turn
@@ -28,7 +29,7 @@ def test_every_waiting_connection_is_taken_within_a_few_busy_turns(
     loop_factory: Callable[[], asyncio.AbstractEventLoop],
 ) -> None:
     async def main() -> int:
-        listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+        listener = KafkaListener(listener_only(), "127.0.0.1", 0)
         await listener.start()
         loop = asyncio.get_running_loop()
         turns = 0
@@ -68,7 +69,7 @@ def test_out_of_file_descriptors_pauses_accepting_with_a_warning_then_takes_them
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 
     async def main() -> tuple[int, int]:
-        listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+        listener = KafkaListener(listener_only(), "127.0.0.1", 0)
         await listener.start()
         clients = [socket.socket() for _ in range(8)]
         highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))

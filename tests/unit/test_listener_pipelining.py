@@ -14,6 +14,7 @@ import time
 import pytest
 
 from shareproxy.kafka.listener import KafkaListener
+from tests.support.listener_context import listener_only
 
 PRODUCE, METADATA = 0, 3
 
@@ -52,7 +53,7 @@ async def answers(reader: asyncio.StreamReader, n: int) -> list[int]:
 
 
 async def test_produces_overlap_and_answers_keep_request_order(handled):
-    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
     await listener.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
     writer.write(b"".join(frame(PRODUCE, cid) for cid in range(1, 5)) + frame(METADATA, 5))
@@ -65,7 +66,7 @@ async def test_produces_overlap_and_answers_keep_request_order(handled):
 
 
 async def test_answers_ready_at_once_keep_their_place_among_pipelined_ones(handled):
-    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
     await listener.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
     writer.write(frame(METADATA, 1))
@@ -81,7 +82,7 @@ async def test_a_connection_that_breaks_while_answering_ends_its_task(
     handled, monkeypatch, caplog, requests
 ):
     caplog.set_level(logging.INFO, "shareproxy.kafka.listener")
-    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
     await listener.start()
     _reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
     real_drain = asyncio.StreamWriter.drain
@@ -109,7 +110,7 @@ async def test_a_connection_that_breaks_while_answering_ends_its_task(
 
 @pytest.mark.parametrize("api_key", [PRODUCE, METADATA])
 async def test_shutdown_does_not_wait_for_a_connection_that_owes_nothing(handled, api_key):
-    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
     await listener.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
     writer.write(frame(api_key, 1))
@@ -121,7 +122,7 @@ async def test_shutdown_does_not_wait_for_a_connection_that_owes_nothing(handled
 
 
 async def test_shutdown_answers_what_is_owed_before_closing(handled):
-    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
     await listener.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
     writer.write(frame(PRODUCE, 1) + frame(PRODUCE, 2))

@@ -12,13 +12,14 @@ import pytest
 import uvloop
 
 from shareproxy.kafka.listener import KafkaListener
+from tests.support.listener_context import listener_only
 
 
 def test_an_answer_to_a_client_that_reset_is_dropped_without_a_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def main() -> list[bool]:
-        listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+        listener = KafkaListener(listener_only(), "127.0.0.1", 0)
         sent: list[bool] = []
         done = asyncio.Event()
 

@@ -9,6 +9,7 @@ import sys
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.telemetry.logs import Outage, RateLimit
+from tests.support.listener_context import listener_only
 
 
 class Clock:
@@ -65,7 +66,7 @@ def test_the_listener_logs_a_failing_handler_a_few_times_however_often_clients_r
     from shareproxy.kafka.listener import KafkaListener
     from shareproxy.protocol.api_keys import ApiKey
 
-    listener = KafkaListener(None, "127.0.0.1", 0)  # type: ignore[arg-type]
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
     conn = SimpleNamespace(client_host="10.0.0.7")
     request = SimpleNamespace(api_key=ApiKey.SHARE_FETCH, api_version=1)
     answers = []

@@ -27,6 +27,7 @@ from shareproxy.protocol.error_response import error_entity
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.scram import make_credentials
 from shareproxy.telemetry import metrics
+from tests.support.listener_context import ListenerOnly
 
 ILLEGAL = ErrorCode.ILLEGAL_SASL_STATE
 PASSWORD = "right-Pass-1"
@@ -36,7 +37,7 @@ HANDSHAKE = SaslHandshakeRequest(mechanism="PLAIN")
 AUTHENTICATE = SaslAuthenticateRequest(auth_bytes=GOOD)
 
 
-class _Context:
+class _Context(ListenerOnly):
     """What the listener and the SASL and ApiVersions handlers read."""
 
     served = SERVED

@@ -195,3 +195,37 @@ def test_members_never_give_way_and_strangers_go_before_unverified_sessions():
     assert cache.get(key("u", "far")) is None
     assert {k[1] for k in cache.sessions} == {"real", "other", "third"}
     refused(ErrorCode.SHARE_SESSION_LIMIT_REACHED, cache.begin, key("t"), OPEN_EPOCH, 6, ALICE)
+
+
+def test_a_session_ends_with_the_connection_that_opened_it():
+    cache = ShareSessionCache()
+    a = cache.begin(key("a"), OPEN_EPOCH, 0, ALICE, connection=7)
+    b = cache.begin(key("b"), OPEN_EPOCH, 0, ALICE, connection=7)
+    other = cache.begin(key("c"), OPEN_EPOCH, 0, ALICE, connection=8)
+    cache.begin(key("a"), 1, 1, ALICE, connection=9)  # later requests may come on any connection
+    assert sorted(s.key for s in cache.close_connection(7)) == sorted([a.key, b.key])
+    assert cache.get(key("a")) is None and cache.get(key("b")) is None
+    assert cache.get(key("c")) is other
+    assert cache.close_connection(7) == []  # ended once
+    refused(ErrorCode.SHARE_SESSION_NOT_FOUND, cache.begin, key("a"), 2, 2, ALICE)
+
+
+def test_a_session_opened_again_on_a_new_connection_outlives_the_old_connection():
+    # the client reopened its session (epoch 0) on a new connection before the old one's close
+    # was seen: that close must not end the new session (KAFKA-19950)
+    cache = ShareSessionCache()
+    cache.begin(key("m"), OPEN_EPOCH, 0, ALICE, connection=7)
+    reopened = cache.begin(key("m"), OPEN_EPOCH, 1, ALICE, connection=8)
+    assert cache.close_connection(7) == []
+    assert cache.get(key("m")) is reopened
+    assert cache.close_connection(8) == [reopened]
+
+
+def test_a_session_closed_or_evicted_is_no_longer_its_connections():
+    cache = ShareSessionCache()
+    cache.begin(key("closed"), OPEN_EPOCH, 0, ALICE, connection=7)
+    cache.begin(key("idle"), OPEN_EPOCH, 0, ALICE, connection=7)
+    cache.close(key("closed"))
+    assert [s.key for s in cache.evict_idle(100, lambda group: 10)] == [key("idle")]
+    assert cache.close_connection(7) == []
+    assert len(cache) == 0

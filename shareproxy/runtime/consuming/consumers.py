@@ -66,11 +66,13 @@ class Access(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SessionRequest:
-    """What a request says about its share session: the epoch and who sends it (sessions are
-    charged to that client)."""
+    """What a request says about its share session: the epoch, who sends it (sessions are
+    charged to that client), and on which connection (a session ends with the one that opened
+    it; 0: none)."""
 
     epoch: int
     client: ClientKey
+    connection: int = 0
 
     @property
     def closes(self) -> bool:
@@ -243,7 +245,16 @@ class ShareConsumers:
             self._clock_ms(),
             session.client,
             acknowledging_only=acknowledging_only,
+            connection=session.connection,
         )
+
+    async def connection_closed(self, connection: int) -> None:
+        """A client connection closed: the share sessions it opened end, and the locks their
+        members hold on this node end with them (delivery counts kept), as an explicit close
+        would end them, so a crashed consumer's records go to the others at once."""
+        for session in self._sessions.close_connection(connection):
+            group_id, member_id, _ = session.key
+            await self._consumption.release(group_id, member_id)
 
     async def _close(self, group_id: str, member_id: str) -> None:
         """The member's share session on this node ends (epoch -1): its remaining locks end."""
