@@ -63,7 +63,6 @@ class Coordinator:
         self._past_rebalances: dict[str, int] = {}  # of groups dropped here, so counters stay
         self._mutex = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
-        self.leave_grace_s = 5.0
         self._recorded: dict[str, tuple[str, ...]] = {}  # membership last written to the store
         self._recording: dict[str, asyncio.Lock] = {}
 
@@ -309,23 +308,16 @@ class Coordinator:
         )
 
     def _leaving(self, group_id: str, member_id: str) -> None:
-        """A member left. Its client closes its share sessions separately (ShareAcknowledge -1,
-        carrying its last acknowledgements), often after the leave heartbeat; releasing first
-        would turn those acknowledgements into redeliveries. So locks held under an open session
-        are released when the session closes, or after a grace period if it never does."""
-        if not self.sessions.of_member(group_id, member_id):
-            task = asyncio.create_task(self._member_gone(group_id, member_id))
-        else:
-            task = asyncio.create_task(self._release_after_grace(group_id, member_id))
+        """A member left. As on Kafka, the locks it holds under a share session end with the
+        session, not with the leave: its client closes the session after the leave heartbeat
+        (ShareAcknowledge -1, carrying its last acknowledgements, which a release first would
+        turn into redeliveries), or its connection closes, and a session left open keeps them
+        until they time out. Without a session here, whatever it still holds ends now."""
+        if self.sessions.of_member(group_id, member_id):
+            return
+        task = asyncio.create_task(self._member_gone(group_id, member_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-    async def _release_after_grace(self, group_id: str, member_id: str) -> None:
-        waited = 0.0
-        while self.sessions.of_member(group_id, member_id) and waited < self.leave_grace_s:
-            await asyncio.sleep(0.1)
-            waited += 0.1
-        await self._member_gone(group_id, member_id)
 
     def _session_idle_ms(self, group_id: str) -> int:
         """A share session unused this long is evicted: never before its member would have
