@@ -31,8 +31,21 @@ class HeartbeatError(Enum):
     NOT_COORDINATOR = 16
     UNKNOWN_MEMBER_ID = 25
     INVALID_REQUEST = 42
+    GROUP_ID_NOT_FOUND = 69
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_MEMBER_EPOCH = 110
+
+
+def heartbeat_problem(member_id: str, member_epoch: int, rack_id: str | None) -> str | None:
+    """Why a ShareGroupHeartbeat is INVALID_REQUEST whatever the group holds, in Kafka's words
+    (GroupMetadataManager.throwIfShareGroupHeartbeatRequestIsInvalid); None: it is not."""
+    if rack_id == "":
+        return "RackId can't be empty."
+    if member_epoch < LEAVE_EPOCH:
+        return "MemberEpoch is invalid."
+    if not member_id:
+        return "MemberId can't be empty."
+    return None
 
 
 @dataclass
@@ -49,6 +62,9 @@ class Member:
     # what the coordinator wants the member to have; it moves there on its next heartbeat
     target: Assignment = field(default_factory=dict)
     target_epoch: int = 0
+    # the epoch before the last move: a heartbeat carrying it is accepted, since the answer
+    # that gave the member its new epoch may have been lost
+    previous_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,13 +168,15 @@ class ShareGroup:
     ) -> HeartbeatResult:
         """``heartbeat_interval_ms``: the configured interval, for the answer to shorten while
         the targets settle (None: the answer leaves the interval to the caller)."""
-        if not member_id:
-            return HeartbeatResult(
-                HeartbeatError.INVALID_REQUEST, member_epoch, None, "MemberId must be set"
-            )
+        invalid = heartbeat_problem(member_id, member_epoch, rack_id)
+        if invalid is not None:
+            return HeartbeatResult(HeartbeatError.INVALID_REQUEST, member_epoch, None, invalid)
         if member_epoch == LEAVE_EPOCH:
-            if self._remove(member_id) is not None:
-                self._bump()
+            if self._remove(member_id) is None:
+                return HeartbeatResult(
+                    HeartbeatError.UNKNOWN_MEMBER_ID, member_epoch, None, "unknown member"
+                )
+            self._bump()
             return HeartbeatResult(None, LEAVE_EPOCH, None)
         member = self.members.get(member_id)
         if member_epoch == JOIN_EPOCH:
@@ -192,7 +210,9 @@ class ShareGroup:
                 return HeartbeatResult(
                     HeartbeatError.UNKNOWN_MEMBER_ID, member_epoch, None, "unknown member"
                 )
-            if member_epoch != member.member_epoch:
+            if member_epoch == member.previous_epoch < member.member_epoch:
+                member.sent_epoch = -1  # it missed the answer with its epoch: it hears it again
+            elif member_epoch != member.member_epoch:
                 return HeartbeatResult(
                     HeartbeatError.FENCED_MEMBER_EPOCH,
                     member_epoch,
@@ -207,6 +227,7 @@ class ShareGroup:
         self._reassign_if_needed()
         self._note_moves(now_ms)
         if member.target_epoch > member.member_epoch:
+            member.previous_epoch = member.member_epoch
             member.member_epoch = member.target_epoch
             self._move(member, member.target, member.target)
         interval = None

@@ -161,3 +161,45 @@ def test_the_subscribed_names_kept_are_those_of_the_members_now():
         assert g.subscribed_topic_names() == walked
 
     walk(g, 11, check)
+
+
+def test_a_heartbeat_with_the_previous_epoch_is_accepted_and_hears_its_assignment_again():
+    # the answer that moved "a" to its new epoch was lost: it heartbeats with the one before
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    a = joined(g, "a")
+    joined(g, "b")
+    moved = g.heartbeat("a", a.member_epoch, 10)
+    assert moved.member_epoch > a.member_epoch
+    again = g.heartbeat("a", a.member_epoch, 20)
+    assert (again.error, again.member_epoch) == (None, moved.member_epoch)
+    assert again.assignment == moved.assignment  # sent again, as it may not have arrived
+    joined(g, "c")
+    latest = g.heartbeat("a", moved.member_epoch, 30)  # moved once more: two epochs behind now
+    assert latest.member_epoch > moved.member_epoch
+    older = g.heartbeat("a", a.member_epoch, 40)
+    assert older.error is HeartbeatError.FENCED_MEMBER_EPOCH
+
+
+def test_a_leave_of_a_member_the_group_does_not_have_is_unknown_member_id():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    joined(g, "a")
+    assert g.heartbeat("zz", -1, 1).error is HeartbeatError.UNKNOWN_MEMBER_ID
+    assert set(g.members) == {"a"}
+
+
+def test_an_empty_rack_id_and_an_epoch_below_minus_one_are_invalid_requests():
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    empty_rack = g.heartbeat("a", 0, 1, subscribed_topics=["orders"], rack_id="")
+    assert (empty_rack.error, empty_rack.message) == (
+        HeartbeatError.INVALID_REQUEST,
+        "RackId can't be empty.",
+    )
+    below = g.heartbeat("a", -2, 1)
+    assert (below.error, below.message) == (
+        HeartbeatError.INVALID_REQUEST,
+        "MemberEpoch is invalid.",
+    )
+    assert g.members == {}

@@ -14,7 +14,13 @@ from uuid import UUID
 
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.names import topic_name_problem
-from shareproxy.core.share_group import HeartbeatError, HeartbeatResult, ShareGroup
+from shareproxy.core.share_group import (
+    JOIN_EPOCH,
+    HeartbeatError,
+    HeartbeatResult,
+    ShareGroup,
+    heartbeat_problem,
+)
 from shareproxy.core.share_session import SessionKey, ShareSession, ShareSessionCache, Standing
 from shareproxy.core.store import ShareStateStore, StoreUnavailable
 from shareproxy.runtime.consuming.partitions import SharePartitions
@@ -130,8 +136,13 @@ class Coordinator:
     ) -> HeartbeatResult:
         if not self.coordinates(group_id):
             return self._not_coordinator(group_id, member_epoch)
-        if group_id not in self.groups:  # counted before the mutex: other groups' heartbeats
-            refused = await self._over_cap(group_id, member_epoch)  # never wait on it
+        invalid = heartbeat_problem(member_id, member_epoch, rack_id)
+        if invalid is not None:
+            return HeartbeatResult(HeartbeatError.INVALID_REQUEST, member_epoch, None, invalid)
+        if group_id not in self.groups:  # looked up before the mutex: other groups' heartbeats
+            if member_epoch != JOIN_EPOCH:  # never wait on it
+                return await self._not_held(group_id, member_epoch)
+            refused = await self._over_cap(group_id, member_epoch)
             if refused is not None:
                 return refused
         if subscribed:
@@ -153,6 +164,8 @@ class Coordinator:
             if not self.coordinates(group_id):  # the live nodes changed while this waited
                 return self._not_coordinator(group_id, member_epoch)
             group = self.groups.get(group_id)
+            if group is None and member_epoch != JOIN_EPOCH:  # forgotten while this waited
+                return await self._not_held(group_id, member_epoch)
             if group is None or (member_epoch == 0 and not group.members):
                 # a join to an empty group makes sure the row exists: a batch repair may have
                 # deleted the group since it emptied (forgotten here only at the next check),
@@ -188,7 +201,7 @@ class Coordinator:
                     "members": len(group.members),
                 },
             )
-        if member_epoch == -1:
+        if member_epoch == -1 and result.error is None:
             log.info("member left", extra=event)
             self._leaving(group_id, member_id)
         await self._record_membership(group)
@@ -201,6 +214,22 @@ class Coordinator:
             member_epoch,
             None,
             f"another proxy node coordinates share group {group_id!r}: find it again",
+        )
+
+    async def _not_held(self, group_id: str, member_epoch: int) -> HeartbeatResult:
+        """A leave or a heartbeat past the join for a group this node holds no members of: only
+        a join makes a group (as Kafka's coordinator), so nothing is created, and no deleted
+        group comes back. A group the store has was coordinated elsewhere, or before a restart:
+        its member is unknown here and rejoins with epoch 0, as KIP-932 prescribes."""
+        if await self.store.get_group(group_id) is None:
+            return HeartbeatResult(
+                HeartbeatError.GROUP_ID_NOT_FOUND,
+                member_epoch,
+                None,
+                f"share group {group_id!r} does not exist",
+            )
+        return HeartbeatResult(
+            HeartbeatError.UNKNOWN_MEMBER_ID, member_epoch, None, "unknown member"
         )
 
     async def _over_cap(self, group_id: str, member_epoch: int) -> HeartbeatResult | None:
