@@ -8,7 +8,8 @@ import json
 
 import pytest
 from fastapi import Response
-from fastapi.routing import APIRoute, iter_route_contexts
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
 
 from shareproxy.admin import answering
 from shareproxy.admin.forwarding import FORWARDED_HEADER
@@ -95,9 +96,23 @@ async def test_the_calls_passed_on_share_one_client_and_its_connections():
 def routes() -> list[tuple[str, APIRoute]]:
     app = admin_app(Places(), Grants(), Directory())
     return [
-        (f"{sorted(c.methods or ())} {c.path}", c.original_route)
-        for c in iter_route_contexts(app.routes)
-        if isinstance(c.original_route, APIRoute) and (c.path or "").startswith("/v1/")
+        (f"{sorted(route.methods)} {path}", route)
+        for path, route in _api_routes(app.routes)
+        if path.startswith("/v1/")
+    ]
+
+
+def _api_routes(routes: list[BaseRoute]) -> list[tuple[str, APIRoute]]:
+    """Every API route with its full path: older FastAPI copies an included router's routes
+    into the app's own, newer keeps the routers and walks them with their contexts."""
+    try:
+        from fastapi.routing import iter_route_contexts  # type: ignore[attr-defined]
+    except ImportError:
+        return [(r.path, r) for r in routes if isinstance(r, APIRoute)]
+    return [
+        (c.path or "", c.original_route)
+        for c in iter_route_contexts(routes)
+        if isinstance(c.original_route, APIRoute)
     ]
 
 
