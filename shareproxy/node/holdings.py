@@ -53,18 +53,33 @@ def live_state(
     upstream: Upstream,
 ) -> NodeFigures:
     """The gauges' values (``metrics.install_live_state``), read at each scrape: from what
-    the runtime keeps anyway, so a scrape adds no work to serving."""
+    the runtime keeps anyway, so a scrape adds no work to serving. Each node counts the groups
+    it coordinates and their stored share-partitions, and what it leads, so the nodes' figures
+    add up to the cluster's."""
     by_state: dict[str, int] = {s.value: 0 for s in GroupState}
-    for group in coordinator.groups.values():
-        by_state[group.state.value] += 1
-    # stored groups no member has joined since start are Empty
-    by_state[GroupState.EMPTY.value] += len(census.group_ids - coordinator.groups.keys())
+    for group_id, group in coordinator.groups.items():
+        if nodes.coordinates(group_id):
+            by_state[group.state.value] += 1
+    # stored groups no member has joined here since start are Empty
+    by_state[GroupState.EMPTY.value] += sum(
+        1 for g in census.group_ids - coordinator.groups.keys() if nodes.coordinates(g)
+    )
     in_flight: dict[tuple[str, str], int] = {}
     detail: dict[PartitionLabels, dict[str, int]] = {}
     oldest: dict[PartitionLabels, float] = {}
     ages: dict[PartitionLabels, float] = {}
     now_ms = int(time.time() * 1000)
     led = partitions.led()
+    # stored share-partitions of the groups coordinated here; those led here count at once,
+    # before the next census has seen them
+    led_of: dict[str, int] = {}
+    for leader in led:
+        led_of[leader.key.group_id] = led_of.get(leader.key.group_id, 0) + 1
+    stored_partitions = sum(
+        max(census.partitions_of.get(g, 0), led_of.get(g, 0))
+        for g in census.partitions_of.keys() | led_of.keys()
+        if nodes.coordinates(g)
+    )
     for leader in led:
         key = leader.key
         for r in leader.ranges:
@@ -93,7 +108,7 @@ def live_state(
             ages[labels] = waited
     return NodeFigures(
         groups_by_state=by_state,
-        partitions=max(census.partitions, len(led)),
+        partitions=stored_partitions,
         partitions_led=len(led),
         sessions=len(sessions),
         live_nodes=len(nodes.live),

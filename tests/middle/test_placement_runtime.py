@@ -91,3 +91,29 @@ async def test_readiness_the_node_directory_and_the_gauges_count_what_this_node_
 
     assert moved.valid  # loaded, not retired, but no longer this node's
     assert leads_here() == {"readyz": [f"g/{t}/{kept.key.partition}"], "nodes": 1, "gauge": 1}
+
+
+@on_middle_runtime(coordinates=True)
+async def test_the_nodes_group_and_share_partition_gauges_add_up_to_the_clusters(
+    runtime: MiddleRuntime,
+):
+    """Each node counts the groups it coordinates, with their stored share-partitions, so the
+    dashboards' sums over the nodes count each once (they took the largest node's before)."""
+    t = runtime.topic(partitions=2)
+    keys = [await runtime.partition(t, p) for p in range(2)]
+    for group in ("a", "b", "c"):
+        await runtime.store.ensure_group(group)
+        for tid, p in keys:
+            await runtime.partitions.leader(group, tid, p)
+    await runtime.runtime.census.count()
+
+    def figures_of_a_node_coordinating(groups: set[str]) -> tuple[int, int]:
+        runtime.nodes.coordinates = lambda group_id: group_id in groups  # type: ignore[method-assign]
+        figures = holdings.live_state(
+            runtime.nodes, runtime.partitions, runtime.coordinator, runtime.runtime.census,
+            runtime.sessions, [], runtime.upstream,
+        )  # fmt: skip
+        return sum(figures.groups_by_state.values()), figures.partitions
+
+    one, other = figures_of_a_node_coordinating({"a"}), figures_of_a_node_coordinating({"b", "c"})
+    assert (one, other) == ((1, 2), (2, 4))

@@ -15,7 +15,7 @@ class StoredCensus:
         self.store = store
         self.every_s = every_s
         self.group_ids: frozenset[str] = frozenset()
-        self.partitions = 0
+        self.partitions_of: dict[str, int] = {}  # group id -> its stored share-partitions
         self.rounds = Periodic(
             "stored-census", every_s, self.count, "counting stored groups and share-partitions"
         )
@@ -24,7 +24,7 @@ class StoredCensus:
         groups = await self.store.list_groups()
         partitions = await self.store.count_partitions()
         self.group_ids = frozenset(g.group_id for g in groups)
-        self.partitions = sum(partitions.values())
+        self.partitions_of = partitions
 
     def start(self) -> None:
         self.rounds.start()
