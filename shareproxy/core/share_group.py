@@ -86,7 +86,7 @@ SETTLING_PER_MEMBER_MS = 50
 
 
 DEFAULT_MAX_SIZE = 200  # members per group, as Kafka's group.share.max.size
-MAX_MAX_SIZE = 1000  # the most Kafka lets group.share.max.size be
+MIN_MAX_SIZE, MAX_MAX_SIZE = 10, 1000  # Kafka's range for group.share.max.size
 
 
 class ShareGroup:

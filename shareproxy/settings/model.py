@@ -26,7 +26,7 @@ from shareproxy.core import assignor
 from shareproxy.core import group_config as gc
 from shareproxy.core.failures import BadInput
 from shareproxy.core.persisted import DEFAULT_FOLD_EVERY
-from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE
+from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE, MIN_MAX_SIZE
 from shareproxy.security.listeners import parse_listeners, plan, split_host_port
 from shareproxy.settings.group_defaults import (
     GROUP_DEFAULTS,
@@ -241,7 +241,7 @@ class Settings(BaseSettings):
     )
     group_share_max_size: int = Field(
         default=DEFAULT_MAX_SIZE,
-        ge=1,
+        ge=MIN_MAX_SIZE,
         le=MAX_MAX_SIZE,
         description="members per share group (Kafka's group.share.max.size, its default and range)",
     )

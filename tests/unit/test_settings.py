@@ -89,7 +89,7 @@ def test_group_defaults_lie_within_kafkas_bounds_which_the_operator_may_move():
 @pytest.mark.parametrize(
     ("setting", "kafka_default", "low", "high"),
     [
-        ("group_share_max_size", 200, 1, 1000),  # GroupCoordinatorConfig: between(1, 1000)
+        ("group_share_max_size", 200, 10, 1000),  # GroupCoordinatorConfig: between(10, 1000)
         ("group_share_max_share_sessions", 2000, 1, None),  # ShareGroupConfig: atLeast(1)
     ],
 )
