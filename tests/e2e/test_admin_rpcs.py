@@ -61,6 +61,31 @@ def test_admin_rpcs_agree_with_rest_and_refuse_what_it_refuses(proxy, broker, to
         }
         assert rpc == {(x["topic"], x["partition"]): (x["start_offset"], x["lag"]) for x in rest}
         assert rpc == {(t, 0): (20, 0), (t, 1): (20, 0)}
+        # a topic the cluster does not have fails its own partitions, not the group (as Kafka)
+        named = call(
+            p.port,
+            describe_offsets.DescribeShareGroupOffsetsRequest(
+                groups=(
+                    describe_offsets.DescribeShareGroupOffsetsRequestGroup(
+                        group_id=group,
+                        topics=(
+                            describe_offsets.DescribeShareGroupOffsetsRequestTopic(
+                                topic_name=t, partitions=(0,)
+                            ),
+                            describe_offsets.DescribeShareGroupOffsetsRequestTopic(
+                                topic_name="no-such-topic", partitions=(0, 1)
+                            ),
+                        ),
+                    ),
+                )
+            ),
+        ).groups[0]
+        assert named.error_code.value == 0
+        assert {
+            (tp.topic_name, part.partition_index): (part.error_code.value, part.start_offset)
+            for tp in named.topics
+            for part in tp.partitions
+        } == {(t, 0): (0, 20), ("no-such-topic", 0): (3, -1), ("no-such-topic", 1): (3, -1)}
 
         start_at_5 = alter.AlterShareGroupOffsetsRequest(
             group_id=group,

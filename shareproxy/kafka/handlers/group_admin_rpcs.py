@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
-from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.errors import ErrorCode, ShareError, partition_error_message
 from shareproxy.core.names import group_id_problem
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import AdminRpcContext
@@ -72,10 +72,21 @@ async def describe_share_group_offsets(
     out = []
     for g in request.body.groups:
         wanted = None if g.topics is None else {t.topic_name: set(t.partitions) for t in g.topics}
+        unknown: list[str] = []  # named topics the cluster does not have: theirs is the error
         try:
             if not ctx.allowed(conn, Operation.DESCRIBE, ResourceType.GROUP, g.group_id):
                 raise ShareError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "not authorized")
-            rows = await ctx.admin.offsets(g.group_id, None if wanted is None else list(wanted))
+            if wanted is None:
+                rows = await ctx.admin.offsets(g.group_id)
+            else:
+                rows = []
+                for name in wanted:
+                    try:
+                        rows += await ctx.admin.offsets(g.group_id, [name])
+                    except ShareError as e:
+                        if e.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                            raise
+                        unknown.append(name)
         except (ShareError, UpstreamError) as e:  # upstream: a topic named could not be looked up
             code, message = e.code, e.message
             out.append(
@@ -106,6 +117,23 @@ async def describe_share_group_offsets(
                 error_message=None,
             )
             topics.setdefault(row.topic, (row.topic_id, []))[1].append(entry)
+        asked = wanted or {}
+        for name in unknown:  # as Kafka's coordinator: the topic's partitions, not the group, fail
+            topics[name] = (
+                UUID(int=0),
+                [
+                    build(
+                        m.DescribeShareGroupOffsetsResponsePartition,
+                        partition_index=partition,
+                        start_offset=-1,
+                        leader_epoch=0,
+                        lag=UNKNOWN_LAG,
+                        error_code=error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                        error_message=partition_error_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                    )
+                    for partition in sorted(asked[name])
+                ],
+            )
         out.append(
             build(
                 m.DescribeShareGroupOffsetsResponseGroup,
