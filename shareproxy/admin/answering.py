@@ -94,6 +94,14 @@ def install(app: FastAPI, routing: Routing) -> None:
         return exc.response
 
 
+async def close(app: FastAPI) -> None:
+    """Release what the routing holds, its client of the other nodes (an app without routing,
+    such as a stand-in for another node, holds none)."""
+    routing: Routing | None = getattr(app.state, "routing", None)
+    if routing is not None:
+        await routing.peers.close()
+
+
 def _routing(request: Request) -> Routing:
     routing: Routing = request.app.state.routing  # set by install
     return routing

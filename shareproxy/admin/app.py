@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
 
 import uvicorn
 from fastapi import FastAPI, Response
@@ -44,20 +43,12 @@ def create_app(
     archived: ArchivedRecords,
     directory: NodeDirectory,
 ) -> FastAPI:
-    peers = PeerClient()
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        """The server's client of the other nodes lasts as long as the server."""
-        yield
-        await peers.close()
-
+    peers = PeerClient()  # closed by AdminServer.stop
     app = FastAPI(
         title="shareproxy admin",
         version=__version__,
         description="Share groups (KIP-932) on a Kafka cluster without them: manage groups, "
         "offsets and configs, and consume over HTTP.",
-        lifespan=lifespan,
     )
     errors.install(app)
     answering.install(app, answering.Routing(admin, directory, peers))
@@ -81,15 +72,17 @@ def create_app(
 
 
 class AdminServer:
-    """uvicorn on a socket bound beforehand (so the proxy reports a port in use itself); the
-    app's lifespan runs with it, so what the app holds is released when the server stops."""
+    """uvicorn on a socket bound beforehand (so the proxy reports a port in use itself). What
+    the app holds (its client of the other nodes) is released when the server stops: not by
+    an ASGI lifespan, which uvicorn reports as an error when a start is cut short."""
 
     def __init__(self, app: FastAPI, sock: socket.socket) -> None:
         host, port = sock.getsockname()[:2]
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="on", log_config=None
+            app, host=host, port=port, log_level="warning", lifespan="off", log_config=None
         )  # log_config None: uvicorn logs through the proxy's handler and format
         self._server = uvicorn.Server(config)
+        self._app = app
         self._socket = sock
         self._task: asyncio.Task[None] | None = None
 
@@ -109,3 +102,4 @@ class AdminServer:
             self._server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await answering.close(self._app)
