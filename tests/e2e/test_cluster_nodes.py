@@ -22,7 +22,8 @@ from confluent_kafka.admin import AdminClient
 from shareproxy.cli.nodes import STARTUP_S
 from shareproxy.host import exits
 from shareproxy.host.cores import usable_cores
-from shareproxy.host.processes import free_port, spawn, stop_process, wait_for_port
+from shareproxy.host.processes import spawn, stop_process, wait_for_port
+from tests.support.ports import steady_ports
 from tests.support.proxy import ProxyProcess
 
 
@@ -104,14 +105,6 @@ def test_nodes_given_auto_ids_lease_the_lowest_free_ones(broker, postgres):
             p.stop()
 
 
-def _consecutive_free_ports(n: int) -> int:
-    for _ in range(50):
-        first = free_port()
-        if all(_free(first + i) for i in range(1, n)):
-            return first
-    raise AssertionError(f"no {n} consecutive free ports")
-
-
 def _free(port: int) -> bool:
     with socket.socket() as s:
         try:
@@ -124,7 +117,7 @@ def _free(port: int) -> bool:
 @pytest.mark.long
 def test_serve_nodes_runs_one_process_per_node_on_consecutive_ports(broker, postgres, tmp_path):
     url = postgres.create_database("serve_nodes", template="template_migrated")
-    kafka, admin = _consecutive_free_ports(2), _consecutive_free_ports(2)
+    kafka, admin = steady_ports(2), steady_ports(2)
     log = (tmp_path / "nodes.log").open("wb")
     proc = spawn(
         [sys.executable, "-m", "shareproxy.cli", "serve", "--nodes", "2", "--node-id", "7",
@@ -174,7 +167,7 @@ def test_serve_nodes_auto_runs_one_node_per_core_it_may_use(broker, postgres, tm
     cpus = sorted(os.sched_getaffinity(0))[:2]
     expected = min(len(cpus), usable_cores())
     url = postgres.create_database("serve_nodes_auto", template="template_migrated")
-    kafka, admin = _consecutive_free_ports(2), _consecutive_free_ports(2)
+    kafka, admin = steady_ports(2), steady_ports(2)
     serve = [sys.executable, "-m", "shareproxy.cli", "serve", "--nodes", "auto",
              "--bootstrap-servers", broker.bootstrap, "--state-url", url,
              "--listen", f"127.0.0.1:{kafka}", "--admin-listen", f"127.0.0.1:{admin}"]  # fmt: skip

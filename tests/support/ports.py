@@ -11,6 +11,8 @@ broker's) gets the worker's own."""
 from __future__ import annotations
 
 import os
+import random
+import socket
 
 from shareproxy.host import processes
 
@@ -36,3 +38,42 @@ def free_port() -> int:
 
 if _WORKERS > 1:
     processes.free_port = free_port
+
+
+def _ephemeral_start() -> int:
+    """Where the kernel's range of ports for outgoing connections begins."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+_handed_out_fixed: set[int] = set()
+
+
+def steady_ports(n: int) -> int:
+    """The first of ``n`` consecutive loopback ports, free now, of this worker's share, and
+    below the kernel's range for outgoing connections: a process killed and started again on
+    them finds them free, where a port of that range may meanwhile be the local end of some
+    outgoing connection (a pooled database connection lasts minutes) and refuse the bind."""
+    top = _ephemeral_start() - n
+    rng = random.Random()
+    for _ in range(100_000):
+        first = rng.randrange(10_000, top)
+        ports = range(first, first + n)
+        if any(p in _handed_out_fixed or _share_of(p) != _SHARE for p in ports):
+            continue
+        if all(_bindable(p) for p in ports):
+            _handed_out_fixed.update(ports)
+            return first
+    raise RuntimeError(f"no {n} steady loopback ports of worker {_WORKER}'s share")

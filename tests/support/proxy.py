@@ -9,7 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from shareproxy.host.processes import free_port, spawn, stop_process, wait_for_port
+from shareproxy.host.processes import spawn, stop_process, wait_for_port
+from tests.support.ports import steady_ports
 
 
 class ProxyProcess:
@@ -17,9 +18,10 @@ class ProxyProcess:
         self.upstream = upstream
         self.state_url = state_url
         self.options = options
-        self.port = free_port()
+        # restarted on the same ports after a kill: ports no outgoing connection may take meanwhile
+        self.port = steady_ports(1)
         self.bootstrap = f"127.0.0.1:{self.port}"
-        self.admin_port = free_port()
+        self.admin_port = steady_ports(1)
         self.admin_url = f"http://127.0.0.1:{self.admin_port}"
         self.log_path = Path(tempfile.mkdtemp(prefix="shareproxy-")) / "proxy.log"
         self.proc: subprocess.Popen[bytes] | None = None
