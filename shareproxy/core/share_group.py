@@ -28,6 +28,7 @@ class GroupState(Enum):
 class HeartbeatError(Enum):
     """Kafka error codes a heartbeat can be refused with."""
 
+    COORDINATOR_NOT_AVAILABLE = 15
     NOT_COORDINATOR = 16
     UNKNOWN_MEMBER_ID = 25
     INVALID_REQUEST = 42

@@ -8,7 +8,7 @@ from shareproxy.kafka.context import BrokerContext, Connection, Pending
 from shareproxy.kafka.handlers import (
     acl_rpcs,
     api_versions,
-    classic_group_rpcs,
+    consumer_group_rpcs,
     describe_cluster,
     describe_topic_partitions,
     find_coordinator,
@@ -75,18 +75,20 @@ for _key, _route in ROUTES.items():
     _low, _high = kio_versions(_key)
     _TABLE[_key] = (_low, min(_high, _route.max_version or _high), relay.handle)
 
-# ...except DescribeGroups naming one of the proxy's share groups, answered here
-# (classic_group_rpcs.py) in the versions the upstream speaks too
-_RELAYED_UNLESS_SHARE_GROUP = frozenset({ApiKey.DESCRIBE_GROUPS})
+# ...except the consumer-group APIs naming one of the proxy's share groups, answered here
+# (consumer_group_rpcs.py) in the versions the upstream speaks too
+_RELAYED_UNLESS_SHARE_GROUP = frozenset({ApiKey.DESCRIBE_GROUPS, *consumer_group_rpcs.HANDLED})
+for _key in consumer_group_rpcs.HANDLED:
+    _TABLE[_key] = (*_TABLE[_key][:2], consumer_group_rpcs.handle)
 _TABLE[ApiKey.DESCRIBE_GROUPS] = (
     *_TABLE[ApiKey.DESCRIBE_GROUPS][:2],
-    classic_group_rpcs.describe_groups,
+    consumer_group_rpcs.describe_groups,
 )
 # OffsetDelete is answered for a share group whatever the upstream speaks; another group's goes
 # upstream where the upstream has the API
 _TABLE[ApiKey.OFFSET_DELETE] = (
     *_TABLE[ApiKey.OFFSET_DELETE][:2],
-    classic_group_rpcs.offset_delete,
+    consumer_group_rpcs.offset_delete,
 )
 
 # the proxy's own answers: ApiVersions advertises them whatever the upstream speaks

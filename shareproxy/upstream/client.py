@@ -1,5 +1,6 @@
 """The real cluster, read with an ordinary client: aiokafka for connections (bootstrap, SASL,
-TLS), kio messages for Metadata v12 (topic ids), Fetch (raw record bytes) and ListOffsets."""
+TLS), kio messages for Metadata v12 (topic ids), Fetch (raw record bytes), ListOffsets and
+ListGroups."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from uuid import UUID
 
 from aiokafka.client import AIOKafkaClient
 from kio.schema.fetch.v12 import request as fetch_req
+from kio.schema.list_groups.v3.request import ListGroupsRequest
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.metadata.v12 import request as md_req
 from kio.schema.types import BrokerId
@@ -182,6 +184,20 @@ class Upstream:
             raise UpstreamError(f"request to upstream node {node_id} failed: {exc!r}") from exc
         self.answering = True
         return answer
+
+    async def group_ids(self) -> set[str]:
+        """The ids of every group the cluster holds (classic, consumer or other): each broker
+        lists the groups it coordinates, so all are asked, with ListGroups v3 (Kafka 2.4+ and
+        Tansu). UpstreamError when one cannot answer."""
+        nodes = sorted(self._known_nodes()) or [await self.any_node()]
+        answers = await asyncio.gather(*(self.send(n, ListGroupsRequest()) for n in nodes))
+        for node, answer in zip(nodes, answers, strict=True):
+            if int(answer.error_code) != ErrorCode.NONE:
+                raise UpstreamError(
+                    f"upstream node {node} could not list its groups (error "
+                    f"{int(answer.error_code)})"
+                )
+        return {g.group_id for answer in answers for g in answer.groups}
 
     async def any_node(self) -> int:
         node = self.client.get_random_node()

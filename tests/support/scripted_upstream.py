@@ -90,6 +90,7 @@ class ScriptedUpstream(Upstream):
         self.cluster_id = "scripted"
         self.controller_id = NODE
         self.fetches: list[dict[tuple[str, int], int]] = []  # every fetch's offsets, in order
+        self.consumer_groups: set[str] = set()  # the cluster's own groups, by id
         self._ids: dict[str, uuid.UUID] = {}
         self._logs: dict[tuple[str, int], _Log] = {}
         self._grew = asyncio.Event()  # set (and replaced) when any log grows
@@ -176,6 +177,11 @@ class ScriptedUpstream(Upstream):
                 self._gone[name] = self.topics.pop(name).topic_id
         self.topics.update(found)
         self.topics_by_id = {t.topic_id: t for t in self.topics.values()}
+
+    async def group_ids(self) -> set[str]:
+        await asyncio.sleep(0)  # a round trip
+        self._answering()
+        return set(self.consumer_groups)
 
     async def leader_for(self, topic: str, partition: int) -> int:
         if (topic, partition) not in self._logs:

@@ -13,7 +13,7 @@ from kio.index import load_request_schema, load_response_schema
 from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.dispatch import SERVED
 from shareproxy.kafka.handlers.forward import _DENIED, _SHAPES, _errors_response
-from shareproxy.kafka.handlers.relay import _answer_error
+from shareproxy.kafka.handlers.relay import answer_error
 from shareproxy.kafka.routes import ROUTES
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import Request, decode_response, encode_response_chunks
@@ -165,7 +165,7 @@ def test_relayed_requests_kafka_refuses_whole_are_answered_mirroring_the_request
     problem = relay_problem(api_key, bad)
     assert problem is not None and problem[0] == code
     request = Request(api_key, version, 1, "t", bad)
-    answer = _answer_error(request, ROUTES[api_key], *problem)
+    answer = answer_error(request, ROUTES[api_key], *problem)
     frame = b"".join(encode_response_chunks(1, answer))[4:]
     _, decoded = decode_response(frame, load_response_schema(api_key, version))
     assert decoded.error_code == code

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
@@ -58,19 +59,19 @@ async def handle(ctx: RelayContext, conn: Connection, request: Request) -> RawRe
     if refused is None:  # authorization answers first, as in Kafka
         refused = relay_problem(request.api_key, body)
     if refused is not None:
-        return _answer_error(request, route, *refused)
+        return answer_error(request, route, *refused)
     named, unknown = await _named_by_id(ctx, route, body)
     problems = {**unknown, **entry_refusals(allowed, route, named)}
     if route.checked is not None:  # authorization answers first, as in Kafka
         problems = {**route.checked(body), **problems}
     if problems:
-        return await _partly_refused(ctx, conn, request, route, problems)
+        return await partly_refused(ctx, conn, request, route, problems)
     key = route.key(body)
     try:
         node = await _destination(ctx, route, key)
         answer = await ctx.link(conn).relay(node, request)
     except UpstreamError as e:
-        return _answer_error(request, route, _failed(ctx, request, route, key, e), str(e))
+        return answer_error(request, route, _failed(ctx, request, route, key, e), str(e))
     read = _decoded(answer)  # small answers: read before they are passed on
     if read is None:
         return _unreadable(request, route)
@@ -176,7 +177,7 @@ def _moved(ctx: RelayContext, route: Route, key: str) -> None:
     ctx.coordinator_moved(_KEY_TYPE[route.via], key)
 
 
-def _answer_error(request: Request, route: Route, code: int, message: str) -> KioEntity:
+def answer_error(request: Request, route: Route, code: int, message: str) -> KioEntity:
     cls = response_type(request.api_key, request.api_version)
     return error_entity(cls, code, message, request.body, route.mirror)
 
@@ -185,7 +186,7 @@ def _unreadable(request: Request, route: Route) -> KioEntity:
     """An upstream answer the proxy cannot read: the client could not read it either and
     would lose its connection, so it gets a readable error instead."""
     log.warning("%s: %s", api_name(request.api_key), _UNREADABLE)
-    return _answer_error(request, route, ErrorCode.UNKNOWN_SERVER_ERROR, _UNREADABLE)
+    return answer_error(request, route, ErrorCode.UNKNOWN_SERVER_ERROR, _UNREADABLE)
 
 
 def _decoded(answer: RawResponse) -> KioEntity | None:
@@ -218,11 +219,17 @@ def _collect(entity: Any, found: set[int]) -> None:
 
 
 async def split(
-    ctx: RelayContext, conn: Connection, request: Request, route: Route, split: Split
+    ctx: RelayContext,
+    conn: Connection,
+    request: Request,
+    route: Route,
+    split: Split,
+    own: Callable[[Any], KioEntity | None] | None = None,
 ) -> RawResponse | KioEntity:
     """A request for several groups (or transactional ids): each checked on its own, and
     sent to its own coordinator; one coordinator for all is one relayed request. Within a
-    group, topics are checked one by one (OffsetFetch v8+)."""
+    group, topics are checked one by one (OffsetFetch v8+). ``own`` answers an item the proxy
+    answers itself once its permissions are checked (a share group's), or None."""
     body = request.body
     allowed = _allowed(ctx, conn)
     cls = response_type(request.api_key, request.api_version)
@@ -241,6 +248,10 @@ async def split(
                 if not getattr(item, _items(route, item)):
                     answered[i] = _entry(entry_cls, split, item, ErrorCode.NONE, None)
                     continue
+            mine = own(item) if own is not None else None
+            if mine is not None:
+                answered[i] = mine
+                continue
             try:
                 by_node.setdefault(await _destination(ctx, route, key), []).append((i, item))
                 continue
@@ -343,7 +354,7 @@ def _joined(
     return dataclasses.replace(result, **{results: refused + tuple(getattr(result, results))})
 
 
-async def _partly_refused(
+async def partly_refused(
     ctx: RelayContext,
     conn: Connection,
     request: Request,

@@ -24,6 +24,7 @@ from shareproxy.core.share_group import (
 from shareproxy.core.share_session import SessionKey, ShareSession, ShareSessionCache, Standing
 from shareproxy.core.store import ShareStateStore, StoreUnavailable
 from shareproxy.runtime.consuming.partitions import SharePartitions
+from shareproxy.runtime.groups.group_creation import not_coordinator, not_held, refused_creation
 from shareproxy.runtime.jobs import Periodic, every
 from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 from shareproxy.upstream.client import Upstream, UpstreamError
@@ -135,14 +136,16 @@ class Coordinator:
         client_host: str,
     ) -> HeartbeatResult:
         if not self.coordinates(group_id):
-            return self._not_coordinator(group_id, member_epoch)
+            return not_coordinator(group_id, member_epoch)
         invalid = heartbeat_problem(member_id, member_epoch, rack_id)
         if invalid is not None:
             return HeartbeatResult(HeartbeatError.INVALID_REQUEST, member_epoch, None, invalid)
         if group_id not in self.groups:  # looked up before the mutex: other groups' heartbeats
             if member_epoch != JOIN_EPOCH:  # never wait on it
-                return await self._not_held(group_id, member_epoch)
-            refused = await self._over_cap(group_id, member_epoch)
+                return await not_held(self.store, group_id, member_epoch)
+            refused = await refused_creation(
+                self.store, self.upstream, self.max_groups, group_id, member_epoch
+            )
             if refused is not None:
                 return refused
         if subscribed:
@@ -162,10 +165,10 @@ class Coordinator:
                     log.warning("metadata for %s failed: %s", missing, exc)
         async with self._mutex:
             if not self.coordinates(group_id):  # the live nodes changed while this waited
-                return self._not_coordinator(group_id, member_epoch)
+                return not_coordinator(group_id, member_epoch)
             group = self.groups.get(group_id)
             if group is None and member_epoch != JOIN_EPOCH:  # forgotten while this waited
-                return await self._not_held(group_id, member_epoch)
+                return await not_held(self.store, group_id, member_epoch)
             if group is None or (member_epoch == 0 and not group.members):
                 # a join to an empty group makes sure the row exists: a batch repair may have
                 # deleted the group since it emptied (forgotten here only at the next check),
@@ -206,48 +209,6 @@ class Coordinator:
             self._leaving(group_id, member_id)
         await self._record_membership(group)
         return result
-
-    @staticmethod
-    def _not_coordinator(group_id: str, member_epoch: int) -> HeartbeatResult:
-        return HeartbeatResult(
-            HeartbeatError.NOT_COORDINATOR,
-            member_epoch,
-            None,
-            f"another proxy node coordinates share group {group_id!r}: find it again",
-        )
-
-    async def _not_held(self, group_id: str, member_epoch: int) -> HeartbeatResult:
-        """A leave or a heartbeat past the join for a group this node holds no members of: only
-        a join makes a group (as Kafka's coordinator), so nothing is created, and no deleted
-        group comes back. A group the store has was coordinated elsewhere, or before a restart:
-        its member is unknown here and rejoins with epoch 0, as KIP-932 prescribes."""
-        if await self.store.get_group(group_id) is None:
-            return HeartbeatResult(
-                HeartbeatError.GROUP_ID_NOT_FOUND,
-                member_epoch,
-                None,
-                f"share group {group_id!r} does not exist",
-            )
-        return HeartbeatResult(
-            HeartbeatError.UNKNOWN_MEMBER_ID, member_epoch, None, "unknown member"
-        )
-
-    async def _over_cap(self, group_id: str, member_epoch: int) -> HeartbeatResult | None:
-        """A heartbeat that would create a group beyond ``group.share.max.groups`` is refused
-        before anything is stored; a group the store already has may always be joined. Groups
-        created at the same moment may each see room for one: the cap can be passed by them."""
-        if self.max_groups is None or await self.store.get_group(group_id) is not None:
-            return None
-        count = len(await self.store.list_groups())
-        if count < self.max_groups:
-            return None
-        return HeartbeatResult(
-            HeartbeatError.GROUP_MAX_SIZE_REACHED,
-            member_epoch,
-            None,
-            f"the proxy already has {count} share groups (group.share.max.groups "
-            f"{self.max_groups}); delete one or raise the limit",
-        )
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:

@@ -17,7 +17,7 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import Bound
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.lag import PartitionLag
-from shareproxy.core.names import require_group_id
+from shareproxy.core.names import group_id_problem, require_group_id
 from shareproxy.core.reset_plan import ResetTo, parse_scope, reset_target
 from shareproxy.core.share_group import GroupState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
@@ -42,6 +42,7 @@ from shareproxy.runtime.groups.group_views import (
     ResetPlan,
 )
 from shareproxy.runtime.groups.inflight_records import InFlightRecords
+from shareproxy.runtime.groups.share_group_ids import ShareGroupIds
 from shareproxy.telemetry import metrics
 from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
 from shareproxy.upstream.lookups import topic_named
@@ -81,6 +82,7 @@ class GroupAdmin:
         self.configs = configs
         # single in-flight records: seen and changed where the share-partition is led
         self.records = InFlightRecords(store, partitions, upstream, self.require, leader_at)
+        self._ids = ShareGroupIds(coordinator.groups, self._stored, coordinator.clock_ms)
 
     # ------------------------------------------------------------------ reading
     def coordinated_elsewhere(self, group_id: str) -> NodeAddress | None:
@@ -95,6 +97,14 @@ class GroupAdmin:
         require_group_id(group_id)
         if group_id in self.coordinator.groups:
             return True
+        return await self.store.get_group(group_id) is not None
+
+    async def is_share_group(self, group_id: str) -> bool:
+        """Whether a group id named to a consumer-group API is a share group, answered from
+        memory for a few seconds (``share_group_ids``); an id no group can have is not."""
+        return group_id_problem(group_id) is None and await self._ids.contains(group_id)
+
+    async def _stored(self, group_id: str) -> bool:
         return await self.store.get_group(group_id) is not None
 
     async def require(self, group_id: str) -> None:
@@ -388,6 +398,7 @@ class GroupAdmin:
             await self.store.delete_group(group_id)
             self.partitions.evict(keys)
             self.coordinator.bury(group_id)  # and, through the coordinator, its configs
+            self._ids.forget(group_id)
         metrics.OFFSET_DELETIONS.inc(len(keys))
         log.info("group deleted", extra={"group": group_id, "partitions": len(keys)})
 
