@@ -94,7 +94,7 @@ def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
     shift = result = 0
     while True:
         if pos >= len(data):
-            raise RecordBatchError("truncated varint in a control record")
+            raise RecordBatchError("truncated varint in a record")
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -119,6 +119,29 @@ def control_marker(data: bytes | memoryview, info: BatchInfo) -> int:
 
 _COMPRESSION_MASK = 0x07
 ZSTD = 4
+
+
+def first_record_at(data: bytes | memoryview, info: BatchInfo, timestamp_ms: int) -> int | None:
+    """The offset of the batch's first record stamped at or after ``timestamp_ms``, as Kafka's
+    ListOffsets finds it; None when none is. A compressed batch is not opened: its first
+    record stands for it (no later record is skipped). Under LogAppendTime every record bears
+    the batch's time."""
+    if info.max_timestamp < timestamp_ms:
+        return None
+    (attrs,) = _ATTRS_ONLY.unpack_from(data, info.start + 21)
+    if attrs & (_COMPRESSION_MASK | _LOG_APPEND_TIME):
+        return info.base_offset
+    (base_ts,) = _MAX_TS.unpack_from(data, info.start + 27)
+    pos = info.start + HEADER_BYTES
+    while pos < info.end:
+        length, pos = _varint(data, pos)
+        after = pos + length
+        ts_delta, at = _varint(data, pos + 1)  # after the record's attributes
+        offset_delta, _ = _varint(data, at)
+        if base_ts + ts_delta >= timestamp_ms:
+            return info.base_offset + offset_delta
+        pos = after
+    return None
 
 
 def produce_problem(records: bytes | None, api_version: int) -> tuple[ErrorCode, str] | None:

@@ -356,6 +356,14 @@ class Upstream:
     ) -> int | None:
         """ListOffsets: EARLIEST (-2), LATEST (-1) or the first offset at/after a timestamp
         (None when there is none)."""
+        found = await self.offset_and_time(topic, partition, timestamp, isolation_level)
+        return None if found is None else found[0]
+
+    async def offset_and_time(
+        self, topic: str, partition: int, timestamp: int, isolation_level: int = 0
+    ) -> tuple[int, int] | None:
+        """ListOffsets' offset with the timestamp the broker gives for it (-1: none given);
+        None when there is no such offset."""
         leader = await self.leader_for(topic, partition)
         response = await self.send(
             leader,
@@ -380,7 +388,7 @@ class Upstream:
                 f"ListOffsets {topic}-{partition} failed with error {p.error_code}",
                 int(p.error_code),
             )
-        return None if p.offset < 0 else int(p.offset)
+        return None if p.offset < 0 else (int(p.offset), int(p.timestamp))
 
     async def log_end_offset(self, topic: str, partition: int, log_start: int) -> int:
         """The high watermark. Asked through a Fetch as well as ListOffsets, because not every

@@ -9,6 +9,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Producer
 
 from tests.support.admin_api import api, cli
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
@@ -79,6 +80,39 @@ def test_by_duration_starts_at_the_records_of_the_last_moments(proxy, topic, pro
 
 
 @pytest.mark.long
+def test_a_time_later_than_every_record_never_rewinds_to_the_start(proxy, broker, topic):
+    """Tansu answers ListOffsets for a time past every record with offset 0 (Kafka: none). The
+    proxy checks an answer the broker gives no timestamp for, so a reset by duration lands
+    where Kafka's would: at the end, never at the start; earlier times still find records."""
+    p = proxy()
+    t = topic(1)
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(5):
+        producer.produce(t, b"v%d" % i, partition=0, timestamp=hour_ago + i * 60_000)
+    assert producer.flush(30) == 0
+    group = _consumed_then_empty(p, t, 5)
+    recent = cli(p, "reset-offsets", group, "--all-topics", "--by-duration", "PT5S", "--export")
+    assert recent.returncode == 0, recent.stderr
+    assert recent.stdout == f"{t},0,5\n"
+    older = cli(p, "reset-offsets", group, "--all-topics", "--by-duration", "PT2H", "--export")
+    assert older.returncode == 0, older.stderr
+    assert older.stdout == f"{t},0,0\n"
+    # between the third and the fourth record (a minute apart): the fourth, offset 3
+    since = int(time.time() * 1000) - (hour_ago + 150_000)
+    between = cli(
+        p,
+        "reset-offsets",
+        group,
+        "--all-topics",
+        "--by-duration",
+        f"PT{since / 1000:.3f}S",
+        "--export",
+    )
+    assert between.returncode == 0, between.stderr
+    assert between.stdout == f"{t},0,3\n"
+
+
 def test_topic_colon_partition_resets_that_partition_alone(proxy, topic, produce):
     p = proxy()
     t = topic(2)

@@ -252,6 +252,18 @@ class ScriptedUpstream(Upstream):
                     return batch.base_offset + i
         return None
 
+    async def offset_and_time(
+        self, topic: str, partition: int, timestamp: int, isolation_level: int = 0
+    ) -> tuple[int, int] | None:
+        offset = await self.list_offset(topic, partition, timestamp, isolation_level)
+        if offset is None:
+            return None
+        if timestamp < 0:
+            return offset, -1
+        log = self._logs[(topic, partition)]
+        batch = next(b for b in log.batches if b.base_offset <= offset <= b.last_offset)
+        return offset, batch.timestamps[offset - batch.base_offset]
+
     @property
     def client(self) -> Any:
         raise UpstreamError("the scripted upstream has no aiokafka client")
