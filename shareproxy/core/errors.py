@@ -64,6 +64,9 @@ _PARTITION_MESSAGES: dict[int, str] = {  # by ErrorCode
         "the records are not acquired by this member: acknowledged already, their lock "
         "timed out, or never delivered to it"
     ),
+    ErrorCode.INVALID_REQUEST: (
+        "the acknowledgement batches are malformed, or reach past the records delivered"
+    ),
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to read the topic",
     ErrorCode.FENCED_STATE_EPOCH: "the share-partition was taken over (state epoch moved on)",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "the share-group state store is unavailable: retry",

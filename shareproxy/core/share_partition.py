@@ -195,27 +195,35 @@ class SharePartition(RecordActions, Acquiring):
 
     # ----------------------------------------------------------------- acknowledgement
     def acknowledge(self, member_id: str, batches: Sequence[AckBatch], now_ms: int) -> StateDelta:
-        """Apply a member's acknowledgements atomically: all of them, or none and an error."""
-        runs = normalize_acks(batches)
+        """Apply a member's acknowledgements atomically: all of them, or none and an error.
+        Judged batch by batch as Kafka's ``SharePartition.acknowledge`` judges them: offsets
+        below SPSO are settled already and skipped, whoever held them (a retry, a late answer,
+        a batch SPSO moved into); past the last offset in flight nothing was delivered."""
+        runs, spso = normalize_acks(batches), self.spso
+        for b in batches:
+            self._check_acknowledgeable(member_id, b.first_offset, b.last_offset)
         for run in runs:
-            self._check_owned(member_id, run)
-        for run in runs:
-            self._apply(run, now_ms)
+            if run.last_offset >= spso:
+                first = max(run.first_offset, spso)
+                self._apply(AckRun(first, run.last_offset, run.ack_type), now_ms)
         self._advance_spso()
         return self._take_delta()
 
-    def _check_owned(self, member_id: str, run: AckRun) -> None:
-        if run.first_offset < self.spso or run.last_offset >= self.speo:
+    def _check_acknowledgeable(self, member_id: str, first: int, last: int) -> None:
+        if last < self.spso:
+            return
+        if self.spso == self.speo:  # Kafka finds no cached batch at all
+            raise ShareError(ErrorCode.INVALID_RECORD_STATE, f"{first}-{last}: none in flight")
+        if last >= self.speo:
             raise ShareError(
-                ErrorCode.INVALID_RECORD_STATE,
-                f"offsets {run.first_offset}-{run.last_offset} are not in flight "
-                f"(SPSO {self.spso}, SPEO {self.speo})",
+                ErrorCode.INVALID_REQUEST, f"offsets past {self.speo - 1} were never delivered"
             )
-        for r in self._inflight.overlapping(run.first_offset, run.last_offset):
+        first = max(first, self.spso)
+        for r in self._inflight.overlapping(first, last):
             if r.state != RecordState.ACQUIRED or r.member_id != member_id:
                 raise ShareError(
                     ErrorCode.INVALID_RECORD_STATE,
-                    f"offsets {max(r.first, run.first_offset)}-{min(r.last, run.last_offset)} "
+                    f"offsets {max(r.first, first)}-{min(r.last, last)} "
                     f"are {r.state.name} and not acquired by this member",
                 )
 

@@ -281,11 +281,11 @@ def test_share_fetch_limits_and_errors_as_kafka_answers_them(proxy, topic, produ
     assert got[7].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
     assert got[7].error_message
     assert got[0].error_message is None
-    # an acknowledgement of offsets nobody acquired: INVALID_RECORD_STATE, with a message
+    # an acknowledgement reaching past the records delivered: INVALID_REQUEST, with a message
     stale = sf.AcknowledgementBatch(first_offset=0, last_offset=9, acknowledge_types=(1,))
     acked = m.fetch(acks=(stale,), partitions=(0,), wait_ms=10)[0]
-    assert acked.acknowledge_error_code == 121
-    assert "not acquired" in acked.acknowledge_error_message
+    assert acked.acknowledge_error_code == 42
+    assert "past the records delivered" in acked.acknowledge_error_message
     m.k.close()
 
 

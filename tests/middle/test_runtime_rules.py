@@ -44,7 +44,7 @@ async def test_acknowledging_records_another_member_holds_changes_nothing(runtim
     assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
     before = await runtime.store.read(key(tp))
     assert await ack(runtime, "m2", tp, 0, 4, ACCEPT) == ErrorCode.INVALID_RECORD_STATE
-    assert await ack(runtime, "m2", tp, 7, 9, ACCEPT) == ErrorCode.INVALID_RECORD_STATE
+    assert await ack(runtime, "m2", tp, 7, 9, ACCEPT) == ErrorCode.INVALID_REQUEST  # never read
     assert await runtime.store.read(key(tp)) == before
     assert await ack(runtime, "m1", tp, 0, 4, ACCEPT) == ErrorCode.NONE  # m1 still holds them
 

@@ -89,6 +89,27 @@ async def test_an_acquisition_lock_times_out_and_a_renewal_holds_it_for_another_
 
 
 @on_middle_runtime
+async def test_a_late_acknowledgement_of_records_settled_since_is_answered_none(
+    runtime: MiddleRuntime,
+):
+    """m1's lock ended and m2 accepted the records, so SPSO passed them: m1's acknowledgement,
+    late, is passed over as Kafka passes over offsets below its start offset, not refused, and
+    changes nothing; while they were still in flight it was INVALID_RECORD_STATE."""
+    await runtime.configure(GROUP, record_lock_duration_ms=400, fair_acquisition=False)
+    t = runtime.topic()
+    runtime.produce(t, 5)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 4, 1)]
+    assert await fetch(runtime, "m2", tp, wait_ms=20_000) == [(0, 4, 2)]
+    assert await ack(runtime, "m1", tp, 0, 4, ACCEPT) == ErrorCode.INVALID_RECORD_STATE
+    assert await ack(runtime, "m2", tp, 0, 4, ACCEPT) == ErrorCode.NONE
+    stored = await runtime.store.read(key(tp))
+    assert await ack(runtime, "m1", tp, 0, 4, RELEASE) == ErrorCode.NONE
+    assert await runtime.store.read(key(tp)) == stored
+    assert await fetch(runtime, "m3", tp, wait_ms=1_000) == []
+
+
+@on_middle_runtime
 async def test_a_store_outage_refuses_acknowledgements_retriably_and_loses_nothing(
     runtime: MiddleRuntime,
 ):

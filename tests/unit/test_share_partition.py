@@ -9,6 +9,7 @@ from shareproxy.core.acquisition import BatchHeader, PartitionLimits
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.persisted import StateDelta
+from shareproxy.core.record_actions import RecordAction
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode, ArchiveReason
 from tests.support.kip_tables import ACK, ACQ, ARC, AV, inflight, pb
@@ -168,15 +169,94 @@ def test_only_the_lock_holder_may_acknowledge_and_nothing_changes_otherwise():
     sp = fresh()
     sp.acquire("m", LOG, 0, 10)
     before = inflight(sp)
-    for member, batches in [
-        ("other", [AckBatch(0, 3, ACCEPT)]),
-        ("m", [AckBatch(0, 3, ACCEPT), AckBatch(8, 12, ACCEPT)]),  # 10-12 not acquired by m
-        ("m", [AckBatch(25, 25, ACCEPT)]),  # beyond SPEO
-    ]:
+    for batches in ([AckBatch(0, 3, ACCEPT)], [AckBatch(0, 3, ACCEPT), AckBatch(8, 9, ACCEPT)]):
         with pytest.raises(ShareError) as e:
-            sp.acknowledge(member, batches, 1)
+            sp.acknowledge("other", batches, 1)
         assert e.value.code == ErrorCode.INVALID_RECORD_STATE
         assert inflight(sp) == before
+
+
+def test_acknowledging_past_the_last_record_in_flight_is_invalid_request():
+    """As Kafka's SharePartition.acknowledge ("the last offset in request is past acquired
+    records"): the partition's error, and none of its batches applied."""
+    sp = fresh()
+    sp.acquire("m", LOG, 0, 10)  # 0-9
+    before = inflight(sp)
+    for batches in (
+        [AckBatch(0, 3, ACCEPT), AckBatch(8, 12, ACCEPT)],  # 10-12 never delivered
+        [AckBatch(10, 10, ACCEPT)],
+        [AckBatch(25, 25, ACCEPT)],
+    ):
+        with pytest.raises(ShareError) as e:
+            sp.acknowledge("m", batches, 1)
+        assert e.value.code == ErrorCode.INVALID_REQUEST
+        assert "past 9" in e.value.message
+        assert inflight(sp) == before
+
+
+def test_batches_are_judged_in_order_as_kafka_judges_them():
+    """The first batch that fails names the error, even where a later one would fail
+    otherwise (adjacent batches of one type are merged only to apply them)."""
+    sp = fresh()
+    sp.acquire("m", LOG, 0, 10)
+    for batches, code in (
+        ([AckBatch(0, 3, ACCEPT), AckBatch(4, 12, ACCEPT)], ErrorCode.INVALID_RECORD_STATE),
+        ([AckBatch(4, 12, ACCEPT), AckBatch(13, 13, ACCEPT)], ErrorCode.INVALID_REQUEST),
+    ):
+        with pytest.raises(ShareError) as e:
+            sp.acknowledge("other", batches, 1)
+        assert e.value.code == code
+
+
+def test_with_nothing_in_flight_an_acknowledgement_is_invalid_record_state():
+    """Kafka finds no cached batch at all then ("the request batch offsets are not found")."""
+    sp = fresh()
+    for setup in (False, True):
+        if setup:  # everything delivered was acknowledged: SPSO = SPEO = 10
+            sp.acquire("m", LOG, 0, 10)
+            sp.acknowledge("m", [AckBatch(0, 9, ACCEPT)], 1)
+        with pytest.raises(ShareError) as e:
+            sp.acknowledge("m", [AckBatch(10, 12, ACCEPT)], 2)
+        assert e.value.code == ErrorCode.INVALID_RECORD_STATE
+
+
+def test_acknowledgements_below_spso_are_skipped_not_refused():
+    """As Kafka (a batch whose last offset is below the start offset is passed over): a retry
+    of an acknowledgement that was kept, or a late one of records others settled since, is
+    answered NONE and changes nothing."""
+    sp = fresh()
+    sp.acquire("m", LOG, 0, 10)
+    sp.acknowledge("m", [AckBatch(0, 9, ACCEPT)], 1)
+    assert sp.spso == 10
+    assert sp.acknowledge("m", [AckBatch(0, 9, ACCEPT)], 2).is_empty
+    assert sp.acknowledge("other", [AckBatch(2, 4, REJECT)], 3).is_empty
+    assert sp.take_archived_log() == ()
+
+
+def test_a_batch_straddling_spso_acknowledges_its_part_from_spso():
+    """SPSO moved into a member's batch (an operator settled its first records): as Kafka's
+    SharePartition (checkForStartOffsetWithinBatch), the part below SPSO is skipped and the
+    rest acknowledged, per offset, instead of the whole batch being refused."""
+    sp = fresh()
+    sp.acquire("m", LOG, 0, 10)  # 0-9
+    sp.act(RecordAction.ACCEPT, 0, 4, 1)
+    assert sp.spso == 5
+    types = (int(AcknowledgeType.ACCEPT),) * 5 + (2, 3, 1)  # 5 Release, 6 Reject, 7 Accept
+    sp.acknowledge("m", [AckBatch(0, 7, types)], 2)
+    assert inflight(sp) == [
+        (5, 5, AV, 1, None),
+        (6, 6, ARC, 1, None),
+        (7, 7, ACK, 1, None),
+        (8, 9, ACQ, 1, "m"),
+    ]
+    assert [(a.first, a.last) for a in sp.take_archived_log()] == [(6, 6)]
+    for member, batches, code in (
+        ("other", [AckBatch(3, 9, ACCEPT)], ErrorCode.INVALID_RECORD_STATE),
+        ("m", [AckBatch(3, 10, ACCEPT)], ErrorCode.INVALID_REQUEST),
+    ):
+        with pytest.raises(ShareError) as e:
+            sp.acknowledge(member, batches, 3)
+        assert e.value.code == code
 
 
 def test_acknowledging_twice_is_invalid_record_state():
