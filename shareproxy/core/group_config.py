@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from shareproxy.core.dead_letter import topic_problem
+from shareproxy.core.dead_letter import DEFAULT_TOPIC_PREFIX, topic_problem
 from shareproxy.core.errors import ShareError
 from shareproxy.core.offset_reset import parse_auto_offset_reset
 
@@ -79,7 +79,7 @@ def _number_between(low: float, high: float) -> Callable[[str], None]:
 
 
 def _dead_letter_topic(value: str) -> None:
-    problem = topic_problem(value)
+    problem = topic_problem(value, "")  # the prefix is the node's: GroupBounds
     if problem is not None:
         raise ValueError(f"{value!r} {problem}")
 
@@ -185,7 +185,8 @@ DEFINITIONS: dict[str, ConfigDef] = {
             DLQ_TOPIC,
             "string",
             "the topic a record rejected or at the delivery count limit is written to before it "
-            "is archived (empty: none; it must exist upstream)",
+            "is archived (empty: none; its name starts with errors.deadletterqueue.topic.name."
+            "prefix, and it exists upstream with errors.deadletterqueue.group.enable=true)",
             _dead_letter_topic,
             "",
         ),
@@ -245,6 +246,9 @@ class GroupBounds:
     max_session_timeout_ms: int = 60_000
     min_heartbeat_interval_ms: int = 5_000
     max_heartbeat_interval_ms: int = 15_000
+    # what every dead-letter topic's name starts with (Kafka's
+    # errors.deadletterqueue.topic.name.prefix; empty: any name)
+    dead_letter_topic_prefix: str = DEFAULT_TOPIC_PREFIX
 
     def bound(self, name: str) -> Bound | None:
         field_name = BOUNDED.get(name)
@@ -285,6 +289,10 @@ def check(name: str, value: str, bounds: GroupBounds | None = None) -> None:
         found.check(value)
     except ValueError as exc:
         raise GroupConfigError(name, str(exc)) from None
+    if name == DLQ_TOPIC and bounds is not None:
+        problem = topic_problem(value, bounds.dead_letter_topic_prefix)
+        if problem is not None:
+            raise GroupConfigError(name, f"{value!r} {problem}")
     bound = bounds.bound(name) if bounds is not None else None
     if bound is not None and not bound.low <= int(value) <= bound.high:
         raise GroupConfigError(
@@ -322,8 +330,8 @@ def validate(
 ) -> dict[str, str]:
     """The configs after applying ``changes`` (None removes an override, back to the default).
 
-    Raises GroupConfigError for an unknown name, a value out of bounds, or a heartbeat interval
-    not below the session timeout.
+    Raises GroupConfigError for an unknown name, a value out of bounds (a dead-letter topic
+    without the prefix too), or a heartbeat interval not below the session timeout.
     """
     merged = dict(current)
     for name, value in changes.items():

@@ -159,7 +159,15 @@ def build_runtime(
     )
     configs.on_change(partitions.apply_settings)
     copies = CopyProducer(upstream)
-    dead_letters = DeadLetterWriter(partitions, upstream, settings_for, clock, copies)
+    dead_letters = DeadLetterWriter(
+        partitions,
+        upstream,
+        settings_for,
+        clock,
+        copies,
+        topic_prefix=s.errors_deadletterqueue_topic_name_prefix,
+        auto_create=s.errors_deadletterqueue_auto_create_topics_enable,
+    )
     feed = UpstreamFeed(upstream, clock, cache_budget)
     coordinator = Coordinator(
         store,

@@ -80,6 +80,8 @@ def defaults_problem(
         try:
             gc.check(name, configs[name], bounds)
         except gc.GroupConfigError as exc:
+            if name == gc.DLQ_TOPIC and "errors_deadletterqueue_topic_name_prefix" in given:
+                setting = "errors_deadletterqueue_topic_name_prefix"
             return setting, str(exc).partition(": ")[2]
     try:
         gc.check_heartbeat(configs)

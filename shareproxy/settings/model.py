@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from shareproxy.core import assignor
+from shareproxy.core import dead_letter as dl
 from shareproxy.core import group_config as gc
 from shareproxy.core.failures import BadInput
 from shareproxy.core.persisted import DEFAULT_FOLD_EVERY
@@ -285,6 +286,17 @@ class Settings(BaseSettings):
     group_share_max_session_timeout_ms: int = bound("max_session_timeout_ms", 1, None)
     group_share_min_heartbeat_interval_ms: int = bound("min_heartbeat_interval_ms", 1, None)
     group_share_max_heartbeat_interval_ms: int = bound("max_heartbeat_interval_ms", 1, None)
+    # Kafka's broker configs for dead-letter topics, under their names (KIP-1191)
+    errors_deadletterqueue_topic_name_prefix: str = Field(
+        default=dl.DEFAULT_TOPIC_PREFIX,
+        description=f"{dl.TOPIC_PREFIX}: what every dead-letter topic's name starts with "
+        "(empty: any name)",
+    )
+    errors_deadletterqueue_auto_create_topics_enable: bool = Field(
+        default=False,
+        description=f"{dl.AUTO_CREATE}: whether a missing dead-letter topic is created (with the "
+        f"cluster's default partitions and replication, and {dl.GROUP_ENABLE}=true)",
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -303,8 +315,13 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, file_source(settings_cls, Path(str(path))))
 
     def group_bounds(self) -> gc.GroupBounds:
+        numbers = {  # group.share.min/max.*
+            f.name: getattr(self, "group_share_" + f.name)
+            for f in fields(gc.GroupBounds)
+            if f.type == "int"
+        }
         return gc.GroupBounds(
-            **{f.name: getattr(self, "group_share_" + f.name) for f in fields(gc.GroupBounds)}
+            **numbers, dead_letter_topic_prefix=self.errors_deadletterqueue_topic_name_prefix
         )
 
     def group_configs(self) -> dict[str, str]:

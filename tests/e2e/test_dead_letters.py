@@ -8,8 +8,10 @@ import uuid
 
 import httpx
 import pytest
-from confluent_kafka import AcknowledgeType, Producer
+from confluent_kafka import AcknowledgeType, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource
 
+from shareproxy.core import dead_letter as dl
 from shareproxy.core import group_config as gc
 from tests.support.cluster import LEASE_MS
 from tests.support.consumers import poll_until, share_consumer, wait_for
@@ -136,3 +138,48 @@ def test_a_missing_dead_letter_topic_is_visible_and_a_killed_proxy_loses_no_dead
     assert offsets == [0, 1, 2]
     assert all(m.key() is None and m.value() is None for m in letters)  # copying is off
     wait_for(lambda: dead_letter_view(p, group)["partitions"] == [], 30, "nothing waiting")
+
+
+def test_kafkas_rules_for_the_dead_letter_topic_hold_and_a_missing_one_is_created_if_allowed(
+    proxy, topic, broker
+):
+    """KIP-1191's rules across the wire: a name without the prefix is refused with
+    INVALID_CONFIG; a topic not opted in takes no dead letters (the view says which config to
+    set); with auto-creation on, a missing topic is created opted in and takes them."""
+    source = topic(1)
+    produce_keyed(broker.bootstrap, source, 4, partition=0)
+    p = proxy(errors_deadletterqueue_auto_create_topics_enable=True)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(KafkaException) as refused:
+        alter_group_configs(p, group, {gc.DLQ_TOPIC: f"orders-{uuid.uuid4().hex[:6]}"})
+    assert refused.value.args[0].code() == 40  # INVALID_CONFIG
+    assert dl.TOPIC_PREFIX in refused.value.args[0].str()
+
+    closed = new_topic(broker.bootstrap, f"dlq.{uuid.uuid4().hex[:8]}", 1, enabled=False)
+    alter_group_configs(p, group, {gc.DLQ_TOPIC: closed})
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([source])
+    try:
+        got = poll_until(c, 4, 30)
+        for m in got:
+            c.acknowledge(m, AcknowledgeType.REJECT if m.offset() < 2 else AcknowledgeType.ACCEPT)
+        c.commit_sync()
+
+        def waiting() -> dict | None:
+            rows = dead_letter_view(p, group)["partitions"]
+            return rows[0] if rows and rows[0]["problem"] else None
+
+        row = wait_for(waiting, 30, "the topic's refusal reported")
+        assert row["waiting"] == 2 and dl.GROUP_ENABLE in row["problem"], row
+
+        created = f"dlq.{uuid.uuid4().hex[:8]}"  # missing: the proxy creates it
+        alter_group_configs(p, group, {gc.DLQ_TOPIC: created})
+        wait_for(lambda: dead_letter_view(p, group)["partitions"] == [], 60, "nothing waiting")
+    finally:
+        c.close()
+    letters = read_all(broker.bootstrap, created, 2)
+    assert sorted(int(dict(m.headers())["__dlq.errors.offset"]) for m in letters) == [0, 1]
+    assert read_all(broker.bootstrap, closed, 0, timeout=1) == []
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    (described,) = admin.describe_configs([ConfigResource("topic", created)]).values()
+    assert described.result(30)[dl.GROUP_ENABLE].value == "true"

@@ -7,14 +7,18 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from shareproxy.core.dead_letter import GROUP_ENABLE
 from tests.support.consumers import wait_for
 
 REJECTED = "Offset rejected by client."
 
 
-def new_topic(bootstrap: str, name: str, partitions: int) -> str:
+def new_topic(bootstrap: str, name: str, partitions: int, enabled: bool = True) -> str:
+    """A dead-letter topic, opted in (``errors.deadletterqueue.group.enable=true``) unless
+    ``enabled`` is False."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+    config = {GROUP_ENABLE: "true"} if enabled else {}
+    for f in admin.create_topics([NewTopic(name, partitions, 1, config=config)]).values():
         f.result(30)
     return name
 

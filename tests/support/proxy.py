@@ -44,7 +44,11 @@ class ProxyProcess:
             f"127.0.0.1:{self.admin_port}",
         ]
         for name, value in self.options.items():
-            args += [f"--{name.replace('_', '-')}", str(value)]
+            flag = name.replace("_", "-")
+            if isinstance(value, bool):  # a switch: --name / --no-name
+                args.append(f"--{flag}" if value else f"--no-{flag}")
+            else:
+                args += [f"--{flag}", str(value)]
         with self.log_path.open("ab") as log:
             self.proc = spawn(args, log, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         if not wait:

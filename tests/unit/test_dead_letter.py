@@ -14,6 +14,8 @@ from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import TRANSITIONS, AcknowledgeType, ArchiveReason, RecordState
+from shareproxy.settings.loader import SettingsInvalid, load
+from shareproxy.settings.model import Settings
 from tests.support.kip_tables import ACK, inflight
 
 ARCHIVING = RecordState.ARCHIVING
@@ -107,14 +109,66 @@ def test_dead_letter_records_carry_kafkas_headers_and_keep_a_partitions_order():
         ("a b", "not a legal topic name"),
         ("x" * 250, "not a legal topic name"),
         ("..", "not a legal topic name"),
+        ("orders.dlq", "must start with 'dlq.' (errors.deadletterqueue.topic.name.prefix)"),
+        ("dlq", "must start with 'dlq.'"),
     ],
 )
 def test_which_topics_may_be_a_dead_letter_topic(name, problem):
-    found = dl.topic_problem(name)
+    found = dl.topic_problem(name, dl.DEFAULT_TOPIC_PREFIX)
     assert (found is None) if problem is None else (problem in found)
     if problem is not None:
         with pytest.raises(gc.GroupConfigError, match=r"errors\.deadletterqueue\.topic\.name"):
-            gc.check(gc.DLQ_TOPIC, name)
+            gc.check(gc.DLQ_TOPIC, name, gc.KAFKA_BOUNDS)
+
+
+def test_the_prefix_is_kafkas_default_and_the_nodes_to_change():
+    """Kafka's errors.deadletterqueue.topic.name.prefix, "dlq." unless set; empty: any name.
+    A group's change is refused (INVALID_CONFIG) naming the rule; the proxy-wide default
+    topic is held to it when serve starts."""
+    assert gc.KAFKA_BOUNDS.dead_letter_topic_prefix == dl.DEFAULT_TOPIC_PREFIX == "dlq."
+    with pytest.raises(gc.GroupConfigError, match=r"must start with 'dlq\.'"):
+        gc.validate({gc.DLQ_TOPIC: "orders-dead"}, {})
+    anything = gc.GroupBounds(dead_letter_topic_prefix="")
+    assert gc.validate({gc.DLQ_TOPIC: "orders-dead"}, {}, bounds=anything) == {
+        gc.DLQ_TOPIC: "orders-dead"
+    }
+    own = gc.GroupBounds(dead_letter_topic_prefix="dead.")
+    with pytest.raises(gc.GroupConfigError, match=r"must start with 'dead\.'"):
+        gc.validate({gc.DLQ_TOPIC: "dlq.orders"}, {}, bounds=own)
+    # a stored name another prefix allowed does not block changes to other configs
+    assert gc.validate({gc.DELIVERY_COUNT_LIMIT: "3"}, {gc.DLQ_TOPIC: "dlq.orders"}, bounds=own)
+
+    with pytest.raises(SettingsInvalid, match=r"--errors-deadletterqueue-topic-name-prefix x\.: "):
+        load({"dead_letter_topic": "dlq.orders", "errors_deadletterqueue_topic_name_prefix": "x."})
+    with pytest.raises(SettingsInvalid, match="--dead-letter-topic orders: "):
+        load({"dead_letter_topic": "orders"})
+    assert load({"dead_letter_topic": "orders", "errors_deadletterqueue_topic_name_prefix": ""})
+
+
+@pytest.mark.parametrize(
+    ("reported", "problem"),
+    [
+        ({dl.GROUP_ENABLE: "true"}, False),  # opted in, on Kafka 4.4 or Tansu
+        ({dl.GROUP_ENABLE: "TRUE", "cleanup.policy": "delete"}, False),
+        ({dl.GROUP_ENABLE: "false", "cleanup.policy": "delete"}, True),  # Kafka 4.4's default
+        ({}, True),  # Tansu reports only what a topic sets: not set
+        ({dl.GROUP_ENABLE: "false"}, True),
+        ({"cleanup.policy": "delete"}, False),  # a Kafka before 4.4: cannot carry it
+    ],
+)
+def test_an_existing_topic_takes_dead_letters_only_once_its_owner_opted_in(reported, problem):
+    found = dl.enabled_problem(reported)
+    assert (found is not None) == problem
+    if found is not None:
+        assert f"{dl.GROUP_ENABLE}=true" in found
+
+
+def test_a_missing_topic_is_created_only_when_the_node_allows_it_as_kafka_does():
+    assert dl.AUTO_CREATE == "errors.deadletterqueue.auto.create.topics.enable"
+    assert dl.missing_problem(auto_create=True) is None
+    assert dl.AUTO_CREATE in (dl.missing_problem(auto_create=False) or "")
+    assert dl.CREATED_CONFIGS == {dl.GROUP_ENABLE: "true", "message.timestamp.type": "CreateTime"}
+    assert Settings().errors_deadletterqueue_auto_create_topics_enable is False
 
 
 def test_the_group_configs_turn_dead_letters_on():

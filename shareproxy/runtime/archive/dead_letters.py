@@ -3,9 +3,10 @@ share-partition this node leads to its group's dead-letter topic, then archives 
 
 At least once: a record is Archiving in the store before anyone is told it was rejected, and is
 Archived only after the dead-letter topic acknowledged its copy (acks=all). A crash in between
-writes it again from the stored state. A missing topic or a failed produce keeps the records
-Archiving (SPSO waits for them), is logged, counted and shown by the admin API, and is retried
-with a growing back-off.
+writes it again from the stored state. Before each write the topic is held to Kafka's rules
+(``core.dead_letter``: its name, its opt-in config, created if missing only when allowed). A
+topic that breaks them, or a failed produce, keeps the records Archiving (SPSO waits for them),
+is logged, counted and shown by the admin API, and is retried with a growing back-off.
 """
 
 from __future__ import annotations
@@ -15,7 +16,19 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shareproxy.core.dead_letter import DeadLetterRun, headers, target_partition
+from shareproxy.core.dead_letter import (
+    ALWAYS_REPORTED,
+    CREATED_CONFIGS,
+    DEFAULT_TOPIC_PREFIX,
+    GROUP_ENABLE,
+    DeadLetterRun,
+    enabled_problem,
+    headers,
+    missing_problem,
+    target_partition,
+    topic_problem,
+)
+from shareproxy.core.errors import ErrorCode
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.runtime.archive.record_copies import (
@@ -29,7 +42,8 @@ from shareproxy.runtime.consuming.leader import SharePartitionLeader
 from shareproxy.runtime.consuming.partitions import SharePartitions
 from shareproxy.runtime.jobs import Periodic
 from shareproxy.telemetry import metrics
-from shareproxy.upstream.client import Upstream
+from shareproxy.upstream.client import TopicInfo, Upstream
+from shareproxy.upstream.topic_admin import create_topic, topic_configs
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +52,8 @@ RETRY_FIRST_MS, RETRY_MAX_MS = 1_000, 30_000  # after a failure, per share-parti
 
 
 class DeadLetterError(Exception):
-    """The dead-letter topic could not take the records (missing, or the produce failed)."""
+    """The dead-letter topic could not take the records (it breaks a rule, or the produce
+    failed)."""
 
 
 @dataclass(slots=True)
@@ -59,8 +74,13 @@ class DeadLetterWriter:
         settings_for: Callable[[str], GroupSettings],
         clock_ms: Callable[[], int],
         producer: CopyProducer,
+        *,
+        topic_prefix: str = DEFAULT_TOPIC_PREFIX,
+        auto_create: bool = False,
     ) -> None:
         self.partitions = partitions
+        self.topic_prefix = topic_prefix  # Kafka's errors.deadletterqueue.topic.name.prefix
+        self.auto_create = auto_create  # …auto.create.topics.enable
         self.upstream = upstream
         self.settings_for = settings_for
         self.clock_ms = clock_ms
@@ -126,9 +146,7 @@ class DeadLetterWriter:
                 await leader.dead_lettered(run.first, run.last)
             log.warning("%s: no dead-letter topic any more; archived what waited for one", group)
             return
-        info = (await self.upstream.refresh_metadata([topic])).get(topic)
-        if info is None:
-            raise DeadLetterError(f"dead-letter topic {topic!r} does not exist upstream")
+        info = await self._checked_topic(topic)
         partition = target_partition(leader.key.partition, info.partition_count)
         for run in runs:
             originals = (
@@ -147,6 +165,42 @@ class DeadLetterWriter:
             if not await leader.dead_lettered(run.first, run.last):
                 return  # no longer this node's to archive: its new leader writes them again
             metrics.DEAD_LETTERS.labels(group).inc(run.last - run.first + 1)
+
+    async def _checked_topic(self, topic: str) -> TopicInfo:
+        """The dead-letter topic, once it passes Kafka's rules (created if it is missing and
+        that is allowed); DeadLetterError naming the rule it breaks."""
+        problem = topic_problem(topic, self.topic_prefix)
+        if problem is None:
+            info = (await self.upstream.refresh_metadata([topic])).get(topic)
+            if info is not None:
+                reported = await topic_configs(
+                    self.upstream, topic, (GROUP_ENABLE, ALWAYS_REPORTED)
+                )
+                problem = enabled_problem(reported)
+            else:
+                problem = missing_problem(self.auto_create)
+                if problem is None:
+                    info = await self._create(topic)
+        if problem is not None:
+            raise DeadLetterError(f"dead-letter topic {topic!r}: {problem}")
+        assert info is not None
+        return info
+
+    async def _create(self, topic: str) -> TopicInfo:
+        """Create the topic as Kafka does; a cluster that does not know the opt-in config
+        (INVALID_CONFIG: Kafka before 4.4) gets the topic without it."""
+        configs = dict(CREATED_CONFIGS)
+        if await create_topic(self.upstream, topic, configs) == ErrorCode.INVALID_CONFIG:
+            del configs[GROUP_ENABLE]
+            if await create_topic(self.upstream, topic, configs) == ErrorCode.INVALID_CONFIG:
+                raise DeadLetterError(
+                    f"dead-letter topic {topic!r}: the cluster refused its configs"
+                )
+        log.info("created the dead-letter topic %s", topic, extra={"configs": configs})
+        info = (await self.upstream.refresh_metadata([topic])).get(topic)
+        if info is None:
+            raise DeadLetterError(f"dead-letter topic {topic!r} was created: not in metadata yet")
+        return info
 
     async def _produce(
         self,
