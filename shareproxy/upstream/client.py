@@ -10,7 +10,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -86,6 +86,7 @@ class TopicInfo:
     # when (time.monotonic) the metadata first showed this id where the name had another, or
     # none (deleted) before; None for a topic first seen as it is
     replaced_at: float | None = None
+    leader_epochs: dict[int, int] = field(default_factory=dict)  # partition -> leader epoch
 
     @property
     def partition_count(self) -> int:
@@ -248,6 +249,7 @@ class Upstream:
                 t.topic_id,
                 {p.partition_index: p.leader_id for p in t.partitions},
                 self._replaced_at(t.name, t.topic_id),
+                {p.partition_index: int(p.leader_epoch) for p in t.partitions},
             )
             found[t.name] = info
         for name in self.topics.keys() - found.keys() if topics is None else set(topics):

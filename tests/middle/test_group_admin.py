@@ -54,3 +54,17 @@ async def test_no_member_joins_while_an_offset_reset_writes(runtime: MiddleRunti
     for p in range(3):
         stored = await runtime.store.read(SharePartitionKey(GROUP, topic_id, p))
         assert stored is not None and stored.state.start_offset == 0
+
+
+@on_middle_runtime(coordinates=True)
+async def test_offsets_carry_the_partition_leader_epoch_the_cluster_gives(runtime: MiddleRuntime):
+    """DescribeShareGroupOffsets answers the leader epoch Kafka's state records: that of the
+    partition leader, here the upstream partition's as last read, not a constant."""
+    t = runtime.topic(partitions=2)
+    runtime.cluster.leader_epochs[(t, 1)] = 7
+    runtime.produce(t, 3, partition=1)
+    await runtime.upstream.refresh_metadata([t])
+    topic_id = runtime.upstream.topics[t].topic_id
+    assert await fetch(runtime, "m0", (topic_id, 1)) == [(0, 2, 1)]
+    rows = await runtime.runtime.group_admin.offsets(GROUP, [t])
+    assert [(r.partition, r.leader_epoch) for r in rows] == [(0, 0), (1, 7)]

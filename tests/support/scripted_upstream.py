@@ -91,6 +91,7 @@ class ScriptedUpstream(Upstream):
         self.controller_id = NODE
         self.fetches: list[dict[tuple[str, int], int]] = []  # every fetch's offsets, in order
         self.consumer_groups: set[str] = set()  # the cluster's own groups, by id
+        self.leader_epochs: dict[tuple[str, int], int] = {}  # a partition's, when not 0
         self._ids: dict[str, uuid.UUID] = {}
         self._logs: dict[tuple[str, int], _Log] = {}
         self._grew = asyncio.Event()  # set (and replaced) when any log grows
@@ -170,7 +171,11 @@ class ScriptedUpstream(Upstream):
         for name in names:
             partitions = {p: NODE for (t, p) in self._logs if t == name}
             found[name] = TopicInfo(
-                name, self._ids[name], partitions, self._replaced_at(name, self._ids[name])
+                name,
+                self._ids[name],
+                partitions,
+                self._replaced_at(name, self._ids[name]),
+                {p: self.leader_epochs.get((name, p), 0) for p in partitions},
             )
         for name in (self.topics.keys() - found.keys()) if topics is None else topics:
             if name not in found and name in self.topics:

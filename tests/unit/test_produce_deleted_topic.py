@@ -115,7 +115,7 @@ def _shows(*topics: tuple[str, UUID]) -> SimpleNamespace:
                 name=name,
                 topic_id=topic_id,
                 is_internal=False,
-                partitions=[SimpleNamespace(partition_index=0, leader_id=1)],
+                partitions=[SimpleNamespace(partition_index=0, leader_id=1, leader_epoch=0)],
             )
             for name, topic_id in topics
         ],

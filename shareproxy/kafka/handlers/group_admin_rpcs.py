@@ -111,7 +111,7 @@ async def describe_share_group_offsets(
                 m.DescribeShareGroupOffsetsResponsePartition,
                 partition_index=row.partition,
                 start_offset=o.spso if o else -1,
-                leader_epoch=0,
+                leader_epoch=row.leader_epoch,
                 lag=o.lag if o and o.lag is not None else UNKNOWN_LAG,
                 error_code=error(code),
                 error_message=None,

@@ -217,8 +217,16 @@ class GroupAdmin:
                     )
                 )
                 continue
+            info = self.upstream.topics.get(name)
+            epoch = info.leader_epochs.get(key.partition, 0) if info is not None else 0
             out.append(
-                PartitionOffsets(name, key.topic_id, key.partition, await self._lag(key, name))
+                PartitionOffsets(
+                    name,
+                    key.topic_id,
+                    key.partition,
+                    await self._lag(key, name),
+                    leader_epoch=epoch,
+                )
             )
         return out
 

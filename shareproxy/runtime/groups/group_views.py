@@ -48,6 +48,9 @@ class PartitionOffsets:
     partition: int
     offsets: PartitionLag | None  # None: the share-partition has no state yet
     error: ErrorCode = ErrorCode.NONE
+    # the upstream partition's leader epoch as last read: what Kafka's share-partition state
+    # records, the epoch of the partition leader that wrote it
+    leader_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
