@@ -37,15 +37,23 @@ class HeartbeatError(Enum):
     FENCED_MEMBER_EPOCH = 110
 
 
-def heartbeat_problem(member_id: str, member_epoch: int, rack_id: str | None) -> str | None:
+def heartbeat_problem(
+    member_id: str,
+    member_epoch: int,
+    rack_id: str | None,
+    subscribed_topics: Sequence[str] | None,
+) -> str | None:
     """Why a ShareGroupHeartbeat is INVALID_REQUEST whatever the group holds, in Kafka's words
-    (GroupMetadataManager.throwIfShareGroupHeartbeatRequestIsInvalid); None: it is not."""
+    (GroupMetadataManager.throwIfShareGroupHeartbeatRequestIsInvalid); None: it is not. Every
+    join names its topics, a rejoin of a known member too."""
     if rack_id == "":
         return "RackId can't be empty."
     if member_epoch < LEAVE_EPOCH:
         return "MemberEpoch is invalid."
     if not member_id:
         return "MemberId can't be empty."
+    if member_epoch == JOIN_EPOCH and not subscribed_topics:
+        return "SubscribedTopicNames must be set in first request."
     return None
 
 
@@ -169,7 +177,7 @@ class ShareGroup:
     ) -> HeartbeatResult:
         """``heartbeat_interval_ms``: the configured interval, for the answer to shorten while
         the targets settle (None: the answer leaves the interval to the caller)."""
-        invalid = heartbeat_problem(member_id, member_epoch, rack_id)
+        invalid = heartbeat_problem(member_id, member_epoch, rack_id, subscribed_topics)
         if invalid is not None:
             return HeartbeatResult(HeartbeatError.INVALID_REQUEST, member_epoch, None, invalid)
         if member_epoch == LEAVE_EPOCH:
@@ -182,13 +190,6 @@ class ShareGroup:
         member = self.members.get(member_id)
         if member_epoch == JOIN_EPOCH:
             if member is None:
-                if not subscribed_topics:
-                    return HeartbeatResult(
-                        HeartbeatError.INVALID_REQUEST,
-                        member_epoch,
-                        None,
-                        "SubscribedTopicNames must be set when joining",
-                    )
                 if len(self.members) >= self.max_size:
                     return HeartbeatResult(
                         HeartbeatError.GROUP_MAX_SIZE_REACHED,
@@ -197,7 +198,7 @@ class ShareGroup:
                         f"the group already has {self.max_size} members",
                     )
                 member = Member(
-                    member_id, 0, client_id, client_host, rack_id, tuple(subscribed_topics)
+                    member_id, 0, client_id, client_host, rack_id, tuple(subscribed_topics or ())
                 )
                 self.members[member_id] = member
                 self._subscribe((), member.subscribed_topics)
@@ -234,7 +235,8 @@ class ShareGroup:
         interval = None
         if heartbeat_interval_ms is not None:
             interval = self.interval_to_answer(heartbeat_interval_ms, now_ms)
-        if member.sent_epoch != member.member_epoch:
+        # as Kafka: a full request (SubscribedTopicNames set) always hears its assignment
+        if member.sent_epoch != member.member_epoch or subscribed_topics is not None:
             member.sent_epoch = member.member_epoch
             return HeartbeatResult(
                 None, member.member_epoch, dict(member.assignment), None, interval

@@ -203,3 +203,31 @@ def test_an_empty_rack_id_and_an_epoch_below_minus_one_are_invalid_requests():
         "MemberEpoch is invalid.",
     )
     assert g.members == {}
+
+
+def test_every_join_names_its_topics_a_known_members_rejoin_too():
+    """Kafka checks the request before the group: SubscribedTopicNames set at epoch 0."""
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    joined = g.heartbeat("a", 0, 1, subscribed_topics=["orders"])
+    assert joined.error is None
+    for bare in (None, []):
+        again = g.heartbeat("a", 0, 2, subscribed_topics=bare)
+        assert (again.error, again.message) == (
+            HeartbeatError.INVALID_REQUEST,
+            "SubscribedTopicNames must be set in first request.",
+        )
+    assert list(g.members) == ["a"]
+
+
+def test_a_full_heartbeat_hears_its_assignment_even_unchanged():
+    """Kafka's shareGroupHeartbeat answers the assignment to a join, to a request naming its
+    topics (a client sends one after losing track) and when it changed; not otherwise."""
+    g = ShareGroup("g")
+    g.update_topics(TOPICS)
+    joined = g.heartbeat("a", 0, 1, subscribed_topics=["orders"])
+    assert joined.assignment
+    quiet = g.heartbeat("a", joined.member_epoch, 2)
+    assert quiet.assignment is None
+    full = g.heartbeat("a", joined.member_epoch, 3, subscribed_topics=["orders"])
+    assert full.assignment == joined.assignment

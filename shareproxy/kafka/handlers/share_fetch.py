@@ -23,6 +23,9 @@ async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request)
     if mode is None:
         refused = ShareError(ErrorCode.INVALID_REQUEST, "ShareAcquireMode must be 0 or 1")
         return _response(ctx, conn, request, group_id, Fetched(refused))
+    if _renews_but_fetches(body):
+        refused = ShareError(ErrorCode.INVALID_REQUEST, RENEW_ONLY)
+        return _response(ctx, conn, request, group_id, Fetched(refused))
     limits = FetchLimits(
         max_wait_ms=fetch_wait_ms(
             int(body.max_wait.total_seconds() * 1000),
@@ -47,6 +50,20 @@ async def handle(ctx: ShareConsumersContext, conn: Connection, request: Request)
         access=ConnectionAccess(ctx, conn),
     )
     return _response(ctx, conn, request, group_id, fetched)
+
+
+# KIP-1222: a ShareFetch carrying Renew acknowledgements (v2's IsRenewAck) fetches nothing
+RENEW_ONLY = (
+    "a ShareFetch with IsRenewAck set must have MaxWaitMs, MinBytes, MaxBytes and MaxRecords 0"
+)
+
+
+def _renews_but_fetches(body: Any) -> bool:
+    """Kafka refuses a renewing ShareFetch that also asks for records: renewing a lock must not
+    wait on, or acquire, anything."""
+    return bool(getattr(body, "is_renew_ack", False)) and bool(
+        body.max_wait.total_seconds() or body.min_bytes or body.max_bytes or body.max_records
+    )
 
 
 def _acquire_mode(body: Any) -> AcquireMode | None:

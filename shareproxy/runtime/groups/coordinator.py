@@ -137,7 +137,7 @@ class Coordinator:
     ) -> HeartbeatResult:
         if not self.coordinates(group_id):
             return not_coordinator(group_id, member_epoch)
-        invalid = heartbeat_problem(member_id, member_epoch, rack_id)
+        invalid = heartbeat_problem(member_id, member_epoch, rack_id, subscribed)
         if invalid is not None:
             return HeartbeatResult(HeartbeatError.INVALID_REQUEST, member_epoch, None, invalid)
         if group_id not in self.groups:  # looked up before the mutex: other groups' heartbeats
