@@ -383,3 +383,15 @@ async def test_a_fetch_reads_upstream_for_what_it_can_still_take_beyond_the_cach
     assert await ack(runtime, "m1", tp, 0, 0, RELEASE) == ErrorCode.NONE
     runtime.produce(t, 1)  # offset 10: upstream, not in the cache
     assert await fetch(runtime, "m1", tp, wait_ms=3_000) == [(0, 0, 2), (10, 10, 1)]
+
+
+@on_middle_runtime
+async def test_a_batch_larger_than_max_bytes_is_delivered_whole_and_alone(runtime: MiddleRuntime):
+    """KIP-74, as Kafka's fetch reads its log: at least one batch, even past MaxBytes, and no
+    second one beyond it."""
+    t = runtime.topic()
+    runtime.produce(t, [(None, b"x" * 1000)] * 5)
+    runtime.produce(t, [(None, b"y" * 1000)] * 5)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m", tp, max_bytes=100) == [(0, 4, 1)]
+    assert await fetch(runtime, "m", tp, max_bytes=100, epoch=1) == [(5, 9, 1)]

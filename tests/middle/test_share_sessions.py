@@ -4,6 +4,8 @@ before any member's)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from shareproxy.core.errors import ErrorCode
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 from tests.support.share_calls import GROUP, fetch, share_fetch
@@ -91,3 +93,35 @@ async def test_a_session_opened_again_elsewhere_keeps_its_records_when_the_old_c
     assert await fetch(runtime, "other", tp, wait_ms=0, connection=9) == []
     await runtime.consumers.connection_closed(8)
     assert await fetch(runtime, "other", tp, wait_ms=0, epoch=1, connection=9) == [(0, 9, 2)]
+
+
+@on_middle_runtime(coordinates=True)
+async def test_a_member_that_leaves_keeps_its_sessions_records_until_the_session_ends(
+    runtime: MiddleRuntime,
+):
+    """As on Kafka, a leave releases nothing: the client sends its last acknowledgements after
+    it, and only the session's end (or the connection's, or the locks') frees what it holds."""
+    t = runtime.topic()
+    runtime.produce(t, 10)
+    tp = await runtime.partition(t)
+
+    async def heartbeat(epoch: int) -> int:
+        answer = await runtime.coordinator.heartbeat(
+            GROUP,
+            "m",
+            epoch,
+            subscribed=[t] if epoch == 0 else None,
+            rack_id=None,
+            client_id="c",
+            client_host="h",
+        )
+        assert answer.error is None, answer
+        return answer.member_epoch
+
+    await heartbeat(0)
+    assert await fetch(runtime, "m", tp, connection=7) == [(0, 9, 1)]
+    await heartbeat(-1)
+    await asyncio.sleep(10)  # well within the 30 s lock, past any grace
+    assert await fetch(runtime, "other", tp, wait_ms=0, connection=8) == []
+    await runtime.consumers.connection_closed(7)
+    assert await fetch(runtime, "other", tp, wait_ms=0, epoch=1, connection=8) == [(0, 9, 2)]

@@ -31,6 +31,7 @@ async def share_fetch(
     *,
     wait_ms: int = 3_000,
     max_records: int = 500,
+    max_bytes: int = 1 << 20,
     mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
     epoch: int = OPEN_EPOCH,
     host: str = "127.0.0.1",
@@ -45,7 +46,7 @@ async def share_fetch(
         {},
         fetch=[tp],
         forget=[],
-        limits=FetchLimits(wait_ms, max_records=max_records, max_bytes=1 << 20, mode=mode),
+        limits=FetchLimits(wait_ms, max_records=max_records, max_bytes=max_bytes, mode=mode),
         access=AllowAll(),
     )
 
