@@ -64,7 +64,7 @@ def serve(tmp_path: Path, *args: str) -> list[str]:
     ("args", "expected"),
     [
         (["--auto-offset-reset", "yesterday"], "--auto-offset-reset yesterday: "),
-        (["--delivery-count-limit", "50"], "--delivery-count-limit 50: 50 is outside [2, 25]"),
+        (["--delivery-count-limit", "50"], "--delivery-count-limit 50: 50 is outside [2, 10] ("),
         (["--delivery-count-limit", "abc"], "--delivery-count-limit abc: "),
         (["--record-lock-duration-ms", "500"], "--record-lock-duration-ms 500: 500 is outside"),
         (
@@ -122,7 +122,10 @@ def test_config_file_mistakes_exit_2_naming_the_file(tmp_path):
     path.write_text("delivery_count_limit = 50\n")
     code, stderr = run(*serve(tmp_path, "--config", str(path)))
     assert code == exits.USAGE
-    assert one_error(stderr) == f"delivery_count_limit = 50 in {path}: 50 is outside [2, 25]"
+    assert one_error(stderr) == (
+        f"delivery_count_limit = 50 in {path}: 50 is outside [2, 10] "
+        "(group.share.min.delivery.count.limit, group.share.max.delivery.count.limit)"
+    )
     path.write_text("delivery_limit = 3\n")
     code, stderr = run(*serve(tmp_path, "--config", str(path)))
     assert code == exits.USAGE
