@@ -41,6 +41,7 @@ STATUS = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: 503,
     ErrorCode.SHARE_SESSION_NOT_FOUND: 404,
     ErrorCode.UNKNOWN_MEMBER_ID: 404,
+    ErrorCode.RESOURCE_NOT_FOUND: 404,  # a user, or ACL rules matching a filter
     ErrorCode.INVALID_SHARE_SESSION_EPOCH: 409,
 }
 # any other refusal is the caller's request meeting a rule: never a 5xx

@@ -72,3 +72,42 @@ async def test_a_reset_datetime_not_in_iso_8601_is_refused_with_an_example():
         assert answer.status_code == 422, answer.text
         message = answer.json()["message"]
         assert message.startswith("datetime: ") and "ISO 8601, e.g. 2026-11-21T10:00:00Z" in message
+
+
+class NoRules(Grants):
+    """Security with no users or ACL rules to remove."""
+
+    async def delete_user(self, name: str) -> bool:
+        return False
+
+    async def delete_acls(self, filters: list[object]) -> list[list[object]]:
+        return [[] for _ in filters]
+
+
+async def test_removing_or_releasing_what_does_not_exist_is_one_line_and_exit_1():
+    """Each action naming a member, a user or ACL rules that do not exist is refused (404 with
+    a message), and the CLI says so in one line with exit code 1, not an empty table."""
+    places, grants = Places(), NoRules()
+    places.members["g"] = {"m1"}
+    grants.grant("alice", Operation.READ, ResourceType.GROUP, "g")
+    grants.grant("alice", Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster")
+    async with serving(admin_app(places, grants, Directory())) as port:
+        url, login = f"http://127.0.0.1:{port}", {TOKEN_ENV: "alice"}
+        for args, code, names in (
+            (
+                ["groups", "release-member", "g", "NoSuchMember"],
+                "UNKNOWN_MEMBER_ID",
+                "NoSuchMember",
+            ),
+            (["users", "remove", "nobody"], "RESOURCE_NOT_FOUND", "nobody"),
+            (["acls", "remove", "--principal", "User:nobody"], "RESOURCE_NOT_FOUND", "ACL rule"),
+        ):
+            done = await asyncio.to_thread(_cli, *args, "--admin-url", url, env=login)
+            assert done.returncode == exits.FAILED, (args, done.stdout, done.stderr)
+            line = _error_line(done.stderr)
+            assert line.startswith(f"error: {code}: ") and names in line, line
+            assert line.endswith("(HTTP 404)") and done.stdout == "", line
+        idle = await asyncio.to_thread(
+            _cli, "groups", "release-member", "g", "m1", "-o", "json", "--admin-url", url, env=login
+        )
+        assert idle.returncode == 0, idle.stderr  # a member holding nothing: nothing released
