@@ -12,6 +12,7 @@ from shareproxy.admin.auth import Unauthenticated
 from shareproxy.admin.forwarding import CoordinatorUnreachable
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
+from shareproxy.core.reset_plan import DATETIME_FORM
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
 from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 from shareproxy.upstream.client import UpstreamError
@@ -40,6 +41,7 @@ STATUS = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: 503,
     ErrorCode.SHARE_SESSION_NOT_FOUND: 404,
     ErrorCode.UNKNOWN_MEMBER_ID: 404,
+    ErrorCode.RESOURCE_NOT_FOUND: 404,  # a user, or ACL rules matching a filter
     ErrorCode.INVALID_SHARE_SESSION_EPOCH: 409,
 }
 # any other refusal is the caller's request meeting a rule: never a 5xx
@@ -104,7 +106,10 @@ def install(app: FastAPI) -> None:
         parts = []
         for e in errors:
             where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
-            parts.append(f"{where}: {e.get('msg')}" if where else str(e.get("msg")))
+            why = str(e.get("msg"))
+            if str(e.get("type", "")).startswith(("datetime_", "date_")):
+                why += f"; expected {DATETIME_FORM}"
+            parts.append(f"{where}: {why}" if where else why)
         return JSONResponse(body("INVALID_REQUEST", "; ".join(parts)), 422)
 
     @app.exception_handler(HTTPException)

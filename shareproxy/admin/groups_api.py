@@ -25,6 +25,7 @@ from shareproxy.core import group_config
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.reset_plan import ResetTo
+from shareproxy.core.share_group import GroupState
 from shareproxy.runtime.groups import GroupAdmin
 
 
@@ -182,9 +183,11 @@ def router(admin: GroupAdmin) -> APIRouter:
         state: Annotated[list[str] | None, Query(description="Empty, Stable or Dead")] = None,
     ) -> list[GroupSummary]:
         caller = call.caller
+        valid = [s.value for s in GroupState]
         for s in state or []:
-            if s.lower() not in ("empty", "stable", "dead"):
-                raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown state {s!r}")
+            if s.lower() not in {v.lower() for v in valid}:
+                known = ", ".join(valid)
+                raise ShareError(ErrorCode.INVALID_REQUEST, f"unknown state {s!r} (valid: {known})")
         groups = await admin.summaries(
             state or (),
             await call.others.listed(),

@@ -70,6 +70,10 @@ class MemberReleased(BaseModel):
     unreached: list[str] = Field(
         description="nodes that did not release (their locks end when they time out)"
     )
+    member_known: bool | None = Field(
+        default=None,
+        description="whether the group has the member, by its coordinator (null: not known)",
+    )
 
 
 def router(admin: GroupAdmin) -> APIRouter:
@@ -115,7 +119,8 @@ def router(admin: GroupAdmin) -> APIRouter:
         member_id: Annotated[str, Path(min_length=1, max_length=255)],
     ) -> MemberReleased:
         """Every lock the member holds in the group ends: its records are Available again,
-        delivery counts kept (a consumer that hangs while it heartbeats). Made on every node."""
+        delivery counts kept (a consumer that hangs while it heartbeats). Made on every node;
+        404 UNKNOWN_MEMBER_ID when none released anything and the group has no such member."""
         group_id, caller = call.group_id, call.caller
         released = await _audited(
             caller,
@@ -132,12 +137,20 @@ def router(admin: GroupAdmin) -> APIRouter:
             PartitionReleased(topic=x.topic, partition=x.partition, offsets=x.offsets)
             for x in released
         ]
+        known = admin.member_known(group_id, member_id)
         others, unreached = await call.others.answers(MemberReleased.model_validate)
         for answer in others:
             rows += answer.released
+        if not call.others.passed_on:  # the node asked first answers for them all
+            said = [known, *(answer.member_known for answer in others)]
+            records.require_released_or_member(group_id, member_id, len(rows), said)
         rows.sort(key=lambda x: (x.topic, x.partition))
         return MemberReleased(
-            group_id=group_id, member_id=member_id, released=rows, unreached=unreached
+            group_id=group_id,
+            member_id=member_id,
+            released=rows,
+            unreached=unreached,
+            member_known=known,
         )
 
     return r

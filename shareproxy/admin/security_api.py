@@ -156,7 +156,7 @@ def router(security: Security) -> APIRouter:
         _: Annotated[Caller, Depends(cluster_call(Operation.ALTER))], name: UserName
     ) -> Response:
         if not await security.delete_user(name):
-            raise ShareError(ErrorCode.INVALID_REQUEST, f"no user {name!r}")
+            raise ShareError(ErrorCode.RESOURCE_NOT_FOUND, f"no user {name!r}")
         return Response(status_code=204)
 
     @r.get("/acls", response_model=list[Acl])
@@ -181,10 +181,17 @@ def router(security: Security) -> APIRouter:
         f: FilterDep,
         all: Annotated[bool, Query(description="required to delete with an empty filter")] = False,
     ) -> list[Acl]:
-        """Delete the rules the filter matches; returns them."""
+        """Delete the rules the filter matches; returns them. A filter that matches none is
+        404 RESOURCE_NOT_FOUND, so a mistyped name is not taken for a rule removed; all=true
+        with no rules left is not."""
         if not all and f == AclFilter():
             raise ShareError(ErrorCode.INVALID_REQUEST, "an empty filter needs all=true")
         (deleted,) = await security.delete_acls([f])
+        if not deleted and not all:
+            raise ShareError(
+                ErrorCode.RESOURCE_NOT_FOUND,
+                "no ACL rule matches the filter: nothing was removed (`acls list` shows them)",
+            )
         return [_acl(b) for b in deleted]
 
     @r.post("/tokens", response_model=Token, status_code=201)

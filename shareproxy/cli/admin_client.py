@@ -25,12 +25,19 @@ class Output(StrEnum):
     json = "json"
 
 
+# the credentials the CLI sends, from the environment only (never on a command line)
+TOKEN_ENV = "SHAREPROXY_ADMIN_TOKEN"
+USER_ENV = "SHAREPROXY_ADMIN_USER"
+PASSWORD_ENV = "SHAREPROXY_ADMIN_PASSWORD"
+LOGIN = f"set {USER_ENV} and {PASSWORD_ENV}, or {TOKEN_ENV} (a token from POST /v1/tokens)"
+
 Url = Annotated[
     str,
     typer.Option(
         "--admin-url",
         envvar="SHAREPROXY_ADMIN_URL",
-        help="the proxy's admin API (env SHAREPROXY_ADMIN_URL)",
+        help="the proxy's admin API (env SHAREPROXY_ADMIN_URL); with security on, "
+        f"log in from the environment: {LOGIN}",
     ),
 ]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table or json")]
@@ -48,13 +55,22 @@ def seg(name: str) -> str:
 def credentials() -> dict[str, Any]:
     """From the environment, never the command line: SHAREPROXY_ADMIN_TOKEN (bearer) or
     SHAREPROXY_ADMIN_USER with SHAREPROXY_ADMIN_PASSWORD (HTTP Basic)."""
-    token = os.environ.get("SHAREPROXY_ADMIN_TOKEN")
+    token = os.environ.get(TOKEN_ENV)
     if token:
         return {"headers": {"Authorization": f"Bearer {token}"}}
-    user = os.environ.get("SHAREPROXY_ADMIN_USER")
+    user = os.environ.get(USER_ENV)
     if user:
-        return {"auth": (user, os.environ.get("SHAREPROXY_ADMIN_PASSWORD", ""))}
+        return {"auth": (user, os.environ.get(PASSWORD_ENV, ""))}
     return {}
+
+
+def login_hint() -> str:
+    """What to do after a 401: which credentials were sent, or how to send some."""
+    if os.environ.get(TOKEN_ENV):
+        return f"the token in {TOKEN_ENV} was refused (expired or revoked?); {LOGIN}"
+    if os.environ.get(USER_ENV):
+        return f"{USER_ENV} and {PASSWORD_ENV} were refused; check them, or set {TOKEN_ENV}"
+    return f"the admin API needs a login: {LOGIN}"
 
 
 class Refused(Exception):
@@ -83,6 +99,8 @@ def attempt(method: str, url: str, path: str, **kwargs: Any) -> Any:
         except ValueError:
             text = response.text[:500]
         code = exits.UNAVAILABLE if response.status_code == 503 else exits.FAILED
+        if response.status_code == 401:
+            text = f"{text}; {login_hint()}"
         raise Refused(f"{text} (HTTP {response.status_code})", code)
     return response.json() if response.content else None
 

@@ -96,9 +96,14 @@ def migrate(
                 if current == head:
                     out.print(f"schema of {shown} is current (revision {head})")
                     return
+                if current is None:
+                    err.print(
+                        f"the state store {shown} has no schema yet: "
+                        f"run `shareproxy migrate --state-url {shown}` to create it"
+                    )
+                    raise typer.Exit(exits.FAILED)
                 err.print(
-                    f"schema of {shown} is at {current or 'nothing'}, expected {head}: "
-                    "run `shareproxy migrate`"
+                    f"schema of {shown} is at {current}, expected {head}: run `shareproxy migrate`"
                 )
                 raise typer.Exit(exits.FAILED)
             migrations.upgrade(url)

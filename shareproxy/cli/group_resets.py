@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,7 @@ from shareproxy.cli.admin_client import (
 )
 from shareproxy.core.errors import ShareError
 from shareproxy.core.reset_csv import export_csv, parse_csv
+from shareproxy.core.reset_plan import DATETIME_FORM
 from shareproxy.host import exits
 
 ResetTopics = Annotated[
@@ -44,7 +46,7 @@ def reset_offsets(
     to_earliest: Annotated[bool, typer.Option("--to-earliest")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest")] = False,
     to_datetime: Annotated[
-        str | None, typer.Option("--to-datetime", help="ISO 8601, e.g. 2026-11-21T10:00:00Z")
+        str | None, typer.Option("--to-datetime", help=f"{DATETIME_FORM}; UTC if no zone")
     ] = None,
     to_offset: Annotated[int | None, typer.Option("--to-offset", min=0)] = None,
     by_duration: Annotated[
@@ -90,6 +92,8 @@ def reset_offsets(
         raise _usage("--dry-run and --execute exclude each other")
     if topic and all_topics:
         raise _usage("--topic and --all-topics exclude each other")
+    if to_datetime is not None:
+        _check_datetime(to_datetime)
     to = chosen[0]
     body: dict[str, Any] = {"to": to, "dry_run": not execute}
     if to == "offsets":
@@ -122,6 +126,14 @@ def reset_offsets(
     if data["dry_run"]:
         out.print("dry run: nothing changed (use --execute to apply)")
     return None
+
+
+def _check_datetime(text: str) -> None:
+    """A time the API takes, refused here with its form rather than as the API's field."""
+    try:
+        datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise _usage(f"--to-datetime {text!r}: expected {DATETIME_FORM}") from exc
 
 
 def _read_plan(path: Path | None, group: str) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from shareproxy.cli.admin_client import (
     DEFAULT_URL,
+    LOGIN,
     Output,
     OutputOpt,
     Url,
@@ -21,7 +22,10 @@ from shareproxy.cli.admin_client import (
 )
 from shareproxy.cli.group_resets import delete, reset_offsets
 
-groups = typer.Typer(help="Manage share groups through a running proxy's admin API.")
+groups = typer.Typer(
+    help="Manage share groups through a running proxy's admin API. With security on, log in "
+    f"from the environment: {LOGIN}."
+)
 Topics = Annotated[list[str] | None, typer.Option("--topic", help="a topic (repeatable)")]
 
 

@@ -12,12 +12,29 @@ import typer
 from rich.table import Table
 
 from shareproxy.cli import admin_client
-from shareproxy.cli.admin_client import DEFAULT_URL, Output, OutputOpt, Url, as_json, call, err, out
+from shareproxy.cli.admin_client import (
+    DEFAULT_URL,
+    LOGIN,
+    Output,
+    OutputOpt,
+    Url,
+    as_json,
+    call,
+    err,
+    out,
+)
+from shareproxy.host import exits
 
 T = TypeVar("T")
 
-users = typer.Typer(help="Users (SCRAM credentials) for SASL and the admin API.")
-acls = typer.Typer(help="ACL rules, as Kafka defines them.")
+_THROUGH_API = (
+    f"Through a running proxy's admin API; with security on, log in from the environment: {LOGIN}."
+)
+users = typer.Typer(
+    help=f"Users (SCRAM credentials) for SASL and the admin API. {_THROUGH_API} Or, with "
+    "--state-url, straight in the store (the first administrator)."
+)
+acls = typer.Typer(help=f"ACL rules, as Kafka defines them. {_THROUGH_API}")
 
 StoreUrl = Annotated[
     str | None,
@@ -58,6 +75,12 @@ def _direct(state_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
 def _read_password(password_stdin: bool) -> str:
     if password_stdin:
         password = sys.stdin.readline().rstrip("\n")
+    elif not sys.stdin.isatty():  # a prompt would read nothing there, and end at EOF
+        err.print(
+            "[red]error:[/red] no terminal to prompt for the password: "
+            "pipe it with --password-stdin"
+        )
+        raise typer.Exit(exits.USAGE)
     else:
         password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
     if not password:
@@ -70,7 +93,8 @@ def _read_password(password_stdin: bool) -> str:
 def add_user(
     name: str,
     password_stdin: Annotated[
-        bool, typer.Option(help="read the password from stdin (else: prompt)")
+        bool,
+        typer.Option(help="read the password's one line from stdin (else: prompt at the terminal)"),
     ] = False,
     admin_url: Url = DEFAULT_URL,
     state_url: StoreUrl = None,

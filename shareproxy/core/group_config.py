@@ -54,16 +54,24 @@ class ConfigDef:
     default: str  # the proxy-wide default unless ``serve`` is given another
 
 
-def _int_between(low: int, high: int) -> Callable[[str], None]:
-    def check(value: str) -> None:
-        try:
-            n = int(value)
-        except ValueError:
-            raise ValueError(f"{value!r} is not an integer") from None
-        if not low <= n <= high:
-            raise ValueError(f"{n} is outside [{low}, {high}]")
+def _integer(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an integer") from None
 
-    return check
+
+@dataclass(frozen=True, slots=True)
+class IntBetween:
+    """An integer config's hard range (Kafka's own), which a node's bounds narrow further."""
+
+    low: int
+    high: int
+
+    def __call__(self, value: str) -> None:
+        n = _integer(value)
+        if not self.low <= n <= self.high:
+            raise ValueError(f"{n} is outside [{self.low}, {self.high}]")
 
 
 def _number_between(low: float, high: float) -> Callable[[str], None]:
@@ -106,21 +114,21 @@ DEFINITIONS: dict[str, ConfigDef] = {
             LOCK_DURATION,
             "int",
             "how long acquired records stay locked to a consumer before they are released",
-            _int_between(1_000, 3_600_000),
+            IntBetween(1_000, 3_600_000),
             "30000",
         ),
         ConfigDef(
             DELIVERY_COUNT_LIMIT,
             "int",
             "deliveries before a record is archived instead of redelivered",
-            _int_between(2, 25),
+            IntBetween(2, 25),
             "5",
         ),
         ConfigDef(
             MAX_RECORD_LOCKS,
             "int",
             "in-flight (acquired) records per share-partition",
-            _int_between(100, 100_000),
+            IntBetween(100, 100_000),
             "2000",
         ),
         ConfigDef(
@@ -142,14 +150,14 @@ DEFINITIONS: dict[str, ConfigDef] = {
             SESSION_TIMEOUT,
             "int",
             "a member that does not heartbeat for this long is removed and its locks released",
-            _int_between(1_000, 1_800_000),
+            IntBetween(1_000, 1_800_000),
             "45000",
         ),
         ConfigDef(
             HEARTBEAT_INTERVAL,
             "int",
             "how often members heartbeat",
-            _int_between(100, 300_000),
+            IntBetween(100, 300_000),
             "5000",
         ),
         ConfigDef(
@@ -164,7 +172,7 @@ DEFINITIONS: dict[str, ConfigDef] = {
             "int",
             "how long a record whose lock ended without acceptance waits before it is "
             "delivered again, after its first delivery (0: at once, as in Kafka)",
-            _int_between(0, 3_600_000),
+            IntBetween(0, 3_600_000),
             "0",
         ),
         ConfigDef(
@@ -178,7 +186,7 @@ DEFINITIONS: dict[str, ConfigDef] = {
             BACKOFF_MAX,
             "int",
             "the longest redelivery back-off; not below share.redelivery.backoff.initial.ms",
-            _int_between(0, 3_600_000),
+            IntBetween(0, 3_600_000),
             "60000",
         ),
         ConfigDef(
@@ -251,13 +259,18 @@ class GroupBounds:
     dead_letter_topic_prefix: str = DEFAULT_TOPIC_PREFIX
 
     def bound(self, name: str) -> Bound | None:
+        """The range a value of ``name`` must be in on this node: its ``group.share.min/max``
+        settings clipped to the config's hard range, so the one range named in a refusal is
+        the one that accepts a value within it."""
         field_name = BOUNDED.get(name)
         if field_name is None:
             return None
         low, high = f"min_{field_name}", f"max_{field_name}"
+        hard = DEFINITIONS[name].check
+        assert isinstance(hard, IntBetween)  # every bounded config is an integer one
         return Bound(
-            getattr(self, low),
-            getattr(self, high),
+            max(getattr(self, low), hard.low),
+            min(getattr(self, high), hard.high),
             "group.share." + low.replace("_", "."),
             "group.share." + high.replace("_", "."),
         )
@@ -285,6 +298,18 @@ def check(name: str, value: str, bounds: GroupBounds | None = None) -> None:
     """GroupConfigError unless ``value`` is a valid value of the config ``name`` (within
     ``bounds`` too, when given)."""
     found = definition(name)
+    bound = bounds.bound(name) if bounds is not None else None
+    if bound is not None:  # within the node's range, which lies within the hard one
+        try:
+            n = _integer(value)
+        except ValueError as exc:
+            raise GroupConfigError(name, str(exc)) from None
+        if not bound.low <= n <= bound.high:
+            raise GroupConfigError(
+                name,
+                f"{n} is outside [{bound.low}, {bound.high}] ({bound.low_name}, {bound.high_name})",
+            )
+        return
     try:
         found.check(value)
     except ValueError as exc:
@@ -293,13 +318,6 @@ def check(name: str, value: str, bounds: GroupBounds | None = None) -> None:
         problem = topic_problem(value, bounds.dead_letter_topic_prefix)
         if problem is not None:
             raise GroupConfigError(name, f"{value!r} {problem}")
-    bound = bounds.bound(name) if bounds is not None else None
-    if bound is not None and not bound.low <= int(value) <= bound.high:
-        raise GroupConfigError(
-            name,
-            f"{int(value)} is outside [{bound.low}, {bound.high}] "
-            f"({bound.low_name}, {bound.high_name})",
-        )
 
 
 def check_heartbeat(effective: Mapping[str, str]) -> None:

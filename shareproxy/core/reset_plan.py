@@ -19,6 +19,8 @@ ResetTo = Literal[
     "earliest", "latest", "datetime", "offset", "duration", "shift", "current", "offsets"
 ]
 TOPIC_PARTITION_SEPARATOR = ":"  # Kafka's `topic:0,1,2` scope
+# what a reset's datetime may be, said wherever one is refused (UTC when no zone is given)
+DATETIME_FORM = "ISO 8601, e.g. 2026-11-21T10:00:00Z or 2026-11-21T11:00:00+01:00"
 
 
 def _invalid(message: str) -> ShareError:

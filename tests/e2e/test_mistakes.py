@@ -64,7 +64,7 @@ def serve(tmp_path: Path, *args: str) -> list[str]:
     ("args", "expected"),
     [
         (["--auto-offset-reset", "yesterday"], "--auto-offset-reset yesterday: "),
-        (["--delivery-count-limit", "50"], "--delivery-count-limit 50: 50 is outside [2, 25]"),
+        (["--delivery-count-limit", "50"], "--delivery-count-limit 50: 50 is outside [2, 10] ("),
         (["--delivery-count-limit", "abc"], "--delivery-count-limit abc: "),
         (["--record-lock-duration-ms", "500"], "--record-lock-duration-ms 500: 500 is outside"),
         (
@@ -122,7 +122,10 @@ def test_config_file_mistakes_exit_2_naming_the_file(tmp_path):
     path.write_text("delivery_count_limit = 50\n")
     code, stderr = run(*serve(tmp_path, "--config", str(path)))
     assert code == exits.USAGE
-    assert one_error(stderr) == f"delivery_count_limit = 50 in {path}: 50 is outside [2, 25]"
+    assert one_error(stderr) == (
+        f"delivery_count_limit = 50 in {path}: 50 is outside [2, 10] "
+        "(group.share.min.delivery.count.limit, group.share.max.delivery.count.limit)"
+    )
     path.write_text("delivery_limit = 3\n")
     code, stderr = run(*serve(tmp_path, "--config", str(path)))
     assert code == exits.USAGE
@@ -246,3 +249,28 @@ def test_an_unreachable_admin_api_exits_3_naming_it():
     code, stderr = run("groups", "list", "--admin-url", url)
     assert code == exits.UNAVAILABLE
     assert one_error(stderr).startswith(f"cannot reach the admin API at {url}")
+
+
+def test_users_add_with_a_piped_password_and_no_flag_says_how_to_give_it():
+    code, stderr = run("users", "add", "alice", stdin="secret\n")
+    assert code == exits.USAGE, stderr
+    assert "--password-stdin" in one_error(stderr)
+
+
+def test_reset_to_a_datetime_not_in_iso_8601_gives_the_form_with_an_example():
+    code, stderr = run("groups", "reset-offsets", "g", "--to-datetime", "yesterday")
+    assert code == exits.USAGE, stderr
+    line = one_error(stderr)
+    assert line.startswith(
+        "--to-datetime 'yesterday': expected ISO 8601, e.g. 2026-11-21T10:00:00Z"
+    )
+
+
+def test_migrate_check_on_an_empty_store_says_it_has_no_schema_and_what_creates_it(tmp_path):
+    url = f"sqlite:///{tmp_path}/fresh.db"
+    code, stderr = run("migrate", "--check", "--state-url", url)
+    assert code == exits.FAILED
+    assert stderr.strip() == (
+        f"the state store {url} has no schema yet: run `shareproxy migrate --state-url {url}` "
+        "to create it"
+    )

@@ -18,6 +18,7 @@ from shareproxy.admin.auth import token_hash
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.runtime.cluster import NodeAddress
+from shareproxy.runtime.groups.inflight_records import InFlightRecords
 
 USERS = ("alice", "bob")
 
@@ -49,10 +50,14 @@ class Places:
     """Where groups are coordinated and share-partitions led (absent: here), and the deletes
     made here (a route's body ran)."""
 
+    # the runtime's rule for a release that ended no lock
+    require_released_or_member = staticmethod(InFlightRecords.require_released_or_member)
+
     def __init__(self) -> None:
         self.coordinators: dict[str, NodeAddress] = {}
         self.leaders: dict[tuple[str, int], NodeAddress] = {}
         self.deleted: list[str] = []
+        self.members: dict[str, set[str]] = {}  # of the groups coordinated here
         self.records = self  # GroupAdmin.records: where live records are
 
     def coordinated_elsewhere(self, group_id: str) -> NodeAddress | None:
@@ -66,6 +71,12 @@ class Places:
 
     async def delete_group(self, group_id: str) -> None:
         self.deleted.append(group_id)
+
+    def member_known(self, group_id: str, member_id: str) -> bool | None:
+        return member_id in self.members.get(group_id, set())
+
+    async def release_member(self, group_id: str, member_id: str, authorize: Any) -> list[Any]:
+        return []  # no locks held here
 
 
 class Directory:

@@ -108,3 +108,20 @@ def test_lag_counts_everything_not_settled_up_to_the_high_watermark():
         "archived": 1,
     }
     assert partition_lag(100, 100, [], 100).lag == 0
+
+
+def test_a_bound_wider_than_the_hard_range_is_named_clipped_to_it():
+    """A group's value is refused naming the one range that accepts it: the node's bounds
+    where they are narrower than Kafka's hard range, the hard range where they are wider."""
+    wide = gc.GroupBounds(max_session_timeout_ms=10**9)
+    with pytest.raises(gc.GroupConfigError, match=r"outside \[45000, 1800000\] \("):
+        gc.validate({gc.SESSION_TIMEOUT: str(10**7)}, {}, None, wide)
+    gc.validate({gc.SESSION_TIMEOUT: "1800000"}, {}, None, wide)
+    with pytest.raises(gc.GroupConfigError, match=r"50 is outside \[2, 10\] \("):
+        gc.validate({gc.DELIVERY_COUNT_LIMIT: "50"}, {})
+    assert wide.bound(gc.SESSION_TIMEOUT) == gc.Bound(
+        45_000,
+        1_800_000,
+        "group.share.min.session.timeout.ms",
+        "group.share.max.session.timeout.ms",
+    )

@@ -126,12 +126,43 @@ def test_yaml_files_are_read_too_and_unset_flags_do_not_override(tmp_path):
     assert (s.delivery_count_limit, s.auto_migrate, s.log_level) == (6, False, "DEBUG")
 
 
+# the range a node with Kafka's default bounds accepts, and the settings that move it
+DELIVERY_RANGE = (
+    "[2, 10] (group.share.min.delivery.count.limit, group.share.max.delivery.count.limit)"
+)
+
+
+@pytest.mark.parametrize(
+    ("setting", "flags", "named"),
+    [
+        ("delivery_count_limit", {}, (2, 10)),
+        ("record_lock_duration_ms", {}, (15_000, 60_000)),
+        (
+            "record_lock_duration_ms",
+            {"group_share_min_record_lock_duration_ms": 1000},
+            (1000, 60_000),
+        ),
+        ("session_timeout_ms", {"group_share_max_session_timeout_ms": 10**9}, (45_000, 1_800_000)),
+        ("heartbeat_interval_ms", {"group_share_min_heartbeat_interval_ms": 1}, (100, 15_000)),
+    ],
+)
+def test_a_value_out_of_range_names_the_one_range_that_accepts_it(setting, flags, named):
+    """Whether past Kafka's hard range or only the node's bounds, a refusal names the range in
+    force (the bounds clipped to the hard range), and each end of it is then accepted."""
+    low, high = named
+    for wrong in (low - 1, high + 1, 10**10):
+        with pytest.raises(Refused, match=rf"{wrong} is outside \[{low}, {high}\] \("):
+            loader.load({**flags, setting: wrong})
+    for fine in (low, high):
+        assert getattr(loader.load({**flags, setting: fine}), setting) == fine
+
+
 @pytest.mark.parametrize(
     ("where", "expected"),
     [
-        ("flag", "--delivery-count-limit 50: 50 is outside [2, 25]"),
-        ("env", "SHAREPROXY_DELIVERY_COUNT_LIMIT=50: 50 is outside [2, 25]"),
-        ("file", "delivery_count_limit = 50 in {file}: 50 is outside [2, 25]"),
+        ("flag", f"--delivery-count-limit 50: 50 is outside {DELIVERY_RANGE}"),
+        ("env", f"SHAREPROXY_DELIVERY_COUNT_LIMIT=50: 50 is outside {DELIVERY_RANGE}"),
+        ("file", f"delivery_count_limit = 50 in {{file}}: 50 is outside {DELIVERY_RANGE}"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_its_source(where, expected, tmp_path, monkeypatch):

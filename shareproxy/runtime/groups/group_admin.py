@@ -111,6 +111,14 @@ class GroupAdmin:
         if not await self.exists(group_id):
             raise _not_found(group_id)
 
+    def member_known(self, group_id: str, member_id: str) -> bool | None:
+        """Whether the group has the member, where it is coordinated; None elsewhere (only
+        the coordinator knows its members)."""
+        if not self.coordinator.coordinates(group_id):
+            return None
+        group = self.coordinator.groups.get(group_id)
+        return group is not None and member_id in group.members
+
     async def dead_letters(self, group_id: str) -> list[PendingDeadLetters]:
         """The share-partitions this node leads whose records wait for the group's dead-letter
         topic, and why they are not written yet."""

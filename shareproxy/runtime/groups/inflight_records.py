@@ -10,7 +10,7 @@ fetched from, on any node: each node releases those it holds.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -111,6 +111,23 @@ class InFlightRecords:
             if runs:
                 out.append(Released(leader.topic, leader.key.partition, runs))
         return out
+
+    @staticmethod
+    def require_released_or_member(
+        group_id: str, member_id: str, released: int, known: Iterable[bool | None]
+    ) -> None:
+        """A release that ended no lock on any node is UNKNOWN_MEMBER_ID where the group's
+        coordinator (a ``known`` that is not None) does not have the member: a mistyped id is
+        refused, not answered with nothing. A member of the group that held no lock releases
+        nothing, and so does any member while no coordinator answered."""
+        said = [k for k in known if k is not None]
+        if released or not said or any(said):
+            return
+        raise ShareError(
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            f"share group {group_id!r} has no member {member_id!r} and no node holds locks for it "
+            "(`groups describe` lists its members)",
+        )
 
     async def _partition(self, topic: str, partition: int) -> tuple[str, UUID]:
         info = await topic_named(self.upstream, topic)
