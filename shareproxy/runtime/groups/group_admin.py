@@ -16,7 +16,6 @@ from uuid import UUID
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import Bound
 from shareproxy.core.group_settings import GroupSettings
-from shareproxy.core.lag import PartitionLag
 from shareproxy.core.names import group_id_problem, require_group_id
 from shareproxy.core.reset_plan import ResetTo, parse_scope, reset_target
 from shareproxy.core.share_group import GroupState
@@ -206,40 +205,9 @@ class GroupAdmin:
         """SPSO, SPEO, in-flight records by state and lag for each share-partition with state
         (or, for named topics, each partition of them)."""
         await self.require(group_id)
-        if topics is None:
-            keys = await self.store.list_partitions(group_id)
-        else:
-            keys = await self._keys_for(group_id, topics)
-        names = self._topic_names()
-        out = []
-        for key in keys:
-            name = names.get(key.topic_id)
-            if name is None:  # state for a topic deleted upstream
-                out.append(
-                    PartitionOffsets(
-                        str(key.topic_id),
-                        key.topic_id,
-                        key.partition,
-                        None,
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    )
-                )
-                continue
-            info = self.upstream.topics.get(name)
-            epoch = info.leader_epochs.get(key.partition, 0) if info is not None else 0
-            out.append(
-                PartitionOffsets(
-                    name,
-                    key.topic_id,
-                    key.partition,
-                    await self._lag(key, name),
-                    leader_epoch=epoch,
-                )
-            )
-        return out
-
-    async def _lag(self, key: SharePartitionKey, topic: str) -> PartitionLag | None:
-        return await partition_views.lag(self.partitions, self.store, self.upstream, key, topic)
+        return await partition_views.offsets(
+            self.partitions, self.store, self.upstream, group_id, topics
+        )
 
     # ------------------------------------------------------------------ changing
     def _members(self, group_id: str) -> int:
@@ -429,18 +397,4 @@ class GroupAdmin:
             return None
 
     def _topic_names(self) -> dict[UUID, str]:
-        return {info.topic_id: name for name, info in self.upstream.topics.items()}
-
-    async def _keys_for(
-        self, group_id: str, topics: Iterable[str] | None
-    ) -> list[SharePartitionKey]:
-        names = self._topic_names()
-        if topics is None:
-            return [k for k in await self.store.list_partitions(group_id) if k.topic_id in names]
-        keys = []
-        for name in topics:
-            info = await topic_named(self.upstream, name)
-            keys += [
-                SharePartitionKey(group_id, info.topic_id, p) for p in range(info.partition_count)
-            ]
-        return keys
+        return partition_views.topic_names(self.upstream)

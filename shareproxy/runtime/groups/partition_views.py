@@ -1,17 +1,21 @@
-"""What GroupAdmin reads of one share-partition, live or stored: its lag, the dead letters it
-holds back. Kept apart so the use cases read as steps."""
+"""What GroupAdmin reads of share-partitions, live or stored: offsets and lag, the dead letters
+they hold back. Kept apart so the use cases read as steps."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from uuid import UUID
+
+from shareproxy.core.errors import ErrorCode
 from shareproxy.core.lag import PartitionLag, partition_lag
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import RecordState
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.runtime.archive.dead_letters import DeadLetterWriter
 from shareproxy.runtime.consuming.partitions import SharePartitions
-from shareproxy.runtime.groups.group_views import PendingDeadLetters
+from shareproxy.runtime.groups.group_views import PartitionOffsets, PendingDeadLetters
 from shareproxy.upstream.client import Upstream, UpstreamError
-from shareproxy.upstream.lookups import UpstreamOffsets
+from shareproxy.upstream.lookups import UpstreamOffsets, topic_named
 
 Ranges = list[tuple[int, int, RecordState]]  # (first, last, state) in offset order
 
@@ -70,3 +74,54 @@ def pending_dead_letters(
         if waiting or problem is not None:
             out.append(PendingDeadLetters(leader.topic, key.partition, waiting, problem))
     return sorted(out, key=lambda p: (p.topic, p.partition))
+
+
+def topic_names(upstream: Upstream) -> dict[UUID, str]:
+    return {info.topic_id: name for name, info in upstream.topics.items()}
+
+
+async def offsets(
+    partitions: SharePartitions,
+    store: ShareStateStore,
+    upstream: Upstream,
+    group_id: str,
+    topics: Iterable[str] | None,
+) -> list[PartitionOffsets]:
+    """Each share-partition with state (or, for named topics, each partition of them): its
+    offsets and lag, and the partition's leader epoch as the upstream metadata last showed it."""
+    if topics is None:
+        keys = await store.list_partitions(group_id)
+    else:
+        keys = []
+        for asked in topics:
+            named = await topic_named(upstream, asked)
+            keys += [
+                SharePartitionKey(group_id, named.topic_id, p) for p in range(named.partition_count)
+            ]
+    names = topic_names(upstream)
+    out = []
+    for key in keys:
+        name = names.get(key.topic_id)
+        if name is None:  # state for a topic deleted upstream
+            out.append(
+                PartitionOffsets(
+                    str(key.topic_id),
+                    key.topic_id,
+                    key.partition,
+                    None,
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                )
+            )
+            continue
+        info = upstream.topics.get(name)
+        epoch = info.leader_epochs.get(key.partition, 0) if info is not None else 0
+        out.append(
+            PartitionOffsets(
+                name,
+                key.topic_id,
+                key.partition,
+                await lag(partitions, store, upstream, key, name),
+                leader_epoch=epoch,
+            )
+        )
+    return out
