@@ -11,13 +11,10 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from shareproxy.host import exits, terminal
-
-out = terminal.stdout()  # tables complete when piped
-err = Console(stderr=True, soft_wrap=True)
+from shareproxy.cli.output import err, out
+from shareproxy.host import exits
 
 
 class Output(StrEnum):
