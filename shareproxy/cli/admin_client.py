@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from shareproxy.cli.output import err, out
 from shareproxy.host import exits
+from shareproxy.telemetry.secrets import hide_passwords
 
 
 class Output(StrEnum):
@@ -71,8 +72,9 @@ def attempt(method: str, url: str, path: str, **kwargs: Any) -> Any:
         response = httpx.request(
             method, url.rstrip("/") + path, timeout=60, **credentials(), **kwargs
         )
-    except httpx.HTTPError as exc:
-        raise Refused(f"cannot reach the admin API at {url}: {exc}", exits.UNAVAILABLE) from exc
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        where = hide_passwords(f"{url}: {exc}")
+        raise Refused(f"cannot reach the admin API at {where}", exits.UNAVAILABLE) from exc
     if response.status_code >= 400:
         try:
             problem = response.json()

@@ -18,6 +18,7 @@ from shareproxy.cli.output import TYPER_STYLE, err, fail, out
 from shareproxy.cli.security import acls, users
 from shareproxy.core.failures import Failure
 from shareproxy.host import exits
+from shareproxy.telemetry.secrets import hide_passwords
 
 MAX_DEMO_NODES = 9  # one machine's demo: a process each, and consumers and a broker beside them
 
@@ -177,12 +178,18 @@ def demo(
         if not outcome.ok:
             raise typer.Exit(exits.FAILED)
         return
-    if state_url is not None and not state_url.startswith(("postgresql://", "postgresql+")):
-        from shareproxy.persistence.engine import shown_url
+    if state_url is not None:
+        from shareproxy.persistence.engine import StateUrlError, async_url, shown_url
 
         shown = escape(shown_url(state_url))
-        err.print(f"[red]error:[/red] --state-url {shown}: several nodes need a postgresql:// URL")
-        raise typer.Exit(exits.USAGE)
+        try:
+            backend = async_url(state_url).get_backend_name()
+        except StateUrlError as exc:
+            err.print(f"[red]error:[/red] --state-url {shown}: {escape(str(exc))}")
+            raise typer.Exit(exits.USAGE) from exc
+        if backend != "postgresql":
+            err.print(f"[red]error:[/red] --state-url {shown}: several nodes need a postgresql URL")
+            raise typer.Exit(exits.USAGE)
     from shareproxy.demo.fleet import run_fleet_demo
     from shareproxy.demo.local_postgres import PostgresUnavailable
     from shareproxy.demo.nodes import FleetFailed
@@ -221,7 +228,7 @@ def main() -> None:
             exc.show()
         else:
             where = exc.ctx.command_path if exc.ctx is not None else "shareproxy"
-            message = escape(exc.format_message())
+            message = escape(hide_passwords(exc.format_message()))
             err.print(f"[red]error:[/red] {message} (see `{where} --help`)")
         raise SystemExit(exits.USAGE) from None
     except (_ABORT, KeyboardInterrupt):  # Ctrl-C outside the server's handler

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from shareproxy.core.failures import Failure
 from shareproxy.host import exits, terminal
+from shareproxy.telemetry.secrets import hide_passwords
 
 out = terminal.stdout()
 err = Console(stderr=True, soft_wrap=True)
@@ -26,7 +27,8 @@ TYPER_STYLE: dict[str, Any] = {
 
 
 def fail(exc: Failure) -> typer.Exit:
-    """Print the error's line(s) and make the exit that carries its code."""
-    for line in str(exc).splitlines():
+    """Print the error's line(s), any URL's password hidden, and make the exit that carries
+    its code."""
+    for line in hide_passwords(str(exc)).splitlines():
         err.print(f"[red]error:[/red] {escape(line)}")
     return typer.Exit(exits.code_of(exc))
