@@ -11,13 +11,11 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from shareproxy.host import exits, terminal
-
-out = terminal.stdout()  # tables complete when piped
-err = Console(stderr=True, soft_wrap=True)
+from shareproxy.cli.output import err, out
+from shareproxy.host import exits
+from shareproxy.telemetry.secrets import hide_passwords
 
 
 class Output(StrEnum):
@@ -90,8 +88,9 @@ def attempt(method: str, url: str, path: str, **kwargs: Any) -> Any:
         response = httpx.request(
             method, url.rstrip("/") + path, timeout=60, **credentials(), **kwargs
         )
-    except httpx.HTTPError as exc:
-        raise Refused(f"cannot reach the admin API at {url}: {exc}", exits.UNAVAILABLE) from exc
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        where = hide_passwords(f"{url}: {exc}")
+        raise Refused(f"cannot reach the admin API at {where}", exits.UNAVAILABLE) from exc
     if response.status_code >= 400:
         try:
             problem = response.json()

@@ -1,32 +1,56 @@
-"""The ``shareproxy`` command."""
+"""The ``shareproxy`` command. The commands that call a running proxy's admin API load only
+their client (typer, rich, httpx): the server side (the settings model, the store, the node)
+loads in the commands that run it, so ``groups list`` answers in a fraction of a second."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar
 
-import click
 import typer
 import typer.core
 from rich.markup import escape
 
 from shareproxy import __version__
-from shareproxy.cli import archived, batch, group_records, serve, signals
+from shareproxy.cli import archived, batch, group_records, signals
 from shareproxy.cli.groups import groups
+from shareproxy.cli.output import TYPER_STYLE, err, fail, out
 from shareproxy.cli.security import acls, users
-from shareproxy.cli.serve import err, fail, out
 from shareproxy.core.failures import Failure
 from shareproxy.host import exits
-from shareproxy.persistence.engine import shown_url, store_errors
+from shareproxy.telemetry.secrets import hide_passwords
 
 MAX_DEMO_NODES = 9  # one machine's demo: a process each, and consumers and a broker beside them
 
+
+def _serve_command() -> Any:
+    from shareproxy.cli import serve
+
+    return serve.command()
+
+
+class _Commands(typer.core.TyperGroup):
+    """The root group, whose commands built from heavy modules (``serve``'s flags are the
+    settings model's) are made only when named, or when help lists every command."""
+
+    LAZY: ClassVar[dict[str, Callable[[], Any]]] = {"serve": _serve_command}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        made = super().list_commands(ctx)
+        return [*(name for name in self.LAZY if name not in made), *made]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            self.commands[cmd_name] = self.LAZY[cmd_name]()
+        return super().get_command(ctx, cmd_name)
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="shareproxy",
     help="Share groups (KIP-932, Queues for Kafka) for Kafka clusters that do not have them.",
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,  # plain help: wrapped, never cut at the terminal width
-    pretty_exceptions_show_locals=False,  # a bug's traceback must not print settings' secrets
+    **TYPER_STYLE,
 )
 
 
@@ -53,7 +77,6 @@ archived.register(groups)
 app.add_typer(groups, name="groups")
 app.add_typer(users, name="users")
 app.add_typer(acls, name="acls")
-serve.register(app)
 batch.register(app)
 
 StateUrl = Annotated[
@@ -86,6 +109,7 @@ def migrate(
 ) -> None:
     """Create or upgrade the state-store schema (Alembic migrations)."""
     from shareproxy.persistence import migrate as migrations
+    from shareproxy.persistence.engine import shown_url, store_errors
 
     url = _state_url(state_url)
     shown = shown_url(url)
@@ -159,10 +183,18 @@ def demo(
         if not outcome.ok:
             raise typer.Exit(exits.FAILED)
         return
-    if state_url is not None and not state_url.startswith(("postgresql://", "postgresql+")):
+    if state_url is not None:
+        from shareproxy.persistence.engine import StateUrlError, async_url, shown_url
+
         shown = escape(shown_url(state_url))
-        err.print(f"[red]error:[/red] --state-url {shown}: several nodes need a postgresql:// URL")
-        raise typer.Exit(exits.USAGE)
+        try:
+            backend = async_url(state_url).get_backend_name()
+        except StateUrlError as exc:
+            err.print(f"[red]error:[/red] --state-url {shown}: {escape(str(exc))}")
+            raise typer.Exit(exits.USAGE) from exc
+        if backend != "postgresql":
+            err.print(f"[red]error:[/red] --state-url {shown}: several nodes need a postgresql URL")
+            raise typer.Exit(exits.USAGE)
     from shareproxy.demo.fleet import run_fleet_demo
     from shareproxy.demo.local_postgres import PostgresUnavailable
     from shareproxy.demo.nodes import FleetFailed
@@ -185,9 +217,11 @@ def version() -> None:
 
 
 # newer typer vendors click as typer._click (its Abort in typer.exceptions); older typer uses
-# click itself
-_click = getattr(typer.core, "_click", click)
-_ABORT = getattr(getattr(typer, "exceptions", None), "Abort", None) or click.exceptions.Abort
+# click itself, imported only then (a second click is a tenth of the command's imports)
+_click: Any = getattr(typer.core, "_click", None)
+if _click is None:
+    import click as _click
+_ABORT = getattr(getattr(typer, "exceptions", None), "Abort", None) or _click.exceptions.Abort
 
 
 def main() -> None:
@@ -199,7 +233,7 @@ def main() -> None:
             exc.show()
         else:
             where = exc.ctx.command_path if exc.ctx is not None else "shareproxy"
-            message = escape(exc.format_message())
+            message = escape(hide_passwords(exc.format_message()))
             err.print(f"[red]error:[/red] {message} (see `{where} --help`)")
         raise SystemExit(exits.USAGE) from None
     except (_ABORT, KeyboardInterrupt):  # Ctrl-C outside the server's handler

@@ -3,7 +3,6 @@ with ``--state-url``, straight in the store (to create the first administrator).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -48,7 +47,9 @@ StoreUrl = Annotated[
 def _direct(state_url: str, work: Callable[[Any], Awaitable[T]]) -> T:
     """Run ``work`` on the store itself: a bad URL exits 2; a store that is down or has no
     schema yet exits 3, saying which store and what to do."""
-    from shareproxy.cli.serve import fail
+    import asyncio
+
+    from shareproxy.cli.output import fail
     from shareproxy.core.failures import BadInput, Failure
     from shareproxy.persistence.engine import StateUrlError, create_engine, shown_url, store_errors
     from shareproxy.persistence.migrate import require_current

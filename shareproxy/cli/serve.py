@@ -10,24 +10,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union, get_args, get_origin
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+import typer.main
 
+from shareproxy.cli.output import TYPER_STYLE, err, fail, out
 from shareproxy.core.failures import Failure
-from shareproxy.host import exits, terminal
 from shareproxy.host.cores import usable_cores
 from shareproxy.settings import loader, model
 from shareproxy.settings.model import MAX_NODES
-
-err = Console(stderr=True, soft_wrap=True)
-out = terminal.stdout()
-
-
-def fail(exc: Failure) -> typer.Exit:
-    """Print the error's line(s) and make the exit that carries its code."""
-    for line in str(exc).splitlines():
-        err.print(f"[red]error:[/red] {escape(line)}")
-    return typer.Exit(exits.code_of(exc))
 
 
 def _metavar(annotation: Any) -> tuple[type, str]:
@@ -112,7 +101,10 @@ def serve(config_file: Path | None = None, print_config: bool = False, **flags: 
         raise fail(exc) from exc
 
 
-def register(app: typer.Typer) -> None:
+def command() -> Any:
+    """The ``serve`` command, built when it is named (or help lists it): its flags come from
+    the settings model, whose import (pydantic, the store's URL checks) the commands that only
+    call a running proxy do without."""
     own = [
         inspect.Parameter(
             "config_file",
@@ -144,10 +136,12 @@ def register(app: typer.Typer) -> None:
     ]
     params = own + _options()
 
-    def command(**values: Any) -> None:
+    def run(**values: Any) -> None:
         serve(values.pop("config_file"), values.pop("print_config"), **values)
 
-    command.__doc__ = serve.__doc__
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # typer reads it
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    app.command("serve")(command)
+    run.__doc__ = serve.__doc__
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # typer reads it
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    app = typer.Typer(**TYPER_STYLE)
+    app.command("serve")(run)
+    return typer.main.get_command(app)

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from shareproxy.core.failures import Unreachable
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.telemetry.logs import first_line
+from shareproxy.telemetry.secrets import hide_passwords
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "sqlite": "sqlite+aiosqlite"}
 # Postgres ends a session whose transaction sits idle this long, releasing its row locks: a node
@@ -58,24 +59,25 @@ def store_errors(shown: str) -> Iterator[None]:
     try:
         yield
     except (*STORE_FAILURES, StoreUnavailable) as exc:
-        raise StoreUnusable(f"cannot use the state store {shown}: {first_line(exc)}") from exc
+        problem = hide_passwords(first_line(exc))  # a driver may quote the URL it was given
+        raise StoreUnusable(f"cannot use the state store {shown}: {problem}") from exc
 
 
 def shown_url(url: str | URL) -> str:
-    """The URL as the user gave it, for logs and messages: password hidden."""
-    try:
-        return (make_url(url) if isinstance(url, str) else url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "(not a URL)"
+    """The URL as the user gave it, for logs and messages: password hidden (also in one that
+    does not parse, which is shown to say what is wrong with it)."""
+    if isinstance(url, str):
+        return hide_passwords(url)
+    return url.render_as_string(hide_password=True)
 
 
 def async_url(url: str | URL) -> URL:
     """Accept ``postgresql://…`` and ``sqlite:///…`` as well as their async driver forms."""
     try:
         parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
         raise StateUrlError(
-            f"{url!r} is not a SQLAlchemy URL (expected postgresql://user@host/db "
+            f"{shown_url(url)!r} is not a SQLAlchemy URL (expected postgresql://user@host/db "
             "or sqlite:///path/to/state.db)"
         ) from exc
     backend = parsed.get_backend_name()

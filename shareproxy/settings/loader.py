@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
-from shareproxy.persistence.engine import shown_url
 from shareproxy.settings.model import (
     ENV_PREFIX,
     FLAG_NAMES,
@@ -26,6 +25,8 @@ from shareproxy.settings.model import (
     SettingsInvalid,
     file_source,
 )
+from shareproxy.settings.references import reference
+from shareproxy.telemetry.secrets import HIDDEN, hide_passwords
 
 
 def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None) -> Settings:
@@ -46,7 +47,7 @@ def load(flags: Mapping[str, Any] | None = None, config_file: Path | None = None
         return cls(**flags)
     except ValidationError as exc:
         lines = [_explain(e, flags, file_data, config_file) for e in exc.errors()]
-        raise SettingsInvalid("\n".join(dict.fromkeys(lines))) from None
+        raise SettingsInvalid(hide_passwords("\n".join(dict.fromkeys(lines)))) from None
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -58,8 +59,10 @@ def _read(path: Path) -> dict[str, Any]:
         raise SettingsInvalid(f"--config {path}: no such file")
     try:
         data = file_source(Settings, path)()
+    except SettingsInvalid:
+        raise
     except Exception as exc:  # tomllib / yaml: the message says where in the file
-        detail = " ".join(str(exc).split())
+        detail = hide_passwords(" ".join(str(exc).split()))  # it may quote the line
         raise SettingsInvalid(f"--config {path}: not valid {kind}: {detail}") from None
     return dict(data)
 
@@ -81,7 +84,7 @@ def source_of(
 
 
 def _shown(setting: str, value: Any) -> str:
-    return "***" if setting in SECRET else str(value)
+    return HIDDEN if setting in SECRET else hide_passwords(str(value))
 
 
 def _explain(
@@ -100,19 +103,22 @@ def _explain(
     return f"{source_of(setting, flags, file_data, path)}: {reason}"
 
 
-def render(settings: Settings) -> str:
-    """The settings in force as a TOML config file, each with its description."""
+def render(settings: Settings, environ: Mapping[str, str] = os.environ) -> str:
+    """The settings in force as a TOML config file, each with its description; a secret (a
+    password, a URL holding one) as a reference to the variable it is read from."""
     lines = []
     for name, info in Settings.model_fields.items():
         lines.append(f"# {info.description}")
         value = getattr(settings, name)
-        if name in SECRET:
-            lines.append(f"# {name} = (from SHAREPROXY_{name.upper()} or this file)")
-        elif value is None:
+        variable = ENV_PREFIX + name.upper()
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if value is None:
             lines.append(f"# {name} =")
-        elif name == "state_url" and shown_url(value) != value:  # as the logs show it
-            lines.append("# the password is hidden: give it here or in SHAREPROXY_STATE_URL")
-            lines.append(f"{name} = {json.dumps(shown_url(value))}")
+        elif name in SECRET or (isinstance(value, str) and hide_passwords(value) != value):
+            if environ.get(variable) != value:
+                lines.append(f"# it holds a secret: set {variable} to serve with this file")
+            lines.append(f"{name} = {json.dumps(reference(variable))}")
         elif isinstance(value, bool):
             lines.append(f"{name} = {'true' if value else 'false'}")
         elif isinstance(value, int):

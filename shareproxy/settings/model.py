@@ -29,6 +29,7 @@ from shareproxy.core.failures import BadInput
 from shareproxy.core.persisted import DEFAULT_FOLD_EVERY
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE, MIN_MAX_SIZE
 from shareproxy.security.listeners import parse_listeners, plan, split_host_port
+from shareproxy.settings import references
 from shareproxy.settings.group_defaults import (
     GROUP_DEFAULTS,
     bound,
@@ -452,13 +453,44 @@ class Settings(BaseSettings):
         sasl = self.upstream_security_protocol.startswith("SASL_")
         if sasl and not self.upstream_sasl_username:
             raise SettingError("upstream_security_protocol", "needs --upstream-sasl-username")
+        if sasl and self.upstream_sasl_password is None:
+            raise SettingError(
+                "upstream_security_protocol",
+                f"needs a password: {ENV_PREFIX}UPSTREAM_SASL_PASSWORD or the --config file",
+            )
         return self
 
 
 def file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
-    """pydantic-settings' reader for the file's kind, by its suffix."""
+    """pydantic-settings' reader for the file's kind, by its suffix, with the environment
+    variables the file names (``references``) read in."""
     if path.suffix == ".toml":
-        return TomlConfigSettingsSource(settings_cls, toml_file=path)
+        return _Toml(settings_cls, path)
     if path.suffix in (".yaml", ".yml"):
-        return YamlConfigSettingsSource(settings_cls, yaml_file=path)
+        return _Yaml(settings_cls, path)
     raise SettingsInvalid(f"--config {path}: use a .toml, .yaml or .yml file")
+
+
+def _referenced(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    expanded, missing = references.expand(data, os.environ)
+    if missing:
+        raise SettingsInvalid(f"--config {path}: {missing}")
+    return expanded
+
+
+class _Toml(TomlConfigSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        super().__init__(settings_cls, path)
+        self.path = path
+
+    def __call__(self) -> dict[str, Any]:
+        return _referenced(super().__call__(), self.path)
+
+
+class _Yaml(YamlConfigSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
+        super().__init__(settings_cls, path)
+        self.path = path
+
+    def __call__(self) -> dict[str, Any]:
+        return _referenced(super().__call__(), self.path)

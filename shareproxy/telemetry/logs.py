@@ -14,6 +14,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
+from shareproxy.telemetry.secrets import hide_passwords
+
 LogFormat = Literal["plain", "json"]
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
@@ -31,6 +33,9 @@ class PlainFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return hide_passwords(super().format(record))  # an exception's text may quote a URL
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         line = super().formatMessage(record)
@@ -60,7 +65,7 @@ class JsonFormatter(logging.Formatter):
             entry[key] = value if isinstance(value, int | float | bool | None) else str(value)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return hide_passwords(json.dumps(entry, ensure_ascii=False))
 
 
 class RateLimit(logging.Filter):

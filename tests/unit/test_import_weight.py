@@ -6,6 +6,7 @@ in a fresh interpreter, since this one has everything loaded already."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -67,3 +68,66 @@ def test_a_node_imports_alembic_only_to_migrate_and_httpx_only_to_call_a_proxy(m
     loaded = _imported_by(module)
     unwanted = [m for m in loaded if m.split(".")[0] in {"alembic", "httpx"}]
     assert not unwanted, f"importing {module} loads {sorted(unwanted)[:8]}"
+
+
+# the server side: what `serve`, `migrate`, the jobs and the demo load, and no command that only
+# calls a running proxy's admin API needs
+SERVER_SIDE = [
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "uvloop",
+    "sqlalchemy",
+    "alembic",
+    "asyncpg",
+    "aiosqlite",
+    "aiokafka",
+    "kio",
+    "pyspark",
+    "pydantic_settings",
+    "shareproxy.admin",
+    "shareproxy.batch",
+    "shareproxy.demo",
+    "shareproxy.kafka",
+    "shareproxy.node",
+    "shareproxy.persistence",
+    "shareproxy.runtime",
+    "shareproxy.settings",
+    "shareproxy.upstream",
+]
+NOWHERE = "http://127.0.0.1:9"  # refused: the command runs to its call and fails there
+REST_COMMANDS = [
+    ["groups", "list"],
+    ["groups", "list", "--help"],
+    ["groups", "describe", "g"],
+    ["groups", "records", "g", "t:0"],
+    ["users", "list"],
+    ["acls", "list"],
+    ["version"],
+]
+
+
+@pytest.mark.parametrize("argv", REST_COMMANDS, ids=" ".join)
+def test_a_command_that_calls_the_admin_api_loads_no_server(argv: list[str]):
+    """Such a command answers in a fraction of a second: it parses its arguments and calls the
+    API without importing the settings model, the store, the node or the Kafka path."""
+    code = (
+        "import json, sys\n"
+        "from shareproxy.cli.app import app\n"
+        "try:\n"
+        "    app(sys.argv[1:], standalone_mode=False)\n"
+        "except BaseException:\n"
+        "    pass\n"
+        "print('\\n' + json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "SHAREPROXY_ADMIN_URL": NOWHERE},
+    )
+    loaded = json.loads(done.stdout.splitlines()[-1])
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in SERVER_SIDE))
+    assert not heavy, f"`shareproxy {' '.join(argv)}` loads {heavy[:8]}"

@@ -224,8 +224,11 @@ def test_every_setting_is_documented_and_print_config_reads_back(tmp_path, monke
     text = loader.render(s)
     assert "never-Shown-1" not in text
     assert set(tomllib.loads(text)) <= set(model.Settings.model_fields)
-    monkeypatch.delenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD")
     path = tmp_path / "printed.toml"
     path.write_text(text)
-    again = loader.load({}, path).model_dump()
-    assert again == {**s.model_dump(), "upstream_sasl_password": None}
+    again = loader.load({}, path)
+    assert again.model_dump() == s.model_dump()
+    assert again.upstream_sasl_password == s.upstream_sasl_password  # read from the variable
+    monkeypatch.delenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD")
+    with pytest.raises(model.SettingsInvalid, match=r"names \$\{SHAREPROXY_UPSTREAM_SASL_PASS"):
+        loader.load({}, path)
