@@ -10,7 +10,7 @@ import typer.core
 from rich.markup import escape
 
 from shareproxy import __version__
-from shareproxy.cli import archived, batch, group_records, serve, signals
+from shareproxy.cli import archived, batch, broker, group_records, serve, signals
 from shareproxy.cli.groups import groups
 from shareproxy.cli.security import acls, users
 from shareproxy.cli.serve import err, fail, out
@@ -54,6 +54,7 @@ app.add_typer(groups, name="groups")
 app.add_typer(users, name="users")
 app.add_typer(acls, name="acls")
 serve.register(app)
+broker.register(app)
 batch.register(app)
 
 StateUrl = Annotated[
