@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from shareproxy.admin.auth import CallerDep
@@ -31,7 +31,13 @@ HEADERS = {
 
 
 def install(app: FastAPI) -> None:
-    """/ui (and /ui/ with any route after the #) the page; /ui/assets/… its files."""
+    """/ui (and /ui/ with any route after the #) the page; /ui/assets/… its files; / sends a
+    browser pointed at the admin listener to the console, the only page it serves."""
+
+    async def root() -> RedirectResponse:
+        return RedirectResponse(f"{PREFIX}/", status_code=307)
+
+    app.add_api_route("/", root, methods=["GET"], include_in_schema=False)
 
     async def index(caller: CallerDep) -> FileResponse:
         del caller  # asked for its check: a 401 with the Basic challenge without credentials

@@ -29,11 +29,20 @@ def _serve_command() -> Any:
     return serve.command()
 
 
+def _broker_command() -> Any:
+    from shareproxy.cli import broker
+
+    return broker.command()
+
+
 class _Commands(typer.core.TyperGroup):
     """The root group, whose commands built from heavy modules (``serve``'s flags are the
     settings model's) are made only when named, or when help lists every command."""
 
-    LAZY: ClassVar[dict[str, Callable[[], Any]]] = {"serve": _serve_command}
+    LAZY: ClassVar[dict[str, Callable[[], Any]]] = {
+        "serve": _serve_command,
+        "broker": _broker_command,
+    }
 
     def list_commands(self, ctx: Any) -> list[str]:
         made = super().list_commands(ctx)

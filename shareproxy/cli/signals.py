@@ -1,9 +1,9 @@
 """Stop signals from the command's first moments. SIGTERM and SIGINT are caught before the
 second or so of imports, so a stop while a command starts is one line and an exit code, never
 a traceback or a death by signal. Until the command is known a signal is only noted; from then
-on it ends the command: ``serve`` exits 0, as a stop is what the signal asks for (its event loop
-takes the signals over once it runs), any other command 128 + the signal's number, as a shell
-reports it (an interrupted ``migrate`` must not read as done)."""
+on it ends the command: ``serve`` and ``broker`` exit 0, as a stop is what the signal asks for
+(they take the signals over once they run), any other command 128 + the signal's number, as a
+shell reports it (an interrupted ``migrate`` must not read as done)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from types import FrameType
 from shareproxy.telemetry.logs import quiet_store_pool
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+STOPPED_BY_A_SIGNAL = ("serve", "broker")  # commands that run until asked to stop
 _noted: list[int] = []
 _raised: list[Interrupted] = []
 _stop_is_success = False
@@ -70,7 +71,7 @@ def arm(command: str | None) -> None:
     global _stop_is_success
     if signal.getsignal(signal.SIGTERM) is not _note:
         return
-    _stop_is_success = command == "serve"
+    _stop_is_success = command in STOPPED_BY_A_SIGNAL
     for sig in STOP_SIGNALS:
         signal.signal(sig, _stop)
     if _noted:

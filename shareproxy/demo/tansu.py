@@ -10,6 +10,10 @@ import tempfile
 from pathlib import Path
 
 from shareproxy.host.processes import free_port, spawn, stop_process, wait_for_port
+from shareproxy.security.listeners import EVERY_ADDRESS, host_name
+
+MEMORY = "memory://tansu/"
+LOOPBACK = "127.0.0.1"
 
 
 class TansuUnavailable(RuntimeError):
@@ -28,25 +32,31 @@ def tansu_binary() -> str:
 
 
 class TansuBroker:
-    """``with TansuBroker() as b: b.bootstrap`` — memory storage, gone when stopped, unless
-    ``storage`` names another engine (``s3://bucket/``, configured by ``env``). Its log
+    """``with TansuBroker() as b: b.bootstrap`` — on loopback, memory storage, gone when
+    stopped, unless ``storage`` names another engine (``s3://bucket/``, configured by ``env``).
+    On every address (``host`` 0.0.0.0) it advertises this host's name, as Kafka does. Its log
     folder is removed when it stops, unless it failed to start."""
 
     def __init__(
         self,
         port: int | None = None,
-        storage: str = "memory://tansu/",
+        storage: str = MEMORY,
         env: dict[str, str] | None = None,
+        host: str = LOOPBACK,
     ) -> None:
+        self.host = host
         self.port = port or free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
+        told = host_name() if host in EVERY_ADDRESS else host
+        self.bootstrap = f"[{told}]:{self.port}" if ":" in told else f"{told}:{self.port}"
         self.storage = storage
         self.env = env
         self.log_path = Path(tempfile.mkdtemp(prefix="tansu-")) / "tansu.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> TansuBroker:
-        url = f"tcp://127.0.0.1:{self.port}"
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        url = f"tcp://{shown}:{self.port}"
+        advertised = f"tcp://{self.bootstrap}"
         self.log_path.parent.mkdir(exist_ok=True)
         with self.log_path.open("wb") as log:
             self.proc = spawn(
@@ -56,7 +66,7 @@ class TansuBroker:
                     "--listener-url",
                     url,
                     "--advertised-listener-url",
-                    url,
+                    advertised,
                     "--storage-engine",
                     self.storage,
                 ],
@@ -66,7 +76,11 @@ class TansuBroker:
         proc = self.proc
         try:
             wait_for_port(
-                self.port, 30, f"tansu (log: {self.log_path})", lambda: proc.poll() is None
+                self.port,
+                30,
+                f"tansu (log: {self.log_path})",
+                lambda: proc.poll() is None,
+                LOOPBACK if self.host in EVERY_ADDRESS else self.host,
             )
         except BaseException:
             stop_process(proc)

@@ -29,18 +29,22 @@ def free_port() -> int:
 
 
 def wait_for_port(
-    port: int, timeout: float, what: str, alive: Callable[[], bool] = lambda: True
+    port: int,
+    timeout: float,
+    what: str,
+    alive: Callable[[], bool] = lambda: True,
+    host: str = "127.0.0.1",
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive():
             raise RuntimeError(f"{what} exited before listening on {port}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within {timeout}s")
+    raise RuntimeError(f"{what} did not listen on {host}:{port} within {timeout}s")
 
 
 _PR_SET_PDEATHSIG = 1

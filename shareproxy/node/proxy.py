@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import text
 
 from shareproxy.admin.app import AdminServer, create_app
+from shareproxy.admin.console import PREFIX as CONSOLE_PATH
 from shareproxy.admin.health import ReadinessProbes
 from shareproxy.core.failures import Failure
 from shareproxy.host.sockets import bind_socket
@@ -91,6 +92,10 @@ class Proxy:
         if self.admin is not None:
             port = self.admin.port
         return f"http://{host or '0.0.0.0'}:{port}"
+
+    def console_url(self) -> str:
+        """The web console's page, served by the admin listener."""
+        return f"{self.admin_url()}{CONSOLE_PATH}/"
 
     def _admin_advertised(self, admin_socket: socket.socket) -> str:
         """Where the other nodes reach this node's admin API: --admin-advertised-url, or the
@@ -325,13 +330,15 @@ async def serve(settings: Settings) -> None:
         else:
             starting.result()  # the reason it could not start, if so
             log.info(
-                "shareproxy serving %s, admin API and metrics on %s, upstream %s, state store %s",
+                "shareproxy serving %s, admin API and metrics on %s, console at %s, "
+                "upstream %s, state store %s",
                 ", ".join(
                     f"{x.protocol} on {x.host}:{x.port} "
                     f"(advertised {proxy.listener_address(x.protocol)})"
                     for x in proxy.listeners
                 ),
                 proxy.admin_url(),
+                proxy.console_url(),
                 settings.bootstrap_servers,
                 shown_url(settings.state_url),
             )

@@ -8,11 +8,12 @@ import threading
 import time
 import uuid
 
+import httpx
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.support.cluster import LEASE_MS
-from tests.support.consumers import accept_all, poll_until, readiness, share_consumer
+from tests.support.consumers import accept_all, poll_until, readiness, share_consumer, wait_for
 
 
 @pytest.mark.floors
@@ -355,6 +356,15 @@ def test_plain_log_lines_name_each_events_group_member_and_topic(proxy, topic, p
     assert loaded and f"topic={t} partition=0 spso=0" in loaded[0], text
     assert "SharePartitionKey(" not in text and "UUID(" not in text, text
     assert f"admin API and metrics on http://127.0.0.1:{p.admin_port}" in text, text
+
+
+def test_the_start_up_line_names_the_console_url(proxy):
+    p = proxy()
+    console = f"console at http://127.0.0.1:{p.admin_port}/ui/"
+    text = wait_for(lambda: next((x for x in p.log().splitlines() if "serving" in x), ""))
+    assert console in text, text
+    page = httpx.get(p.admin_url, follow_redirects=True, timeout=30)  # the root: the console
+    assert page.status_code == 200 and str(page.url) == f"{p.admin_url}/ui/", page.text
 
 
 def test_a_pattern_in_a_subscription_matches_no_topic_and_is_no_error(proxy, topic, produce):
