@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,21 +16,12 @@ import pytest
 from shareproxy.host import exits
 from shareproxy.host.processes import free_port
 from shareproxy.persistence import migrate
-
-CLI = [sys.executable, "-m", "shareproxy.cli"]
+from tests.support.cli_runs import CLI, run_cli
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdin: str = "") -> tuple[int, str]:
     """(exit code, stderr) of one command, in a clean SHAREPROXY_* environment."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SHAREPROXY_")}
-    proc = subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**clean, **(env or {})},
-        input=stdin,
-    )
+    proc = run_cli(*args, env=env, stdin=stdin)
     return proc.returncode, proc.stderr
 
 

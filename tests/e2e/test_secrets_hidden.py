@@ -5,31 +5,20 @@ holds it, so the file it prints serves as it is, with the same environment."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from shareproxy.host import exits
 from shareproxy.host.processes import free_port
+from tests.support.cli_runs import run_cli
 
-CLI = [sys.executable, "-m", "shareproxy.cli"]
 SECRET = "Planted-Secret-7"
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdin: str = "") -> tuple[int, str]:
     """(exit code, stdout and stderr) of one command, in a clean SHAREPROXY_* environment."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SHAREPROXY_")}
-    proc = subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**clean, **(env or {})},
-        input=stdin,
-    )
+    proc = run_cli(*args, env=env, stdin=stdin)
     return proc.returncode, proc.stdout + proc.stderr
 
 
