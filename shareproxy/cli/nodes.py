@@ -19,7 +19,7 @@ from typing import Any
 
 from shareproxy.host import exits
 from shareproxy.host.processes import signalled_when_parent_dies
-from shareproxy.node.commands import node_command, node_id_of, node_settings
+from shareproxy.node.commands import NodeCommand, node_command, node_id_of, node_settings
 from shareproxy.settings import model
 
 # a node that exits sooner than this after it started could not start: retrying will not help
@@ -74,7 +74,7 @@ class _Node:
     """One node process: started again with a growing back-off (1 s doubling to 30 s) when it
     dies after it started; a failure on its first start is reported instead."""
 
-    def __init__(self, node_id: int | str, command: list[str]) -> None:
+    def __init__(self, node_id: int | str, command: NodeCommand) -> None:
         self.node_id, self.command = node_id, command
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = self.due = 0.0
@@ -83,7 +83,9 @@ class _Node:
 
     def start(self) -> None:
         # SIGTERM if the supervisor dies: the node stops cleanly, and never outlives it
-        self.proc = subprocess.Popen(self.command, preexec_fn=_stop_with_parent)
+        self.proc = subprocess.Popen(
+            self.command.argv, env=self.command.environment(), preexec_fn=_stop_with_parent
+        )
         self.started = time.monotonic()
 
     def check(self, now: float) -> int | None:

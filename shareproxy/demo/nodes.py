@@ -63,7 +63,8 @@ class Fleet:
                 "admin_listen": self.admin[n].removeprefix("http://"),
             }
             with (self.workdir / f"node-{n}.log").open("wb") as log:
-                self.procs[n] = spawn(node_command(self.flags, None, overrides), log)
+                command = node_command(self.flags, None, overrides)
+                self.procs[n] = spawn(command.argv, log, command.environment())
         deadline = time.monotonic() + READY_S
         while not self._agreed():
             stop.check()

@@ -5,13 +5,17 @@ advertised admin URL) + i (port 0 stays ephemeral)."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from shareproxy.settings import model
+from shareproxy.settings.model import ENV_PREFIX
+from shareproxy.telemetry.secrets import hide_passwords
 
 # settings that differ per node; the rest is given to every node as it was given here
 PER_NODE = ("node_id", "nodes", "listen", "listeners", "advertised_listener",
@@ -47,11 +51,25 @@ def node_id_of(settings: model.Settings, index: int) -> int | str:
     return settings.node_id + index if isinstance(settings.node_id, int) else settings.node_id
 
 
+@dataclass(frozen=True, slots=True)
+class NodeCommand:
+    """A node's command line, and the settings that hold a secret: those go in its environment
+    (``SHAREPROXY_<NAME>``), which only its user can read, never on the command line, which
+    ``ps`` shows everyone."""
+
+    argv: list[str]
+    secrets: dict[str, str]
+
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, **self.secrets}
+
+
 def node_command(
     flags: Mapping[str, Any], config_file: Path | None, overrides: Mapping[str, Any]
-) -> list[str]:
+) -> NodeCommand:
     """``shareproxy serve`` for one node: the flags given here, then this node's own."""
     args = [sys.executable, "-m", "shareproxy.cli", "serve"]
+    secrets: dict[str, str] = {}
     if config_file is not None:
         args += ["--config", str(config_file)]
     given = {k: v for k, v in flags.items() if v is not None and k not in PER_NODE}
@@ -60,6 +78,8 @@ def node_command(
         if isinstance(value, bool):
             on, _, off = flag.partition("/")
             args.append(on if value else (off or f"--no-{on[2:]}"))
+        elif name in model.SECRET or hide_passwords(str(value)) != str(value):
+            secrets[f"{ENV_PREFIX}{name.upper()}"] = str(value)
         else:
             args += [flag.partition("/")[0], str(value)]
-    return args
+    return NodeCommand(args, secrets)

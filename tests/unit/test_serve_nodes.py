@@ -43,7 +43,7 @@ def test_each_node_has_its_own_id_listeners_and_admin_port():
 def test_a_nodes_command_keeps_the_other_flags_and_overrides_its_own():
     flags = {"state_url": PG, "nodes": "2", "listen": "x:1", "auto_migrate": False,
              "fail_fast": True, "log_level": None}  # fmt: skip
-    cmd = node_command(flags, None, {"node_id": 2, "nodes": 1, "listen": "x:2"})
+    cmd = node_command(flags, None, {"node_id": 2, "nodes": 1, "listen": "x:2"}).argv
     assert cmd[:4] == [sys.executable, "-m", "shareproxy.cli", "serve"]
     args = cmd[4:]
     assert args.count("--listen") == 1 and args[args.index("--listen") + 1] == "x:2"
@@ -105,3 +105,17 @@ def test_usable_cores_are_the_affinity_bounded_by_the_cgroup_limit(tmp_path):
     assert usable_cores(cpu_max) == 1
     cpu_max.write_text(f"{(affinity + 8) * 100000} 100000\n")
     assert usable_cores(cpu_max) == affinity
+
+
+def test_a_nodes_secrets_go_in_its_environment_never_on_its_command_line():
+    """``ps`` shows every user a command line; a process's environment only its own user."""
+    url = "postgresql://app:Hidden-Pw-9@db.example/shareproxy"
+    flags = {"state_url": url, "upstream_sasl_password": "Sasl-Pw-3", "listen": "x:1"}
+    cmd = node_command(flags, None, {"node_id": 1, "nodes": 1})
+    assert not any("Hidden-Pw-9" in a or "Sasl-Pw-3" in a for a in cmd.argv)
+    assert cmd.secrets == {
+        "SHAREPROXY_STATE_URL": url,
+        "SHAREPROXY_UPSTREAM_SASL_PASSWORD": "Sasl-Pw-3",
+    }
+    assert cmd.environment()["SHAREPROXY_STATE_URL"] == url
+    assert loader.load({"state_url": url}).state_url == url  # as the node reads it back
