@@ -250,3 +250,57 @@ def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic
         page.context.close()
     finally:
         consumer.close()
+
+
+# the controls scrolled into view whose centre shows something else (something covers them)
+COVERED = """() => {
+  const inside = (x, y, r) => x > r.left && x < r.right && y > r.top && y < r.bottom;
+  const shown = (c, x, y) => {
+    for (let a = c.parentElement; a; a = a.parentElement) {
+      if (getComputedStyle(a).overflowY !== "visible" && !inside(x, y, a.getBoundingClientRect())) {
+        return false;
+      }
+    }
+    return inside(x, y, { left: 0, top: 0, right: innerWidth, bottom: innerHeight });
+  };
+  return [...document.querySelectorAll("main button, main input, main select")]
+    .filter((c) => {
+      const r = c.getBoundingClientRect();
+      const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
+      return r.width > 0 && shown(c, x, y) && !c.contains(document.elementFromPoint(x, y));
+    })
+    .map((c) => c.id || c.getAttribute("aria-label") || c.textContent);
+}"""
+
+
+def test_an_error_covers_no_control(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 2, partitions=1)
+    group = f"console-toast-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 2)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        expect(page.locator("#delete-topic")).to_have_value(t)
+        page.get_by_role("button", name="Delete offsets…").click()
+        page.locator("#confirm").get_by_role("button", name="Delete offsets").click()
+        problem = page.locator("#problem")
+        expect(problem).to_contain_text("GROUP_SUBSCRIBED_TO_TOPIC")
+        main = page.locator("main")
+        shown = problem.bounding_box()
+        content = main.bounding_box()
+        assert shown and content
+        seen_bottom = min(content["y"] + content["height"], 768)  # main's part in the viewport
+        assert shown["y"] >= seen_bottom, (shown, content)  # below the page, never over it
+        main.hover()
+        for _ in range(2):  # the top of the page, then its end: each control in view uncovered
+            assert page.evaluate(COVERED) == []
+            page.mouse.wheel(0, 100_000)
+        expect(page.get_by_role("button", name="Change config…")).to_be_in_viewport()
+        assert page.evaluate(COVERED) == []
+        page.get_by_role("button", name="Change config…").click()  # clickable, no force
+        page.locator("#confirm").get_by_role("button", name="Cancel").click()
+        problem.get_by_role("button", name="Dismiss").click()
+        expect(problem).to_be_hidden()
+        page.context.close()
+    finally:
+        consumer.close()
