@@ -252,6 +252,40 @@ def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic
         consumer.close()
 
 
+def test_offsets_outside_spso_speo_offer_no_action(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 4, partitions=1)
+    group = f"console-span-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 4)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        expect(page.locator("#partitions .bar")).to_have_attribute("data-speo", "4")
+        page.select_option("#records-partition", f"{t}:0")
+        dialog = page.locator("#confirm")
+        reject = dialog.get_by_role("button", name="Reject")
+        for first, last in (("4", ""), ("2", "7")):  # past SPEO (exclusive), or partly
+            page.fill("#records-first", first)
+            page.fill("#records-last", last)
+            page.select_option("#records-action", "reject")
+            page.get_by_role("button", name="Change records…").click()
+            expect(dialog.locator("#confirm-refusal")).to_have_text(
+                "Not possible: only in-flight offsets can change, 0\u20133 (SPSO 0, SPEO 4)."
+            )
+            expect(reject).to_be_disabled()
+            dialog.get_by_role("button", name="Cancel").click()
+            expect(dialog).to_be_hidden()
+        page.fill("#records-first", "1")
+        page.fill("#records-last", "3")
+        page.get_by_role("button", name="Change records…").click()
+        expect(dialog).to_contain_text("Now: 1\u20133: Acquired")
+        expect(dialog.locator("#confirm-refusal")).to_have_count(0)
+        expect(reject).to_be_enabled()
+        dialog.get_by_role("button", name="Cancel").click()
+        page.context.close()
+    finally:
+        consumer.close()
+
+
 # the controls scrolled into view whose centre shows something else (something covers them)
 COVERED = """() => {
   const inside = (x, y, r) => x > r.left && x < r.right && y > r.top && y < r.bottom;
