@@ -286,6 +286,29 @@ def test_offsets_outside_spso_speo_offer_no_action(secure, browser, topic, produ
         consumer.close()
 
 
+def test_the_reset_form_waits_for_an_empty_group(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 2, partitions=1)
+    group = f"console-busy-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 2)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        plan = page.get_by_role("button", name="Plan reset…")
+        expect(plan).to_be_disabled()
+        expect(page.locator("#reset-to")).to_be_disabled()
+        expect(page.locator("#reset-value")).to_be_disabled()
+        expect(page.locator("#reset-blocked")).to_have_text(
+            "Disabled: the group has 1 member, and offsets are reset only in an empty group "
+            "(stop its consumers first)."
+        )
+    finally:
+        consumer.close()
+    expect(page.locator("#members tbody tr")).to_have_count(0)
+    expect(plan).to_be_enabled()
+    expect(page.locator("#reset-blocked")).to_be_hidden()
+    page.context.close()
+
+
 # the controls scrolled into view whose centre shows something else (something covers them)
 COVERED = """() => {
   const inside = (x, y, r) => x > r.left && x < r.right && y > r.top && y < r.bottom;
@@ -338,3 +361,18 @@ def test_an_error_covers_no_control(secure, browser, topic, produce):
         page.context.close()
     finally:
         consumer.close()
+
+
+def test_a_group_that_does_not_exist_says_so(secure, browser):
+    group = f"console-none-{uuid.uuid4().hex[:6]}"
+    page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+    expect(page.locator("#group-id")).to_have_text(group)
+    expect(page.locator("#group-missing")).to_have_text(
+        "This share group does not exist (the API answers GROUP_ID_NOT_FOUND). "
+        "Its page fills in once a share consumer joins it."
+    )
+    expect(page.locator("main form")).to_have_count(4)
+    for form in page.locator("main form").all():
+        expect(form).to_be_hidden()
+    expect(page.locator("#problem")).to_be_hidden()
+    page.context.close()
