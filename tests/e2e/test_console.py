@@ -376,3 +376,20 @@ def test_a_group_that_does_not_exist_says_so(secure, browser):
         expect(form).to_be_hidden()
     expect(page.locator("#problem")).to_be_hidden()
     page.context.close()
+
+
+def test_a_wrong_password_gets_a_readable_page(secure, browser):
+    context = browser.new_context(
+        base_url=secure.proxy.admin_url,
+        http_credentials={"username": "alice", "password": "not-alice-Secret"},
+    )
+    page = context.new_page()
+    answer = page.goto("/ui/")
+    assert answer is not None and answer.status == 401
+    assert answer.headers["www-authenticate"].startswith('Basic realm="shareproxy"')
+    expect(page.get_by_role("heading", name="Sign-in failed")).to_be_visible()
+    expect(page.locator("#signin-problem")).to_have_text(
+        "The console could not sign you in: invalid user name or password."
+    )
+    expect(page.locator("body")).not_to_contain_text("error_code")
+    context.close()
