@@ -19,6 +19,8 @@ from shareproxy.security.guard import Security
 from shareproxy.security.scram import MECHANISMS, verify_password
 
 ANONYMOUS = "User:ANONYMOUS"
+# the answer to a 401: a browser asks for a user and password
+CHALLENGE = 'Basic realm="shareproxy", charset="UTF-8"'
 _REFUSAL = {
     ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
     ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,

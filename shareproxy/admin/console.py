@@ -6,13 +6,14 @@ once and send them with the page's calls."""
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from shareproxy.admin.auth import CallerDep
+from shareproxy.admin.auth import CHALLENGE, Unauthenticated, current_caller
 
 ASSETS = Path(__file__).with_name("console")
 PREFIX = "/ui"
@@ -29,6 +30,18 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 
+SIGN_IN_FAILED = """<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Sign-in failed · shareproxy</title>
+<link rel="stylesheet" href="/ui/assets/console.css"></head>
+<body><main id="main">
+<h1>Sign-in failed</h1>
+<p class="refusal" id="signin-problem">The console could not sign you in: {why}.</p>
+<p>Reload the page to enter a user name and password again (the proxy's users, as for SASL).</p>
+</main></body>
+</html>
+"""
+
 
 def install(app: FastAPI) -> None:
     """/ui (and /ui/ with any route after the #) the page; /ui/assets/… its files; / sends a
@@ -39,8 +52,15 @@ def install(app: FastAPI) -> None:
 
     app.add_api_route("/", root, methods=["GET"], include_in_schema=False)
 
-    async def index(caller: CallerDep) -> FileResponse:
-        del caller  # asked for its check: a 401 with the Basic challenge without credentials
+    async def index(request: Request) -> Response:
+        try:
+            await current_caller(request)
+        except Unauthenticated as exc:  # the challenge, and a page a person can read
+            return HTMLResponse(
+                SIGN_IN_FAILED.format(why=escape(str(exc))),
+                401,
+                headers={**HEADERS, "WWW-Authenticate": CHALLENGE},
+            )
         return FileResponse(ASSETS / "index.html", media_type="text/html", headers=HEADERS)
 
     app.add_api_route(PREFIX, index, methods=["GET"], include_in_schema=False)

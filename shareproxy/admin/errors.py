@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from shareproxy.admin.auth import Unauthenticated
+from shareproxy.admin.auth import CHALLENGE, Unauthenticated
 from shareproxy.admin.forwarding import CoordinatorUnreachable
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.group_config import GroupConfigError
@@ -62,7 +62,7 @@ def install(app: FastAPI) -> None:
         return JSONResponse(
             body("SASL_AUTHENTICATION_FAILED", str(exc)),
             401,
-            headers={"WWW-Authenticate": 'Basic realm="shareproxy", charset="UTF-8"'},
+            headers={"WWW-Authenticate": CHALLENGE},
         )
 
     @app.exception_handler(CoordinatorUnreachable)

@@ -250,3 +250,146 @@ def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic
         page.context.close()
     finally:
         consumer.close()
+
+
+def test_offsets_outside_spso_speo_offer_no_action(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 4, partitions=1)
+    group = f"console-span-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 4)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        expect(page.locator("#partitions .bar")).to_have_attribute("data-speo", "4")
+        page.select_option("#records-partition", f"{t}:0")
+        dialog = page.locator("#confirm")
+        reject = dialog.get_by_role("button", name="Reject")
+        for first, last in (("4", ""), ("2", "7")):  # past SPEO (exclusive), or partly
+            page.fill("#records-first", first)
+            page.fill("#records-last", last)
+            page.select_option("#records-action", "reject")
+            page.get_by_role("button", name="Change records…").click()
+            expect(dialog.locator("#confirm-refusal")).to_have_text(
+                "Not possible: only in-flight offsets can change, 0\u20133 (SPSO 0, SPEO 4)."
+            )
+            expect(reject).to_be_disabled()
+            dialog.get_by_role("button", name="Cancel").click()
+            expect(dialog).to_be_hidden()
+        page.fill("#records-first", "1")
+        page.fill("#records-last", "3")
+        page.get_by_role("button", name="Change records…").click()
+        expect(dialog).to_contain_text("Now: 1\u20133: Acquired")
+        expect(dialog.locator("#confirm-refusal")).to_have_count(0)
+        expect(reject).to_be_enabled()
+        dialog.get_by_role("button", name="Cancel").click()
+        page.context.close()
+    finally:
+        consumer.close()
+
+
+def test_the_reset_form_waits_for_an_empty_group(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 2, partitions=1)
+    group = f"console-busy-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 2)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        plan = page.get_by_role("button", name="Plan reset…")
+        expect(plan).to_be_disabled()
+        expect(page.locator("#reset-to")).to_be_disabled()
+        expect(page.locator("#reset-value")).to_be_disabled()
+        expect(page.locator("#reset-blocked")).to_have_text(
+            "Disabled: the group has 1 member, and offsets are reset only in an empty group "
+            "(stop its consumers first)."
+        )
+    finally:
+        consumer.close()
+    expect(page.locator("#members tbody tr")).to_have_count(0)
+    expect(plan).to_be_enabled()
+    expect(page.locator("#reset-blocked")).to_be_hidden()
+    page.context.close()
+
+
+# the controls scrolled into view whose centre shows something else (something covers them)
+COVERED = """() => {
+  const inside = (x, y, r) => x > r.left && x < r.right && y > r.top && y < r.bottom;
+  const shown = (c, x, y) => {
+    for (let a = c.parentElement; a; a = a.parentElement) {
+      if (getComputedStyle(a).overflowY !== "visible" && !inside(x, y, a.getBoundingClientRect())) {
+        return false;
+      }
+    }
+    return inside(x, y, { left: 0, top: 0, right: innerWidth, bottom: innerHeight });
+  };
+  return [...document.querySelectorAll("main button, main input, main select")]
+    .filter((c) => {
+      const r = c.getBoundingClientRect();
+      const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
+      return r.width > 0 && shown(c, x, y) && !c.contains(document.elementFromPoint(x, y));
+    })
+    .map((c) => c.id || c.getAttribute("aria-label") || c.textContent);
+}"""
+
+
+def test_an_error_covers_no_control(secure, browser, topic, produce):
+    t = topic(1)
+    produce(t, 2, partitions=1)
+    group = f"console-toast-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, 2)
+    try:
+        page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+        expect(page.locator("#delete-topic")).to_have_value(t)
+        page.get_by_role("button", name="Delete offsets…").click()
+        page.locator("#confirm").get_by_role("button", name="Delete offsets").click()
+        problem = page.locator("#problem")
+        expect(problem).to_contain_text("GROUP_SUBSCRIBED_TO_TOPIC")
+        main = page.locator("main")
+        shown = problem.bounding_box()
+        content = main.bounding_box()
+        assert shown and content
+        seen_bottom = min(content["y"] + content["height"], 768)  # main's part in the viewport
+        assert shown["y"] >= seen_bottom, (shown, content)  # below the page, never over it
+        main.hover()
+        for _ in range(2):  # the top of the page, then its end: each control in view uncovered
+            assert page.evaluate(COVERED) == []
+            page.mouse.wheel(0, 100_000)
+        expect(page.get_by_role("button", name="Change config…")).to_be_in_viewport()
+        assert page.evaluate(COVERED) == []
+        page.get_by_role("button", name="Change config…").click()  # clickable, no force
+        page.locator("#confirm").get_by_role("button", name="Cancel").click()
+        problem.get_by_role("button", name="Dismiss").click()
+        expect(problem).to_be_hidden()
+        page.context.close()
+    finally:
+        consumer.close()
+
+
+def test_a_group_that_does_not_exist_says_so(secure, browser):
+    group = f"console-none-{uuid.uuid4().hex[:6]}"
+    page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
+    expect(page.locator("#group-id")).to_have_text(group)
+    expect(page.locator("#group-missing")).to_have_text(
+        "This share group does not exist (the API answers GROUP_ID_NOT_FOUND). "
+        "Its page fills in once a share consumer joins it."
+    )
+    expect(page.locator("main form")).to_have_count(4)
+    for form in page.locator("main form").all():
+        expect(form).to_be_hidden()
+    expect(page.locator("#problem")).to_be_hidden()
+    page.context.close()
+
+
+def test_a_wrong_password_gets_a_readable_page(secure, browser):
+    context = browser.new_context(
+        base_url=secure.proxy.admin_url,
+        http_credentials={"username": "alice", "password": "not-alice-Secret"},
+    )
+    page = context.new_page()
+    answer = page.goto("/ui/")
+    assert answer is not None and answer.status == 401
+    assert answer.headers["www-authenticate"].startswith('Basic realm="shareproxy"')
+    expect(page.get_by_role("heading", name="Sign-in failed")).to_be_visible()
+    expect(page.locator("#signin-problem")).to_have_text(
+        "The console could not sign you in: invalid user name or password."
+    )
+    expect(page.locator("body")).not_to_contain_text("error_code")
+    context.close()

@@ -36,13 +36,17 @@ export async function call(method, path, body) {
 export const get = (path) => call("GET", path);
 export const post = (path, body) => call("POST", path, body);
 
+// The last error, in a bar below the page (never over it) until dismissed or cleared.
 export function report(error) {
   const box = problem();
+  const text = document.getElementById("problem-text");
   if (error === null) {
     box.hidden = true;
-    box.textContent = "";
+    text.textContent = "";
     return;
   }
-  box.textContent = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
+  text.textContent = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
   box.hidden = false;
 }
+
+document.getElementById("problem-close").addEventListener("click", () => report(null));

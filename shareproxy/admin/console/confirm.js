@@ -1,8 +1,9 @@
-// One dialog for every action: the plan first, the change only on confirm.
+// One dialog for every action: the plan first, the change only on confirm. With `refusal`
+// (why the API would refuse it) the plan is shown with its action disabled.
 import { report } from "./api.js";
-import { clear, setText } from "./dom.js";
+import { clear, el, setText } from "./dom.js";
 
-export function confirmPlan(title, body, action, perform) {
+export function confirmPlan(title, body, action, perform, refusal = null) {
   const dialog = document.getElementById("confirm");
   setText(document.getElementById("confirm-title"), title);
   const holder = document.getElementById("confirm-body");
@@ -11,6 +12,13 @@ export function confirmPlan(title, body, action, perform) {
   const ok = document.getElementById("confirm-ok");
   const cancel = document.getElementById("confirm-cancel");
   setText(ok, action);
+  ok.disabled = refusal !== null;
+  if (refusal !== null) {
+    holder.append(el("p", { id: "confirm-refusal", class: "refusal" }, refusal));
+    ok.setAttribute("aria-describedby", "confirm-refusal");
+  } else {
+    ok.removeAttribute("aria-describedby");
+  }
   const close = () => {
     ok.onclick = null;
     cancel.onclick = null;

@@ -1,6 +1,6 @@
 // /ui/#/groups/{id}: members, each share-partition's in-flight records from SPSO to SPEO,
 // and the actions, each confirmed after its plan is shown.
-import { get, post, report, seg } from "./api.js";
+import { ApiError, get, post, report, seg } from "./api.js";
 import { archivedSection } from "./archived.js";
 import { groupCharts } from "./charts.js";
 import { configSection } from "./configs.js";
@@ -123,9 +123,9 @@ export function groupPage(main, group) {
   const charts = groupCharts();
   const changeRecords = recordsForm(group, () => shown, () => refresh());
   const deleteOffsets = deleteOffsetsForm(group, () => shown, () => refresh());
-  main.append(
-    el("p", {}, el("a", { href: "#/" }, "← Share groups")),
-    el("h1", {}, "Share group ", el("code", { id: "group-id" }, group)),
+  const reset = resetForm(group, () => refresh());
+  const missing = el("p", { id: "group-missing", class: "refusal", hidden: "" });
+  const body = el("div", { id: "group-body" },
     el("p", {}, "State: ", state, " · total lag: ", lag, " · ", epochs),
     ...charts.section,
     el("h2", {}, "Members"), members.table,
@@ -133,20 +133,37 @@ export function groupPage(main, group) {
     el("h2", {}, "Change records"), changeRecords,
     el("h2", {}, "Reset offsets"),
     el("p", { class: "muted" }, "The group must have no members. The plan is shown before anything changes."),
-    resetForm(group, () => refresh()),
+    reset,
     el("h2", {}, "Delete offsets"), deleteOffsets,
     ...configs.section, ...archived.section,
   );
+  main.append(
+    el("p", {}, el("a", { href: "#/" }, "← Share groups")),
+    el("h1", {}, "Share group ", el("code", { id: "group-id" }, group)),
+    missing, body,
+  );
   refresh = async () => {
     const base = `/v1/share-groups/${seg(group)}`;
-    const [detail, offsets, stats] = await Promise.all([
+    const answers = await Promise.allSettled([
       get(base), get(`${base}/offsets`), get(`${base}/stats`),
     ]);
+    const failed = answers.filter((a) => a.status === "rejected").map((a) => a.reason);
+    const gone = failed.find((e) => e instanceof ApiError && e.code === "GROUP_ID_NOT_FOUND");
+    missing.hidden = !gone;
+    body.hidden = Boolean(gone);
+    if (gone) {
+      setText(missing, "This share group does not exist (the API answers GROUP_ID_NOT_FOUND). "
+        + "Its page fills in once a share consumer joins it.");
+      return;
+    }
+    if (failed.length) throw failed[0];
+    const [detail, offsets, stats] = answers.map((a) => a.value);
     charts.sample(offsets.total_lag, stats);
     setText(state, detail.state);
     setText(epochs, `group epoch ${detail.group_epoch}, assignment epoch ${detail.assignment_epoch}`);
     setText(lag, offsets.total_lag);
     members.update(detail.members);
+    reset.members(detail.members.length);
     const rows = await Promise.all(offsets.partitions.map(async (p) => {
       if (p.start_offset === null) return { ...p, ranges: [] };
       const page = await get(`${base}/partitions/${seg(p.topic)}/${p.partition}/records?limit=1000`);

@@ -16,6 +16,17 @@ function statesNow(partition, first, last) {
     .map((r) => `${Math.max(r.first_offset, first)}–${Math.min(r.last_offset, last)}: ${r.state}`);
 }
 
+// Why offsets from..to cannot change (the API refuses any outside SPSO–SPEO), or null.
+function outsideInFlight(partition, from, to) {
+  const spso = partition.start_offset;
+  const speo = partition.end_offset;
+  if (spso === null || spso === undefined || spso >= speo) {
+    return "Not possible: no record of this share-partition is in flight.";
+  }
+  if (from >= spso && to < speo) return null;
+  return `Not possible: only in-flight offsets can change, ${spso}–${speo - 1} (SPSO ${spso}, SPEO ${speo}).`;
+}
+
 // partitions(): the share-partitions as last shown (topic, partition, ranges)
 export function recordsForm(group, partitions, refresh) {
   const which = el("select", { id: "records-partition", name: "partition" });
@@ -56,7 +67,8 @@ export function recordsForm(group, partitions, refresh) {
         await post(`/v1/share-groups/${seg(group)}/partitions/${seg(chosen.topic)}/${chosen.partition}/records/${action.value}`,
           { first_offset: from, last_offset: to });
         await refresh();
-      });
+      },
+      outsideInFlight(chosen, from, to));
   });
   return form;
 }

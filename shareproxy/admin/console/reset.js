@@ -1,19 +1,28 @@
 // Offsets moved or deleted from the page: the plan shown in the dialog first.
 import { call, post, report, seg } from "./api.js";
 import { confirmPlan } from "./confirm.js";
-import { el } from "./dom.js";
+import { el, setText } from "./dom.js";
 
 export function resetForm(group, refresh) {
   const to = el("select", { id: "reset-to", name: "to" },
     ...["earliest", "latest", "offset", "shift", "datetime", "duration"].map((v) => el("option", { value: v }, v)));
   const value = el("input", { id: "reset-value", name: "value", size: 22 });
   const topics = el("input", { id: "reset-topics", name: "topics", size: 28, placeholder: "all, or: t1 t2:0,2" });
-  const submit = el("button", { type: "submit" }, "Plan reset…");
+  const submit = el("button", { type: "submit", "aria-describedby": "reset-blocked" }, "Plan reset…");
+  const blocked = el("p", { id: "reset-blocked", class: "refusal", hidden: "" });
   const form = el("form", { class: "reset", "aria-label": "Reset offsets" },
+    blocked,
     el("label", { for: "reset-to" }, "Reset to", to),
     el("label", { for: "reset-value" }, "Value (offset, shift, ISO time or duration)", value),
     el("label", { for: "reset-topics" }, "Topics", topics),
     submit);
+  // members: the count the API gives; the API refuses a reset of a group that has any
+  form.members = (members) => {
+    for (const control of [to, value, topics, submit]) control.disabled = members > 0;
+    blocked.hidden = members === 0;
+    setText(blocked, members === 0 ? ""
+      : `Disabled: the group has ${members} member${members === 1 ? "" : "s"}, and offsets are reset only in an empty group (stop its consumers first).`);
+  };
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = { to: to.value, dry_run: true };
