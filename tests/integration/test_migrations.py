@@ -33,7 +33,8 @@ def test_cli_migrates_a_fresh_postgres_database_and_reports_it(postgres: Tempora
     runner = CliRunner()
     behind = runner.invoke(app, ["migrate", "--check", "--state-url", url])
     assert behind.exit_code == 1
-    assert "run `shareproxy migrate`" in behind.output
+    assert "has no schema yet" in behind.output
+    assert f"run `shareproxy migrate --state-url {url}`" in behind.output
     done = runner.invoke(app, ["migrate", "--state-url", url])
     assert done.exit_code == 0, done.output
     assert f"to revision {migrate.head_revision(url)}" in done.output

@@ -24,7 +24,7 @@ from shareproxy.core.share_group import (
 from shareproxy.core.share_session import SessionKey, ShareSession, ShareSessionCache, Standing
 from shareproxy.core.store import ShareStateStore, StoreUnavailable
 from shareproxy.runtime.consuming.partitions import SharePartitions
-from shareproxy.runtime.groups.group_creation import not_coordinator, not_held, refused_creation
+from shareproxy.runtime.groups.group_creation import GroupCreation, not_coordinator, not_held
 from shareproxy.runtime.jobs import Periodic, every
 from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 from shareproxy.upstream.client import Upstream, UpstreamError
@@ -71,6 +71,7 @@ class Coordinator:
         self._mutex = asyncio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self._recorded: dict[str, tuple[str, ...]] = {}  # membership last written to the store
+        self._creation = GroupCreation(store, upstream, max_groups)
         self._recording: dict[str, asyncio.Lock] = {}
 
         # what the store says of the groups: every metadata_refresh_ms once a group exists
@@ -143,9 +144,7 @@ class Coordinator:
         if group_id not in self.groups:  # looked up before the mutex: other groups' heartbeats
             if member_epoch != JOIN_EPOCH:  # never wait on it
                 return await not_held(self.store, group_id, member_epoch)
-            refused = await refused_creation(
-                self.store, self.upstream, self.max_groups, group_id, member_epoch
-            )
+            refused = await self._creation.refused(group_id)
             if refused is not None:
                 return refused
         if subscribed:

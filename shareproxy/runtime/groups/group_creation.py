@@ -4,7 +4,9 @@ only under an id no group of another type has."""
 
 from __future__ import annotations
 
-from shareproxy.core.share_group import HeartbeatError, HeartbeatResult
+import asyncio
+
+from shareproxy.core.share_group import JOIN_EPOCH, HeartbeatError, HeartbeatResult
 from shareproxy.core.store import ShareStateStore
 from shareproxy.upstream.client import Upstream, UpstreamError
 
@@ -75,3 +77,28 @@ async def refused_creation(
             f"Group {group_id} is not a share group.",
         )
     return None
+
+
+class GroupCreation:
+    """The check of a join that would create a group, asked once for the members joining it
+    together: they go on together, so their topic lookups are shared too."""
+
+    def __init__(self, store: ShareStateStore, upstream: Upstream, max_groups: int | None) -> None:
+        self.store, self.upstream, self.max_groups = store, upstream, max_groups
+        self._pending: dict[str, asyncio.Future[HeartbeatResult | None]] = {}
+
+    async def refused(self, group_id: str) -> HeartbeatResult | None:
+        pending = self._pending.get(group_id)
+        if pending is None:
+            pending = asyncio.ensure_future(
+                refused_creation(self.store, self.upstream, self.max_groups, group_id, JOIN_EPOCH)
+            )
+            self._pending[group_id] = pending
+
+            def done(check: asyncio.Future[HeartbeatResult | None]) -> None:
+                self._pending.pop(group_id, None)
+                if not check.cancelled():
+                    check.exception()  # each waiter raises it; none is left unretrieved
+
+            pending.add_done_callback(done)
+        return await asyncio.shield(pending)
