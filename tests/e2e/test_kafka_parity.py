@@ -55,7 +55,10 @@ def test_acknowledging_records_of_a_deleted_topic_is_an_error_the_application_se
     p = proxy()
     c, got = _ten_held_then_topic_deleted(p, broker, topic, produce)
     try:
-        time.sleep(6)  # the proxy's metadata refresh (5 s) has seen the deletion
+        deadline = time.monotonic() + 10  # the proxy reads the topics in use every second
+        while DROPPED not in p.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert DROPPED in p.log(), "the share-partition of the deleted topic was kept"
         for m in got:
             c.acknowledge(m, AcknowledgeType.ACCEPT)
         results = c.commit_sync()
