@@ -16,15 +16,9 @@ from typing import Any
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import SettingsConfigDict
 
-from shareproxy.settings.model import (
-    ENV_PREFIX,
-    FLAG_NAMES,
-    SECRET,
-    SettingError,
-    Settings,
-    SettingsInvalid,
-    file_source,
-)
+from shareproxy.settings.config_files import file_source
+from shareproxy.settings.model import ENV_PREFIX, FLAG_NAMES, SECRET, Settings
+from shareproxy.settings.problems import SettingError, SettingsInvalid
 from shareproxy.settings.references import reference
 from shareproxy.telemetry.secrets import HIDDEN, hide_passwords
 

@@ -14,22 +14,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-    YamlConfigSettingsSource,
-)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from shareproxy.core import assignor
 from shareproxy.core import dead_letter as dl
 from shareproxy.core import group_config as gc
-from shareproxy.core.failures import BadInput
 from shareproxy.core.persisted import DEFAULT_FOLD_EVERY
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE, MAX_MAX_SIZE, MIN_MAX_SIZE
 from shareproxy.security.listeners import parse_listeners, plan, split_host_port
-from shareproxy.settings import references
+from shareproxy.settings.config_files import file_source
 from shareproxy.settings.group_defaults import (
     GROUP_DEFAULTS,
     bound,
@@ -37,6 +30,7 @@ from shareproxy.settings.group_defaults import (
     defaults_problem,
     group_default,
 )
+from shareproxy.settings.problems import SettingError
 
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"
 # the longest a ShareFetch from a client that asks one node at a time (librdkafka,
@@ -69,19 +63,6 @@ _FILES = (
 # the upstream reads' size per busy partition fit under it
 DEFAULT_LOG_CACHE_BYTES = 64 * 1024 * 1024
 MIN_LOG_CACHE_BYTES = 1024 * 1024
-
-
-class SettingsInvalid(BadInput):
-    """Settings that cannot be used: one line per bad value, naming where it came from (the
-    flag, the variable or the file)."""
-
-
-class SettingError(ValueError):
-    """A value that only makes sense with others, blamed on one setting."""
-
-    def __init__(self, setting: str, message: str) -> None:
-        super().__init__(message)
-        self.setting = setting
 
 
 class Settings(BaseSettings):
@@ -459,38 +440,3 @@ class Settings(BaseSettings):
                 f"needs a password: {ENV_PREFIX}UPSTREAM_SASL_PASSWORD or the --config file",
             )
         return self
-
-
-def file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
-    """pydantic-settings' reader for the file's kind, by its suffix, with the environment
-    variables the file names (``references``) read in."""
-    if path.suffix == ".toml":
-        return _Toml(settings_cls, path)
-    if path.suffix in (".yaml", ".yml"):
-        return _Yaml(settings_cls, path)
-    raise SettingsInvalid(f"--config {path}: use a .toml, .yaml or .yml file")
-
-
-def _referenced(data: dict[str, Any], path: Path) -> dict[str, Any]:
-    expanded, missing = references.expand(data, os.environ)
-    if missing:
-        raise SettingsInvalid(f"--config {path}: {missing}")
-    return expanded
-
-
-class _Toml(TomlConfigSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        super().__init__(settings_cls, path)
-        self.path = path
-
-    def __call__(self) -> dict[str, Any]:
-        return _referenced(super().__call__(), self.path)
-
-
-class _Yaml(YamlConfigSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        super().__init__(settings_cls, path)
-        self.path = path
-
-    def __call__(self) -> dict[str, Any]:
-        return _referenced(super().__call__(), self.path)

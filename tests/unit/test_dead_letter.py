@@ -14,8 +14,9 @@ from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.persisted import PersistedBatch, PersistedState, StateDelta
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import TRANSITIONS, AcknowledgeType, ArchiveReason, RecordState
-from shareproxy.settings.loader import SettingsInvalid, load
+from shareproxy.settings.loader import load
 from shareproxy.settings.model import Settings
+from shareproxy.settings.problems import SettingsInvalid
 from tests.support.kip_tables import ACK, inflight
 
 ARCHIVING = RecordState.ARCHIVING

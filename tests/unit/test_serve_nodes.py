@@ -11,7 +11,7 @@ import pytest
 from shareproxy.host.cores import cpu_limit, usable_cores
 from shareproxy.node.commands import node_command, node_settings, shift_ports
 from shareproxy.settings import loader
-from shareproxy.settings.model import SettingsInvalid
+from shareproxy.settings.problems import SettingsInvalid
 
 PG = "postgresql://u@db:5432/share"
 

@@ -10,7 +10,7 @@ import pytest
 from shareproxy.core import group_config as gc
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.settings import loader, model
-from shareproxy.settings.model import SettingsInvalid as Refused
+from shareproxy.settings.problems import SettingsInvalid as Refused
 
 PROBES = {
     "int": [
@@ -230,5 +230,5 @@ def test_every_setting_is_documented_and_print_config_reads_back(tmp_path, monke
     assert again.model_dump() == s.model_dump()
     assert again.upstream_sasl_password == s.upstream_sasl_password  # read from the variable
     monkeypatch.delenv("SHAREPROXY_UPSTREAM_SASL_PASSWORD")
-    with pytest.raises(model.SettingsInvalid, match=r"names \$\{SHAREPROXY_UPSTREAM_SASL_PASS"):
+    with pytest.raises(Refused, match=r"names \$\{SHAREPROXY_UPSTREAM_SASL_PASS"):
         loader.load({}, path)
