@@ -356,6 +356,28 @@ def test_an_error_covers_no_control(secure, browser, topic, produce):
         page.context.close()
 
 
+def test_a_route_change_cancels_the_open_dialog(secure, browser, topic, produce):
+    with held(secure, topic, produce, "route", 2) as (_, group):
+        page = page_as(browser, secure, "admin")
+        group_row(page, group).get_by_role("link").click()
+        expect(page.locator("#group-id")).to_have_text(group)
+        dialog = page.locator("#confirm")
+        page.get_by_role("button", name="Delete offsets…").click()
+        expect(dialog).to_be_visible()
+        page.go_back()  # the overview: the group page's plan is no longer open over it
+        expect(page.locator("#groups")).to_be_visible()
+        expect(dialog).to_be_hidden()
+        page.go_forward()
+        expect(page.locator("#group-id")).to_have_text(group)
+        page.get_by_role("button", name="Change config…").click()
+        expect(dialog).to_be_visible()
+        page.evaluate("() => { location.hash = '#/'; }")  # another page, not Back
+        expect(page.locator("#groups")).to_be_visible()
+        expect(dialog).to_be_hidden()
+        expect(page.locator("#problem")).to_be_hidden()
+        page.context.close()
+
+
 def test_a_group_that_does_not_exist_says_so(secure, browser):
     group = f"console-none-{uuid.uuid4().hex[:6]}"
     page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
