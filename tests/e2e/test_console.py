@@ -378,6 +378,35 @@ def test_a_route_change_cancels_the_open_dialog(secure, browser, topic, produce)
         page.context.close()
 
 
+def alice_on(secure: Secure, browser: Browser, group: str, t: str) -> Page:
+    """alice on the group's page, allowed to see it all but not to write to its topic."""
+    secure.acl("User:alice", "GROUP", group, "DESCRIBE", "READ", "DESCRIBE_CONFIGS")
+    secure.acl("User:alice", "TOPIC", t, "DESCRIBE", "READ")
+    return page_as(browser, secure, "alice", f"/ui/#/groups/{group}")
+
+
+def test_a_refused_redrive_says_why(secure, browser, topic, produce):
+    with held(secure, topic, produce, "refused", 2) as (t, group):
+        with secure.http() as http:
+            answer = http.post(
+                f"/v1/share-groups/{group}/partitions/{t}/0/records/reject",
+                json={"first_offset": 1},
+            )
+            assert answer.status_code == 200, answer.text
+        page = alice_on(secure, browser, group, t)
+        problem = page.locator("#problem")
+        page.get_by_role("button", name=f"Redrive offsets 1\u20131 of {t}:0").click()
+        expect(problem).to_contain_text("TOPIC_AUTHORIZATION_FAILED")  # no Write on the topic
+        expect(page.locator("#confirm")).to_be_hidden()
+        refreshed = page.locator("#refreshed")
+        before = refreshed.text_content() or ""
+        expect(refreshed).not_to_have_text(before)  # a later refresh, fine: the error stays
+        expect(problem).to_contain_text("TOPIC_AUTHORIZATION_FAILED")
+        problem.get_by_role("button", name="Dismiss").click()
+        expect(problem).to_be_hidden()
+        page.context.close()
+
+
 def test_a_group_that_does_not_exist_says_so(secure, browser):
     group = f"console-none-{uuid.uuid4().hex[:6]}"
     page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
