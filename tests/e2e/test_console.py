@@ -407,6 +407,24 @@ def test_a_refused_redrive_says_why(secure, browser, topic, produce):
         page.context.close()
 
 
+def test_a_refresh_error_goes_once_a_refresh_succeeds(secure, browser, topic, produce):
+    with held(secure, topic, produce, "flaky", 2) as (t, group):
+        page = alice_on(secure, browser, group, t)
+        problem = page.locator("#problem")
+        expect(problem).to_be_hidden()
+        secure.acl("User:alice", "GROUP", group, "DESCRIBE", deny=True)
+        expect(problem).to_contain_text("GROUP_AUTHORIZATION_FAILED")
+        with secure.http() as http:
+            answer = http.request(
+                "DELETE",
+                "/v1/acls",
+                params={"principal": "User:alice", "resource_name": group, "permission": "DENY"},
+            )
+            assert answer.status_code == 200, answer.text
+        expect(problem).to_be_hidden()
+        page.context.close()
+
+
 def test_a_group_that_does_not_exist_says_so(secure, browser):
     group = f"console-none-{uuid.uuid4().hex[:6]}"
     page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
