@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -60,6 +61,22 @@ def joined(secure: Secure, group: str, topic: str, want: int, **extra) -> object
     consumer.subscribe([topic])
     assert len(poll_until(consumer, want, 30)) == want
     return consumer
+
+
+@contextmanager
+def held(
+    secure: Secure, topic: Callable[..., str], produce: Callable[..., None], name: str, records: int
+) -> Iterator[tuple[str, str]]:
+    """A new topic of one partition with ``records`` records, and a new group
+    ``console-{name}-…`` whose consumer holds them all until the block ends: (topic, group)."""
+    t = topic(1)
+    produce(t, records, partitions=1)
+    group = f"console-{name}-{uuid.uuid4().hex[:6]}"
+    consumer = joined(secure, group, t, records)
+    try:
+        yield t, group
+    finally:
+        consumer.close()
 
 
 def group_row(page: Page, group: str) -> Locator:
@@ -208,11 +225,7 @@ def test_names_and_records_from_the_cluster_are_text(secure, browser, broker, to
 
 @pytest.mark.floors
 def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic, produce):
-    t = topic(1)
-    produce(t, 4, partitions=1)
-    group = f"console-act-{uuid.uuid4().hex[:6]}"
-    consumer = joined(secure, group, t, 4)
-    try:
+    with held(secure, topic, produce, "act", 4) as (t, group):
         page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
         expect(page.locator('#partitions [data-state="Acquired"]')).to_have_count(1)
         page.select_option("#records-partition", f"{t}:0")
@@ -248,16 +261,10 @@ def test_reject_redrive_and_a_config_change_from_the_page(secure, browser, topic
         expect(limit).to_have_text(["share.delivery.count.limit", "7", "group", "2 to 10"])
         expect(page.locator("#problem")).to_be_hidden()
         page.context.close()
-    finally:
-        consumer.close()
 
 
 def test_offsets_outside_spso_speo_offer_no_action(secure, browser, topic, produce):
-    t = topic(1)
-    produce(t, 4, partitions=1)
-    group = f"console-span-{uuid.uuid4().hex[:6]}"
-    consumer = joined(secure, group, t, 4)
-    try:
+    with held(secure, topic, produce, "span", 4) as (t, group):
         page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
         expect(page.locator("#partitions .bar")).to_have_attribute("data-speo", "4")
         page.select_option("#records-partition", f"{t}:0")
@@ -282,16 +289,10 @@ def test_offsets_outside_spso_speo_offer_no_action(secure, browser, topic, produ
         expect(reject).to_be_enabled()
         dialog.get_by_role("button", name="Cancel").click()
         page.context.close()
-    finally:
-        consumer.close()
 
 
 def test_the_reset_form_waits_for_an_empty_group(secure, browser, topic, produce):
-    t = topic(1)
-    produce(t, 2, partitions=1)
-    group = f"console-busy-{uuid.uuid4().hex[:6]}"
-    consumer = joined(secure, group, t, 2)
-    try:
+    with held(secure, topic, produce, "busy", 2) as (_, group):
         page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
         plan = page.get_by_role("button", name="Plan reset…")
         expect(plan).to_be_disabled()
@@ -301,8 +302,6 @@ def test_the_reset_form_waits_for_an_empty_group(secure, browser, topic, produce
             "Disabled: the group has 1 member, and offsets are reset only in an empty group "
             "(stop its consumers first)."
         )
-    finally:
-        consumer.close()
     expect(page.locator("#members tbody tr")).to_have_count(0)
     expect(plan).to_be_enabled()
     expect(page.locator("#reset-blocked")).to_be_hidden()
@@ -331,11 +330,7 @@ COVERED = """() => {
 
 
 def test_an_error_covers_no_control(secure, browser, topic, produce):
-    t = topic(1)
-    produce(t, 2, partitions=1)
-    group = f"console-toast-{uuid.uuid4().hex[:6]}"
-    consumer = joined(secure, group, t, 2)
-    try:
+    with held(secure, topic, produce, "toast", 2) as (t, group):
         page = page_as(browser, secure, "admin", f"/ui/#/groups/{group}")
         expect(page.locator("#delete-topic")).to_have_value(t)
         page.get_by_role("button", name="Delete offsets…").click()
@@ -359,8 +354,75 @@ def test_an_error_covers_no_control(secure, browser, topic, produce):
         problem.get_by_role("button", name="Dismiss").click()
         expect(problem).to_be_hidden()
         page.context.close()
-    finally:
-        consumer.close()
+
+
+def test_a_route_change_cancels_the_open_dialog(secure, browser, topic, produce):
+    with held(secure, topic, produce, "route", 2) as (_, group):
+        page = page_as(browser, secure, "admin")
+        group_row(page, group).get_by_role("link").click()
+        expect(page.locator("#group-id")).to_have_text(group)
+        dialog = page.locator("#confirm")
+        page.get_by_role("button", name="Delete offsets…").click()
+        expect(dialog).to_be_visible()
+        page.go_back()  # the overview: the group page's plan is no longer open over it
+        expect(page.locator("#groups")).to_be_visible()
+        expect(dialog).to_be_hidden()
+        page.go_forward()
+        expect(page.locator("#group-id")).to_have_text(group)
+        page.get_by_role("button", name="Change config…").click()
+        expect(dialog).to_be_visible()
+        page.evaluate("() => { location.hash = '#/'; }")  # another page, not Back
+        expect(page.locator("#groups")).to_be_visible()
+        expect(dialog).to_be_hidden()
+        expect(page.locator("#problem")).to_be_hidden()
+        page.context.close()
+
+
+def alice_on(secure: Secure, browser: Browser, group: str, t: str) -> Page:
+    """alice on the group's page, allowed to see it all but not to write to its topic."""
+    secure.acl("User:alice", "GROUP", group, "DESCRIBE", "READ", "DESCRIBE_CONFIGS")
+    secure.acl("User:alice", "TOPIC", t, "DESCRIBE", "READ")
+    return page_as(browser, secure, "alice", f"/ui/#/groups/{group}")
+
+
+def test_a_refused_redrive_says_why(secure, browser, topic, produce):
+    with held(secure, topic, produce, "refused", 2) as (t, group):
+        with secure.http() as http:
+            answer = http.post(
+                f"/v1/share-groups/{group}/partitions/{t}/0/records/reject",
+                json={"first_offset": 1},
+            )
+            assert answer.status_code == 200, answer.text
+        page = alice_on(secure, browser, group, t)
+        problem = page.locator("#problem")
+        page.get_by_role("button", name=f"Redrive offsets 1\u20131 of {t}:0").click()
+        expect(problem).to_contain_text("TOPIC_AUTHORIZATION_FAILED")  # no Write on the topic
+        expect(page.locator("#confirm")).to_be_hidden()
+        refreshed = page.locator("#refreshed")
+        before = refreshed.text_content() or ""
+        expect(refreshed).not_to_have_text(before)  # a later refresh, fine: the error stays
+        expect(problem).to_contain_text("TOPIC_AUTHORIZATION_FAILED")
+        problem.get_by_role("button", name="Dismiss").click()
+        expect(problem).to_be_hidden()
+        page.context.close()
+
+
+def test_a_refresh_error_goes_once_a_refresh_succeeds(secure, browser, topic, produce):
+    with held(secure, topic, produce, "flaky", 2) as (t, group):
+        page = alice_on(secure, browser, group, t)
+        problem = page.locator("#problem")
+        expect(problem).to_be_hidden()
+        secure.acl("User:alice", "GROUP", group, "DESCRIBE", deny=True)
+        expect(problem).to_contain_text("GROUP_AUTHORIZATION_FAILED")
+        with secure.http() as http:
+            answer = http.request(
+                "DELETE",
+                "/v1/acls",
+                params={"principal": "User:alice", "resource_name": group, "permission": "DENY"},
+            )
+            assert answer.status_code == 200, answer.text
+        expect(problem).to_be_hidden()
+        page.context.close()
 
 
 def test_a_group_that_does_not_exist_says_so(secure, browser):

@@ -36,17 +36,29 @@ export async function call(method, path, body) {
 export const get = (path) => call("GET", path);
 export const post = (path, body) => call("POST", path, body);
 
-// The last error, in a bar below the page (never over it) until dismissed or cleared.
-export function report(error) {
+// The last error, in a bar below the page (never over it). An action's error stays until
+// dismissed, the next action or a page change; a background refresh's error (`refresh`) also
+// goes once a refresh of the page succeeds, and never hides an action's error still shown.
+let fromRefresh = false;
+
+export function report(error, refresh = false) {
   const box = problem();
   const text = document.getElementById("problem-text");
   if (error === null) {
     box.hidden = true;
     text.textContent = "";
+    fromRefresh = false;
     return;
   }
+  if (refresh && !box.hidden && !fromRefresh) return;
+  fromRefresh = refresh;
   text.textContent = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error);
   box.hidden = false;
+}
+
+// a refresh of the page succeeded: its earlier failure is over
+export function refreshed() {
+  if (fromRefresh) report(null);
 }
 
 document.getElementById("problem-close").addEventListener("click", () => report(null));

@@ -1,6 +1,7 @@
 // The console's router: #/ the overview, #/groups/{id} a group; each page refreshes every
 // few seconds, updating its cells in place.
-import { report } from "./api.js";
+import { refreshed, report } from "./api.js";
+import { cancelPlan } from "./confirm.js";
 import { clear, setText } from "./dom.js";
 import { groupPage } from "./group.js";
 import { overview } from "./overview.js";
@@ -22,6 +23,7 @@ function route() {
 async function show() {
   const mine = ++generation;
   clearTimeout(timer);
+  cancelPlan();
   const main = document.getElementById("main");
   clear(main);
   report(null);
@@ -35,8 +37,9 @@ async function show() {
       if (mine !== generation) return;
       setText(document.getElementById("refreshed"), `updated ${new Date().toLocaleTimeString()}`);
       main.setAttribute("data-loaded", "true");
+      refreshed();
     } catch (error) {
-      if (mine === generation) report(error);
+      if (mine === generation) report(error, true);
     }
     if (mine === generation) timer = setTimeout(tick, REFRESH_MS);
   };

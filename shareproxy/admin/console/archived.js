@@ -1,7 +1,7 @@
 // Archived records (rejected, or at the delivery limit) from the archive log with their first
 // record's key and value previewed, each range redriven to its source topic after the dry
 // run's plan is shown.
-import { get, post, seg } from "./api.js";
+import { get, post, report, seg } from "./api.js";
 import { confirmPlan } from "./confirm.js";
 import { el, setText } from "./dom.js";
 import { LiveTable } from "./sortable.js";
@@ -40,7 +40,15 @@ export function archivedSection(group, afterChange) {
           button.setAttribute("aria-label", `Redrive offsets ${a.first_offset}–${a.last_offset} of ${a.topic}:${a.partition}`);
           button.addEventListener("click", async () => {
             const body = { records: [{ topic: a.topic, partition: a.partition, first_offset: a.first_offset, last_offset: a.last_offset }] };
-            const plan = await post(`${base}/redrive`, { ...body, dry_run: true });
+            let plan;
+            try {
+              plan = await post(`${base}/redrive`, { ...body, dry_run: true });
+            } catch (error) {
+              report(error); // refused (no Write on the topic, the range gone, the store down)
+              return;
+            }
+            if (!button.isConnected) return; // the page changed while the dry run ran
+            report(null);
             confirmPlan("Redrive archived records: the plan (dry run)",
               plan.partitions.map((p) => el("p", { class: "redrive-plan" },
                 `${p.topic}:${p.partition}: produce again ${ranges(p.redrive)}; already redriven ${ranges(p.already_redriven)}`)),

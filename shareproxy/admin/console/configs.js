@@ -1,6 +1,6 @@
 // A group's configs: each value and where it comes from, and a change confirmed after the
 // old and new values are shown.
-import { call, get, report, seg } from "./api.js";
+import { call, get, seg } from "./api.js";
 import { confirmPlan } from "./confirm.js";
 import { el } from "./dom.js";
 import { LiveTable } from "./sortable.js";
@@ -62,5 +62,5 @@ export function configSection(group, afterChange) {
       });
   });
   const section = [el("h2", {}, "Configs"), table.table, form];
-  return { section, load: () => load().catch(report) };
+  return { section, load };
 }

@@ -3,6 +3,13 @@
 import { report } from "./api.js";
 import { clear, el, setText } from "./dom.js";
 
+let open = null; // the plan shown now: its close, so that a page change cancels it
+
+// A plan left open by a page change is cancelled: confirmed, it would act on the page left.
+export function cancelPlan() {
+  if (open) open();
+}
+
 export function confirmPlan(title, body, action, perform, refusal = null) {
   const dialog = document.getElementById("confirm");
   setText(document.getElementById("confirm-title"), title);
@@ -20,6 +27,8 @@ export function confirmPlan(title, body, action, perform, refusal = null) {
     ok.removeAttribute("aria-describedby");
   }
   const close = () => {
+    if (open !== close) return; // cancelled already, or replaced by a newer plan
+    open = null;
     ok.onclick = null;
     cancel.onclick = null;
     dialog.close();
@@ -37,6 +46,7 @@ export function confirmPlan(title, body, action, perform, refusal = null) {
       close();
     }
   };
+  open = close;
   dialog.showModal();
   cancel.focus();
 }

@@ -1,6 +1,6 @@
 // /ui/#/groups/{id}: members, each share-partition's in-flight records from SPSO to SPEO,
 // and the actions, each confirmed after its plan is shown.
-import { ApiError, get, post, report, seg } from "./api.js";
+import { ApiError, get, post, seg } from "./api.js";
 import { archivedSection } from "./archived.js";
 import { groupCharts } from "./charts.js";
 import { configSection } from "./configs.js";
@@ -173,7 +173,10 @@ export function groupPage(main, group) {
     partitions.update(rows);
     changeRecords.refill();
     deleteOffsets.refill();
-    await Promise.all([configs.load(), archived.load().catch(report)]);
+    // both sections fill in even if one fails; the failure is the refresh's
+    const failures = (await Promise.allSettled([configs.load(), archived.load()]))
+      .filter((a) => a.status === "rejected");
+    if (failures.length) throw failures[0].reason;
   };
   return refresh;
 }
