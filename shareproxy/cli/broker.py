@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from shareproxy.cli.output import TYPER_STYLE, err, fail, out
+from shareproxy.cli.signals import STOP_SIGNALS
 from shareproxy.core.failures import BadInput, Failure
 from shareproxy.demo.tansu import MEMORY
 from shareproxy.host import exits
@@ -92,12 +93,10 @@ class _StopSignals:
     """Ctrl-C and SIGTERM only note the stop: the loop above ends and stops the broker in
     order, wherever the signal arrived."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
     def __init__(self) -> None:
         self.asked = threading.Event()
         self.signum: int | None = None
-        self._saved = {sig: signal.signal(sig, self._note) for sig in self.SIGNALS}
+        self._saved = {sig: signal.signal(sig, self._note) for sig in STOP_SIGNALS}
 
     def _note(self, signum: int, frame: FrameType | None) -> None:
         self.signum = self.signum or signum

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from shareproxy.core.acl import Operation, ResourceType
-from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.errors import ErrorCode
 from shareproxy.kafka.context import Connection
 from shareproxy.kafka.contexts import AdminRpcContext
 from shareproxy.kafka.handlers import relay
@@ -49,16 +49,7 @@ def _not_consumer(group_id: str) -> str:
 async def _is_share_group(ctx: AdminRpcContext, group_id: str | None) -> bool:
     """Whether ``group_id`` is one of the proxy's share groups; an id no group can have is the
     upstream's to answer, as before."""
-    if not group_id:
-        return False
-    try:
-        return await ctx.admin.is_share_group(group_id)
-    except ShareError:
-        return False
-
-
-def _allowed(ctx: AdminRpcContext, conn: Connection) -> Allowed:
-    return lambda op, rt, name, audit=True: ctx.allowed(conn, op, rt, name, audit=audit)
+    return bool(group_id) and await ctx.admin.is_share_group(group_id or "")
 
 
 async def handle(
@@ -86,7 +77,7 @@ async def handle(
         return await relay.split(ctx, conn, request, route, route.split, own)
     if not await _is_share_group(ctx, route.key(body)):
         return await relay.handle(ctx, conn, request)
-    allowed = _allowed(ctx, conn)
+    allowed = relay.allowed_for(ctx, conn)
     refused = refusal(allowed, route, body)
     if refused is not None:
         return relay.answer_error(request, route, *refused)

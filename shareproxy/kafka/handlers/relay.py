@@ -50,7 +50,7 @@ _NAME_OR_ID = "a topic is named by its name or by its id, one of the two"
 async def handle(ctx: RelayContext, conn: Connection, request: Request) -> RawResponse | KioEntity:
     route = ROUTES[ApiKey(request.api_key)]
     body = request.body
-    allowed = _allowed(ctx, conn)
+    allowed = allowed_for(ctx, conn)
     if route.split is not None and hasattr(body, route.split.items):
         return await split(ctx, conn, request, route, route.split)  # checked item by item
     refused = refusal(allowed, route, body)
@@ -117,7 +117,8 @@ async def _named_by_id(
     return dataclasses.replace(body, **{items: tuple(named)}), problems
 
 
-def _allowed(ctx: RelayContext, conn: Connection) -> Allowed:
+def allowed_for(ctx: RelayContext, conn: Connection) -> Allowed:
+    """The connection principal's permission check, as the routes' rules ask it."""
     return lambda op, rt, name, audit=True: ctx.allowed(conn, op, rt, name, audit=audit)
 
 
@@ -231,7 +232,7 @@ async def split(
     group, topics are checked one by one (OffsetFetch v8+). ``own`` answers an item the proxy
     answers itself once its permissions are checked (a share group's), or None."""
     body = request.body
-    allowed = _allowed(ctx, conn)
+    allowed = allowed_for(ctx, conn)
     cls = response_type(request.api_key, request.api_version)
     entry_cls = list_entry_type(cls, split.results)
     answered: dict[int, Any] = {}  # position in the request -> response entry
