@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 from confluent_kafka import Producer
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
 
 from tests.support.consumers import poll_until
 from tests.support.secure import PASSWORDS, Secure
@@ -359,10 +359,22 @@ def test_an_error_covers_no_control(secure, browser, topic, produce):
 def test_a_route_change_cancels_the_open_dialog(secure, browser, topic, produce):
     with held(secure, topic, produce, "route", 2) as (_, group):
         page = page_as(browser, secure, "admin")
+
+        def records(url: str) -> bool:
+            return "/records?limit=1000" in url
+
+        waiting: list[Route] = []
+        page.route(records, lambda route: waiting.append(route))  # the first refresh, held
         group_row(page, group).get_by_role("link").click()
         expect(page.locator("#group-id")).to_have_text(group)
+        delete = page.get_by_role("button", name="Delete offsets…")
+        expect(delete).to_be_disabled()  # nothing to plan before the share-partitions are known
+        expect(page.get_by_role("button", name="Change records…")).to_be_disabled()
+        for route in waiting:
+            route.continue_()
+        page.unroute(records)
         dialog = page.locator("#confirm")
-        page.get_by_role("button", name="Delete offsets…").click()
+        delete.click()  # waits until the refresh offers the topic
         expect(dialog).to_be_visible()
         page.go_back()  # the overview: the group page's plan is no longer open over it
         expect(page.locator("#groups")).to_be_visible()

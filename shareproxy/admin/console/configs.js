@@ -24,10 +24,11 @@ export function configSection(group, afterChange) {
   let current = {};
   const name = el("select", { id: "config-name", name: "name" });
   const value = el("input", { id: "config-value", name: "value", size: 24, placeholder: "empty: back to default" });
+  // disabled until the configs are loaded: the plan shows the value it replaces
+  const submit = el("button", { type: "submit", disabled: "" }, "Change config…");
   const form = el("form", { class: "reset", "aria-label": "Change a config" },
     el("label", { for: "config-name" }, "Config", name),
-    el("label", { for: "config-value" }, "New value", value),
-    el("button", { type: "submit" }, "Change config…"));
+    el("label", { for: "config-value" }, "New value", value), submit);
   const hint = () => {
     const allowed = bounds(current[name.value]);
     if (allowed) value.setAttribute("title", `allowed: ${allowed}`);
@@ -43,6 +44,7 @@ export function configSection(group, afterChange) {
       for (const n of names) name.append(el("option", { value: n }, n));
     }
     table.update(names.map((n) => ({ name: n, ...current[n] })));
+    submit.disabled = names.length === 0;
     hint();
   };
   form.addEventListener("submit", (event) => {

@@ -34,15 +34,18 @@ export function recordsForm(group, partitions, refresh) {
   const last = el("input", { id: "records-last", name: "last", type: "number", min: 0, size: 8 });
   const action = el("select", { id: "records-action", name: "action" },
     ...Object.keys(ACTIONS).map((a) => el("option", { value: a }, a)));
+  // disabled until the first refresh offers a share-partition
+  const submit = el("button", { type: "submit", disabled: "" }, "Change records…");
   const form = el("form", { class: "reset", "aria-label": "Change records" },
     el("label", { for: "records-partition" }, "Share-partition", which),
     el("label", { for: "records-first" }, "First offset", first),
     el("label", { for: "records-last" }, "Last offset (default: first)", last),
     el("label", { for: "records-action" }, "Action", action),
-    el("button", { type: "submit" }, "Change records…"));
+    submit);
   form.refill = () => {
     const keep = which.value;
     const keys = partitions().map((p) => `${p.topic}:${p.partition}`);
+    submit.disabled = keys.length === 0;
     if (keys.join() === [...which.options].map((o) => o.value).join()) return;
     while (which.firstChild) which.firstChild.remove();
     for (const key of keys) which.append(el("option", { value: key }, key));

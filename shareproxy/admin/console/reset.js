@@ -70,10 +70,12 @@ export function deleteOffsetsForm(group, partitions, refresh) {
     while (topic.firstChild) topic.firstChild.remove();
     for (const n of names) topic.append(el("option", { value: n }, n));
     if (names.includes(keep)) topic.value = keep;
+    submit.disabled = names.length === 0;
   };
+  // disabled until the first refresh offers a topic: a click before it would plan nothing
+  const submit = el("button", { type: "submit", disabled: "" }, "Delete offsets…");
   const form = el("form", { class: "reset", "aria-label": "Delete offsets" },
-    el("label", { for: "delete-topic" }, "Topic", topic),
-    el("button", { type: "submit" }, "Delete offsets…"));
+    el("label", { for: "delete-topic" }, "Topic", topic), submit);
   form.refill = fill;
   form.addEventListener("submit", (event) => {
     event.preventDefault();
