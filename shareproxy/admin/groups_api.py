@@ -75,6 +75,14 @@ class PartitionState(BaseModel):
     high_watermark: int | None
     lag: int | None
     in_flight: dict[str, int] = Field(default_factory=dict)
+    waiting: int = Field(
+        0,
+        description="records whose delivery time is still ahead (in_flight's available ones; "
+        "not in the lag)",
+    )
+    next_delivery_at: datetime | None = Field(
+        None, description="the earliest delivery time of those records; null: none waits"
+    )
     error_code: str | None = None
 
 
@@ -286,6 +294,12 @@ def router(admin: GroupAdmin) -> APIRouter:
                     high_watermark=o.high_watermark if o else None,
                     lag=o.lag if o else None,
                     in_flight=o.in_flight if o else {},
+                    waiting=o.waiting if o else 0,
+                    next_delivery_at=(
+                        datetime.fromtimestamp(o.next_due_ms / 1000, UTC)
+                        if o and o.next_due_ms is not None
+                        else None
+                    ),
                     error_code=p.error.name if p.error else None,
                 )
             )

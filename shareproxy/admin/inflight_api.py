@@ -40,6 +40,11 @@ class RecordRange(BaseModel):
     delivery_count: int
     member_id: str | None = Field(description="the member holding an Acquired range")
     lock_expires_at: datetime | None = Field(description="when its acquisition lock ends")
+    deliverable_at: datetime | None = Field(
+        default=None,
+        description="an Available range's delivery time, or the end of its redelivery "
+        "back-off: no member acquires it before; null: at once",
+    )
 
 
 class Records(BaseModel):
@@ -188,6 +193,11 @@ def _records(call: PartitionCall, page: RecordsPage) -> Records:
                     None
                     if run.lock_deadline_ms is None
                     else datetime.fromtimestamp(run.lock_deadline_ms / 1000, tz=UTC)
+                ),
+                deliverable_at=(
+                    datetime.fromtimestamp(run.available_at_ms / 1000, tz=UTC)
+                    if run.available_at_ms > 1
+                    else None
                 ),
             )
             for run in page.runs

@@ -58,14 +58,19 @@ def records_act(
     reject: Annotated[
         bool, typer.Option("--reject", help="Available or Acquired → Archived")
     ] = False,
+    deliver: Annotated[
+        bool,
+        typer.Option("--deliver", help="Available records waiting for their time: due now"),
+    ] = False,
     admin_url: Url = DEFAULT_URL,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Release, accept (skip) or reject offsets of a share-partition: all of them or none."""
-    flags = (("release", release), ("accept", accept), ("reject", reject))
+    """Release, accept (skip), reject or deliver now offsets of a share-partition: all of them
+    or none."""
+    flags = (("release", release), ("accept", accept), ("reject", reject), ("deliver", deliver))
     chosen = [name for name, given in flags if given]
     if len(chosen) != 1:
-        _usage("give exactly one of --release, --accept, --reject")
+        _usage("give exactly one of --release, --accept, --reject, --deliver")
     first_text, sep, last_text = offsets.partition("-")
     try:
         first = int(first_text)
@@ -112,7 +117,10 @@ def _show(data: Any, output: Output) -> None:
         f"{data['topic']}:{data['partition']} of group {data['group_id']}: "
         f"start {data['start_offset']}, end {data['end_offset']}"
     )
-    table = Table("FIRST", "LAST", "STATE", "DELIVERIES", "MEMBER", "LOCK ENDS")
+    # a column of its own while any range waits for its delivery time or back-off
+    timed = any(r.get("deliverable_at") for r in data["records"])
+    columns = ["FIRST", "LAST", "STATE", "DELIVERIES", "MEMBER", "LOCK ENDS"]
+    table = Table(*columns, *(["DELIVERABLE AT"] if timed else []))
     for r in data["records"]:
         table.add_row(
             str(r["first_offset"]),
@@ -121,6 +129,7 @@ def _show(data: Any, output: Output) -> None:
             str(r["delivery_count"]),
             r["member_id"] or "-",
             r["lock_expires_at"] or "-",
+            *([r.get("deliverable_at") or "-"] if timed else []),
         )
     out.print(table)
     if data["next_offset"] is not None:

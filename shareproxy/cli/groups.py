@@ -128,9 +128,17 @@ def offsets(
     )
     if output is Output.json:
         return as_json(data)
-    table = Table("TOPIC", "PARTITION", "START", "END", "HIGH WATERMARK", "LAG", "IN FLIGHT")
+    columns = ["TOPIC", "PARTITION", "START", "END", "HIGH WATERMARK", "LAG", "IN FLIGHT"]
+    # records waiting for their delivery time: a column of their own while any wait
+    timed = any(p.get("waiting") for p in data["partitions"])
+    table = Table(*columns, *(["WAITING (NEXT DUE)"] if timed else []))
     for p in data["partitions"]:
         in_flight = ", ".join(f"{k} {v}" for k, v in p["in_flight"].items() if v)
+        waiting = (
+            [f"{p['waiting']} ({p['next_delivery_at']})" if p.get("waiting") else "-"]
+            if timed
+            else []
+        )
         table.add_row(
             p["topic"],
             str(p["partition"]),
@@ -138,6 +146,7 @@ def offsets(
             str(p["high_watermark"]) if p["high_watermark"] is not None else "-",
             str(p["lag"]) if p["lag"] is not None else (p["error_code"] or "-"),
             in_flight,
+            *waiting,
         )
     out.print(table)
     total = data["total_lag"]

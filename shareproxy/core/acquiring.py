@@ -7,6 +7,7 @@ the state declared here. Pure: no I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import islice
 
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
@@ -31,10 +32,17 @@ class Acquiring:
     unordered_until: int
     _inflight: RangeList
     _available_from: int  # no Available range starts below it (SharePartition keeps it)
+    # records never delivered that wait for their delivery time (Available, delivery count
+    # 0, a time set): the in-flight cap does not count them (SharePartition keeps it)
+    _deferred: int
+    # (records, ms) first delivered this long after their delivery time, since the owner
+    # last drained it (SharePartition keeps it)
+    lateness: list[tuple[int, int]]
 
     @property
     def in_flight_count(self) -> int:
-        return self.speo - self.spso
+        """What the in-flight cap counts: SPSO..SPEO but the records waiting for their time."""
+        return self.speo - self.spso - self._deferred
 
     def _archive_unreadable(self, first: int, last: int) -> None:
         raise NotImplementedError  # SharePartition's: offsets that deliver no record
@@ -77,9 +85,12 @@ class Acquiring:
             max_records=max_records,
             limit=max_records,
             strict=mode == AcquireMode.RECORD_LIMIT,
+            clock_ms=now_ms,
         )
         if sharers > 1 and not run.strict:
-            run.limit = min(max_records, -(-self._acquirable(batches, run.now_ms) // sharers))
+            run.limit = min(
+                max_records, -(-self._acquirable(batches, run.now_ms, run.clock_ms) // sharers)
+            )
             run.strict = True
         keyed = self.limits.key_ordered
         if keyed and len(self.key_order) > 4 * max(self.in_flight_count, 256):
@@ -103,10 +114,15 @@ class Acquiring:
             if keyed and batch.key_hashes is not None:
                 if not acquire_keyed(self, run, batch, lo, owned, self.unordered_until < 0):
                     break
+            elif self.limits.schedule.active:
+                if not self._acquire_scheduled(run, batch, lo):
+                    break
             elif not self._acquire_batch(run, batch, lo):
                 break
             if run.count >= run.limit:
                 break
+        if run.lateness:
+            self.lateness.extend(run.lateness)
         return run.acquired
 
     def _acquire_batch(self, run: AcquisitionRun, batch: BatchHeader, lo: int) -> bool:
@@ -115,7 +131,7 @@ class Acquiring:
             return False
         return batch.last_offset < self.speo or self._acquire_new(run, batch)
 
-    def _acquirable(self, batches: Sequence[BatchHeader], now_ms: int) -> int:
+    def _acquirable(self, batches: Sequence[BatchHeader], now_ms: int, clock_ms: int) -> int:
         """How many records an acquisition from ``batches`` could take at most: the Available
         in-flight ones not held back, and new ones up to the in-flight cap (at least 1)."""
         if not batches:
@@ -123,7 +139,8 @@ class Acquiring:
         available = sum(
             r.last - r.first + 1
             for r in islice(self._inflight.ranges, self._first_available(), None)
-            if r.state == RecordState.AVAILABLE and r.available_at_ms <= now_ms
+            if r.state == RecordState.AVAILABLE
+            and r.available_at_ms <= (now_ms if r.delivery_count else clock_ms)
         )
         new = batches[-1].last_offset + 1 - max(self.speo, batches[0].base_offset)
         room = self.limits.max_record_locks - self.in_flight_count
@@ -148,7 +165,9 @@ class Acquiring:
         ranges = self._inflight.ranges
         while i < len(ranges) and ranges[i].first <= hi:
             r = ranges[i]
-            if r.state != RecordState.AVAILABLE or r.available_at_ms > run.now_ms:
+            if r.state != RecordState.AVAILABLE or r.available_at_ms > (
+                run.now_ms if r.delivery_count else run.clock_ms
+            ):
                 i += 1
                 continue
             delivery_count = r.delivery_count + 1
@@ -194,6 +213,8 @@ class Acquiring:
             r = ranges[i]
         if end < r.last:
             ranges.insert(i + 1, r.split(end + 1))
+        if r.delivery_count == 0 and r.available_at_ms:
+            self._deferred -= r.last - r.first + 1  # its time came
         r.state = RecordState.ACQUIRED
         r.delivery_count = delivery_count
         r.member_id = run.member_id
@@ -258,3 +279,84 @@ class Acquiring:
             ranges.append(InFlightRange(offset, offset, RecordState.AVAILABLE, 0))
             self._available_from = min(self._available_from, offset)
         self.speo = offset + 1
+
+    # ----------------------------------------------------------------- scheduled delivery
+    def _acquire_scheduled(self, run: AcquisitionRun, batch: BatchHeader, lo: int) -> bool:
+        """Acquire from a batch of a group with a schedule (core.schedule): the records due by
+        now as any others, the rest left Available until their time, never delivered yet. A
+        record's time, once judged, stands (it is kept with the record, not read again)."""
+        if batch.base_offset > self.speo:
+            self._archive_unreadable(self.speo, batch.base_offset - 1)
+        schedule = self.limits.schedule
+        whole = (lo, batch.last_offset) == (batch.base_offset, batch.last_offset)
+        for first, last, due in schedule.runs(
+            lo, batch.last_offset, batch.base_offset, batch.max_timestamp, batch.deliver_at
+        ):
+            if due > run.clock_ms:
+                self._defer(first, last, due)
+                if first < self.speo and not self._acquire_available(
+                    run, first, min(last, self.speo - 1)
+                ):  # an operator's "deliver now" stands before the record's own time
+                    return False
+                continue
+            part = (
+                batch
+                if whole and first == lo and last == batch.last_offset
+                else (replace(batch, base_offset=first, last_offset=last))
+            )
+            before = len(run.acquired)
+            go_on = self._acquire_batch(run, part, first)
+            if due:
+                firsts = sum(
+                    a.last_offset - a.first_offset + 1
+                    for a in run.acquired[before:]
+                    if a.delivery_count == 1
+                )
+                if firsts:
+                    run.lateness.append((firsts, run.clock_ms - due))
+            if not go_on or run.count >= run.limit:
+                return False
+        return True
+
+    def _defer(self, first: int, last: int, due: int) -> None:
+        """Offsets first..last are not due before ``due``: those past SPEO join the in-flight
+        records Available with that time, and those below it that are Available and never
+        judged (read again after a restart, or left waiting on their key) take it."""
+        if first < self.speo:
+            ranges = self._inflight.ranges
+            hi = min(last, self.speo - 1)
+            i = max(self._inflight.index_of(first), 0)
+            while i < len(ranges) and ranges[i].first <= hi:
+                r = ranges[i]
+                if r.state != RecordState.AVAILABLE or r.delivery_count or r.available_at_ms:
+                    i += 1
+                    continue
+                if r.first < first:
+                    ranges.insert(i + 1, r.split(first))
+                    i += 1
+                    r = ranges[i]
+                if r.last > hi:
+                    ranges.insert(i + 1, r.split(hi + 1))
+                r.available_at_ms = due
+                self._deferred += r.last - r.first + 1
+                i += 1
+        if last >= self.speo:
+            self._append_deferred(max(first, self.speo), last, due)
+
+    def _append_deferred(self, first: int, last: int, due: int) -> None:
+        """New records first..last (from SPEO) left Available until ``due``."""
+        ranges = self._inflight.ranges
+        tail = ranges[-1] if ranges else None
+        if (
+            tail is not None
+            and tail.last + 1 == first
+            and tail.state == RecordState.AVAILABLE
+            and tail.delivery_count == 0
+            and tail.available_at_ms == due
+        ):
+            tail.last = last
+        else:
+            ranges.append(InFlightRange(first, last, RecordState.AVAILABLE, 0, None, None, due))
+            self._available_from = min(self._available_from, first)
+        self._deferred += last - first + 1
+        self.speo = last + 1

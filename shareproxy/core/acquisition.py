@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.inflight import AcquiredRange
+from shareproxy.core.schedule import DeliverySchedule
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,11 @@ class BatchHeader:
     # the key hash of each offset base..last (core.key_order.NO_KEY: none), read only when the
     # group orders by key
     key_hashes: tuple[int, ...] | None = None
+    # the batch's newest record's timestamp (ms): where a delay counts from
+    max_timestamp: int = -1
+    # each offset's own delivery time (core.schedule.NO_TIME: none), read only when the group
+    # reads the header and the batch may hold it
+    deliver_at: tuple[int, ...] | None = None
 
     @property
     def delivers_records(self) -> bool:
@@ -36,6 +42,7 @@ class PartitionLimits:
     redelivery_backoff: RedeliveryBackoff = field(default_factory=RedeliveryBackoff)
     dead_letter: bool = False  # the group has a dead-letter topic (KIP-1191)
     key_ordered: bool = False  # records of one key go to one member at a time, in order
+    schedule: DeliverySchedule = field(default_factory=DeliverySchedule)
 
     @property
     def throttle_threshold(self) -> int:
@@ -64,3 +71,8 @@ class AcquisitionRun:
     throttled: bool = False
     count: int = 0
     acquired: list[AcquiredRange] = field(default_factory=list)
+    # the clock itself (``now_ms`` is past every back-off when the group has none): a record
+    # not due yet waits on it whatever the back-off
+    clock_ms: int = 0
+    # (records, ms) delivered this long after their delivery time: the lateness histogram's
+    lateness: list[tuple[int, int]] = field(default_factory=list)

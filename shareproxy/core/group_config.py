@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from shareproxy.core.dead_letter import DEFAULT_TOPIC_PREFIX, topic_problem
 from shareproxy.core.errors import ShareError
 from shareproxy.core.offset_reset import parse_auto_offset_reset
+from shareproxy.core.schedule import DEFAULT_MAX_DELAY_MS
+
+_YEAR_MS = 365 * 24 * 3600 * 1000
 
 LOCK_DURATION = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
@@ -35,6 +38,10 @@ DLQ_COPY = "errors.deadletterqueue.copy.record.enable"
 FAIR_ACQUISITION = "share.fair.acquisition.enable"
 # beyond KIP-932: key-ordered share delivery (core.key_order)
 KEY_ORDERING = "share.key.ordering.enable"
+# beyond KIP-932: scheduled delivery and delay queues (core.schedule)
+DELIVERY_DELAY = "share.delivery.delay.ms"
+MAX_DELIVERY_DELAY = "share.delivery.max.delay.ms"
+DELIVER_AT_HEADER = "share.delivery.header.enable"
 
 
 class GroupConfigError(ValueError):
@@ -222,6 +229,30 @@ DEFINITIONS: dict[str, ConfigDef] = {
             "record waits while an earlier one of its key is acquired or to be redelivered); "
             "consumers sharing a partition each own a range of keys; records without a key "
             "are unordered",
+            _one_of("true", "false"),
+            "false",
+        ),
+        ConfigDef(
+            DELIVERY_DELAY,
+            "int",
+            "how long after its timestamp each record becomes deliverable (0: at once); "
+            "a delay queue",
+            IntBetween(0, _YEAR_MS),
+            "0",
+        ),
+        ConfigDef(
+            MAX_DELIVERY_DELAY,
+            "int",
+            "the longest a record waits for its delivery time, counted from its timestamp: a "
+            "later time is cut to it",
+            IntBetween(0, _YEAR_MS),
+            str(DEFAULT_MAX_DELAY_MS),
+        ),
+        ConfigDef(
+            DELIVER_AT_HEADER,
+            "boolean",
+            "whether a record's x-deliver-at header (ms since the epoch, ASCII digits) holds "
+            "it back until that time (each record's headers are then read)",
             _one_of("true", "false"),
             "false",
         ),

@@ -16,7 +16,9 @@ from shareproxy.core.group_config import (
     BACKOFF_MAX,
     BACKOFF_MULTIPLIER,
     DEFINITIONS,
+    DELIVER_AT_HEADER,
     DELIVERY_COUNT_LIMIT,
+    DELIVERY_DELAY,
     DLQ_COPY,
     DLQ_TOPIC,
     FAIR_ACQUISITION,
@@ -24,11 +26,13 @@ from shareproxy.core.group_config import (
     ISOLATION_LEVEL,
     KEY_ORDERING,
     LOCK_DURATION,
+    MAX_DELIVERY_DELAY,
     MAX_RECORD_LOCKS,
     RENEW_ACKNOWLEDGE,
     SESSION_TIMEOUT,
 )
 from shareproxy.core.offset_reset import AutoOffsetReset, parse_auto_offset_reset
+from shareproxy.core.schedule import DeliverySchedule
 from shareproxy.core.share_group import DEFAULT_MAX_SIZE
 
 _DEFAULT = {name: d.default for name, d in DEFINITIONS.items()}
@@ -64,6 +68,15 @@ class GroupSettings:
     key_ordering: bool = _DEFAULT[KEY_ORDERING] == "true"
     dead_letter_topic: str = _DEFAULT[DLQ_TOPIC]
     dead_letter_copy: bool = _DEFAULT[DLQ_COPY] == "true"
+    delivery_delay_ms: int = int(_DEFAULT[DELIVERY_DELAY])
+    max_delivery_delay_ms: int = int(_DEFAULT[MAX_DELIVERY_DELAY])
+    deliver_at_header: bool = _DEFAULT[DELIVER_AT_HEADER] == "true"
+
+    @property
+    def schedule(self) -> DeliverySchedule:
+        return DeliverySchedule(
+            self.delivery_delay_ms, self.max_delivery_delay_ms, self.deliver_at_header
+        )
 
     @property
     def limits(self) -> PartitionLimits:
@@ -74,6 +87,7 @@ class GroupSettings:
             self.redelivery_backoff,
             dead_letter=bool(self.dead_letter_topic),
             key_ordered=self.key_ordering,
+            schedule=self.schedule,
         )
 
     def with_configs(self, configs: Mapping[str, str]) -> GroupSettings:
@@ -105,6 +119,12 @@ class GroupSettings:
                 changes["fair_acquisition"] = value == "true"
             elif name == KEY_ORDERING:
                 changes["key_ordering"] = value == "true"
+            elif name == DELIVERY_DELAY:
+                changes["delivery_delay_ms"] = int(value)
+            elif name == MAX_DELIVERY_DELAY:
+                changes["max_delivery_delay_ms"] = int(value)
+            elif name == DELIVER_AT_HEADER:
+                changes["deliver_at_header"] = value == "true"
             elif name == BACKOFF_INITIAL:
                 backoff["initial_ms"] = int(value)
             elif name == BACKOFF_MULTIPLIER:
@@ -133,4 +153,7 @@ class GroupSettings:
             KEY_ORDERING: "true" if self.key_ordering else "false",
             DLQ_TOPIC: self.dead_letter_topic,
             DLQ_COPY: "true" if self.dead_letter_copy else "false",
+            DELIVERY_DELAY: str(self.delivery_delay_ms),
+            MAX_DELIVERY_DELAY: str(self.max_delivery_delay_ms),
+            DELIVER_AT_HEADER: "true" if self.deliver_at_header else "false",
         }

@@ -8,6 +8,7 @@ from typing import Protocol
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
 from shareproxy.core.inflight import RangeList
 from shareproxy.core.key_order import NO_KEY, KeyOrder
+from shareproxy.core.schedule import NO_TIME
 from shareproxy.core.states import RecordState
 
 
@@ -25,6 +26,8 @@ class _SharePartition(Protocol):
     def _archive_unreadable(self, first: int, last: int) -> None: ...
     def _append_acquired(self, run: AcquisitionRun, first: int, last: int) -> None: ...
     def _append_waiting(self, offset: int) -> None: ...
+    def _append_deferred(self, first: int, last: int, due: int) -> None: ...
+    def _defer(self, first: int, last: int, due: int) -> None: ...
     def _throttle(self, run: AcquisitionRun, delivery_count: int) -> bool: ...
     def _lock_slice(
         self, run: AcquisitionRun, i: int, start: int, end: int, delivery_count: int
@@ -48,6 +51,15 @@ def acquire_keyed(
     base, last = batch.base_offset, batch.last_offset
     order = sp.key_order
     owned_lo, owned_hi = owned
+    schedule = sp.limits.schedule
+    times = batch.deliver_at if schedule.headers else None
+
+    def due(offset: int) -> int:  # 0 unless the group has a schedule (core.schedule)
+        if not schedule.active:
+            return 0
+        return schedule.due_ms(
+            batch.max_timestamp, NO_TIME if times is None else times[offset - base]
+        )
 
     def free(offset: int, key: int) -> bool:
         if key == NO_KEY:
@@ -64,11 +76,17 @@ def acquire_keyed(
     o = lo
     while o <= last:
         if o >= sp.speo:  # a new record: its first delivery, or Available until its key is free
+            key = hashes[o - base]
+            at = due(o)
+            if at > run.clock_ms:  # not due yet: it holds its key until delivered
+                sp._append_deferred(o, o, at)
+                order.learn(o, key)
+                o += 1
+                continue
             if sp.in_flight_count >= sp.limits.max_record_locks:
                 return False
             if run.strict and run.count >= run.limit:
                 return False
-            key = hashes[o - base]
             if free(o, key):
                 sp._append_acquired(run, o, o)
             else:
@@ -82,9 +100,16 @@ def acquire_keyed(
         if r.state != RecordState.AVAILABLE:
             o = end + 1
             continue
+        if schedule.active and r.delivery_count == 0 and not r.available_at_ms:
+            for x in range(o, end + 1):  # never judged (read again after a restart): judge it
+                if due(x) > run.clock_ms:
+                    sp._defer(x, x, due(x))
+            r = ranges[sp._inflight.index_of(o)]
+            end = min(r.last, last)
         for x in range(o, end + 1):
             order.learn(x, hashes[x - base])
-        if r.available_at_ms > run.now_ms:  # in its back-off: it still holds its key
+        if r.available_at_ms > (run.now_ms if r.delivery_count else run.clock_ms):
+            # in its back-off, or waiting for its delivery time: it still holds its key
             o = end + 1
             continue
         delivery_count = r.delivery_count + 1

@@ -2,12 +2,13 @@
 
 Lag is the number of records between SPSO and the high watermark that are neither Acknowledged
 nor Archived: records not yet read from the log (SPEO onwards) count as well as Available and
-Acquired ones.
+Acquired ones, but not records waiting for their delivery time (core.schedule), which are owed
+nothing yet and are counted apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from shareproxy.core.states import RecordState
@@ -20,6 +21,12 @@ class PartitionLag:
     high_watermark: int | None  # None: the upstream cluster could not say
     lag: int | None  # None: unknown without the high watermark
     in_flight: dict[str, int] = field(default_factory=dict)  # state name → records
+    waiting: int = 0  # records whose delivery time is still ahead: not in the lag
+    next_due_ms: int | None = None  # the earliest of their times
+
+
+# (first, last, delivery time) of in-flight ranges whose delivery time is still ahead
+Waiting = Sequence[tuple[int, int, int]]
 
 
 def partition_lag(
@@ -27,26 +34,34 @@ def partition_lag(
     speo: int,
     ranges: Iterable[tuple[int, int, RecordState]],
     high_watermark: int | None,
+    waiting: Waiting = (),
 ) -> PartitionLag:
-    """``ranges``: (first, last, state) of the in-flight records, SPSO ≤ first ≤ last < SPEO.
-    Without the high watermark the lag is unknown; the stored offsets are still known."""
+    """``ranges``: (first, last, state) of the in-flight records, SPSO ≤ first ≤ last < SPEO;
+    ``waiting``: those of them whose delivery time is ahead. Without the high watermark the lag
+    is unknown; the stored offsets are still known."""
     counts = {s.name.lower(): 0 for s in RecordState}
     settled = 0
     for first, last, state in ranges:
         counts[state.name.lower()] += last - first + 1
         if high_watermark is not None and state.is_terminal:
             settled += max(0, min(last, high_watermark - 1) - max(first, spso) + 1)
-    lag = None if high_watermark is None else max(0, high_watermark - spso - settled)
-    return PartitionLag(spso, speo, high_watermark, lag, counts)
+    held = sum(last - first + 1 for first, last, _ in waiting)
+    lag = None if high_watermark is None else max(0, high_watermark - spso - settled - held)
+    due = min((at for _, _, at in waiting), default=None)
+    return PartitionLag(spso, speo, high_watermark, lag, counts, held, due)
 
 
-def first_unacked(spso: int, ranges: Iterable[tuple[int, int, RecordState]]) -> int:
+def first_unacked(
+    spso: int, ranges: Iterable[tuple[int, int, RecordState]], waiting: Waiting = ()
+) -> int:
     """The first offset at or past SPSO that still counts towards the lag: an Available or
-    Acquired record, or one not yet in flight (a gap, or SPEO onwards). ``ranges`` in offset
-    order. Since SPSO moves past the settled prefix, this is SPSO but for a moment."""
+    Acquired record not waiting for its delivery time, or one not yet in flight (a gap, or
+    SPEO onwards). ``ranges`` in offset order, ``waiting`` whole ranges of them. Since SPSO
+    moves past the settled prefix, this is SPSO but for a moment, or while records wait."""
+    held = {(first, last) for first, last, _ in waiting}
     offset = spso
     for first, last, state in ranges:
-        if first > offset or not state.is_terminal:
+        if first > offset or not (state.is_terminal or (first, last) in held):
             if last >= offset:
                 break
             continue

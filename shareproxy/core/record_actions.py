@@ -38,12 +38,14 @@ class RecordAction(StrEnum):
     RELEASE = "release"
     ACCEPT = "accept"
     REJECT = "reject"
+    DELIVER = "deliver"  # a record waiting for its delivery time is deliverable now
 
 
 ACTION_SOURCES: dict[RecordAction, frozenset[RecordState]] = {
     RecordAction.RELEASE: frozenset({RecordState.ACQUIRED}),
     RecordAction.ACCEPT: frozenset({RecordState.AVAILABLE, RecordState.ACQUIRED}),
     RecordAction.REJECT: frozenset({RecordState.AVAILABLE, RecordState.ACQUIRED}),
+    RecordAction.DELIVER: frozenset({RecordState.AVAILABLE}),
 }
 
 
@@ -57,6 +59,7 @@ class RecordRun:
     delivery_count: int
     member_id: str | None
     lock_deadline_ms: int | None
+    available_at_ms: int = 0  # an Available run's delivery time or end of back-off (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,7 @@ def page_of(
                 r.delivery_count,
                 r.member_id if acquired else None,
                 r.deadline_ms if acquired else None,
+                r.available_at_ms if r.state == RecordState.AVAILABLE else 0,
             )
         )
     following = runs[-1].last + 1 if runs else speo
@@ -118,6 +122,10 @@ class RecordActions:
     archived_log: list[ArchivedRun]
     _inflight: RangeList
     _dirty: list[tuple[int, int]]
+    _deferred: int
+
+    def _count_deferred(self) -> int:
+        raise NotImplementedError  # SharePartition's
 
     def _end_lock(self, r: InFlightRange, now_ms: int) -> None:
         raise NotImplementedError  # SharePartition's: a lock ending without acceptance
@@ -166,6 +174,11 @@ class RecordActions:
             if action == RecordAction.RELEASE:
                 self._end_lock(r, now_ms)
                 continue
+            if action == RecordAction.DELIVER:
+                # its time (or back-off) is now; a record never delivered keeps a time, so that
+                # its own delivery time, read again from the log, does not hold it back again
+                r.available_at_ms = now_ms if r.delivery_count == 0 else 0
+                continue
             if action == RecordAction.ACCEPT:
                 r.state = RecordState.ACKNOWLEDGED
             else:
@@ -178,4 +191,5 @@ class RecordActions:
             r.deadline_ms = None
         self._dirty.append((first, last))
         self._advance_spso()
+        self._deferred = self._count_deferred()
         return self._take_delta()

@@ -49,6 +49,8 @@ class SharePartition(RecordActions, Acquiring):
         # no Available range starts below this offset: the search for the first one starts
         # here, not at SPSO, so it does not walk again the ranges acquired or delivered
         self._available_from = start_offset
+        self._deferred = 0  # records waiting for their delivery time (core.schedule)
+        self.lateness: list[tuple[int, int]] = []  # drained by the owner: a histogram's
         # What the store holds: its start offset and the last offset it has state for.
         self._persisted_spso = start_offset
         self._persisted_end = start_offset - 1
@@ -96,6 +98,7 @@ class SharePartition(RecordActions, Acquiring):
             expected = last + 1
         sp.speo = expected
         sp.dead_letter_pending = any(r.state == RecordState.ARCHIVING for r in ranges)
+        sp._deferred = sp._count_deferred()
         sp._persisted_end = expected - 1
         sp._advance_spso()
         sp._persisted_spso = sp.spso
@@ -106,11 +109,47 @@ class SharePartition(RecordActions, Acquiring):
     def ranges(self) -> Sequence[InFlightRange]:
         return self._inflight.ranges
 
-    def next_fetch_offset(self) -> int:
-        """Where the next read from the log should start: the first Available record, else SPEO."""
+    def next_fetch_offset(self, now_ms: int | None = None) -> int:
+        """Where the next read from the log should start: the first Available record, else
+        SPEO; given the time, the first not waiting for its delivery time."""
         i = self._first_available()
         ranges = self._inflight.ranges
-        return ranges[i].first if i < len(ranges) else self.speo
+        n = len(ranges)
+        if self._deferred and now_ms is not None:
+            while i < n and (
+                ranges[i].state != RecordState.AVAILABLE
+                or (ranges[i].delivery_count == 0 and ranges[i].available_at_ms > now_ms)
+            ):
+                i += 1
+        return ranges[i].first if i < n else self.speo
+
+    @property
+    def deferred_count(self) -> int:
+        """Records never delivered yet that have a delivery time (due or not)."""
+        return self._deferred
+
+    def next_due(self, now_ms: int) -> int | None:
+        """The earliest delivery time still ahead (None: nothing waits for one)."""
+        return min((at for _, _, at in self.waiting_runs(now_ms)), default=None)
+
+    def waiting_runs(self, now_ms: int) -> list[tuple[int, int, int]]:
+        """(first, last, delivery time) of the in-flight ranges whose time is still ahead."""
+        if not self._deferred:
+            return []
+        return [
+            (r.first, r.last, r.available_at_ms)
+            for r in islice(self._inflight.ranges, self._first_available(), None)
+            if r.state == RecordState.AVAILABLE
+            and r.delivery_count == 0
+            and r.available_at_ms > now_ms
+        ]
+
+    def _count_deferred(self) -> int:
+        return sum(
+            r.last - r.first + 1
+            for r in self._inflight.ranges
+            if r.state == RecordState.AVAILABLE and r.delivery_count == 0 and r.available_at_ms
+        )
 
     def has_acquirable(self) -> bool:
         """Whether an acquisition could hand anything out given enough log data."""
@@ -352,6 +391,7 @@ class SharePartition(RecordActions, Acquiring):
                 if r.state == RecordState.AVAILABLE:
                     r.state = RecordState.ARCHIVED
                     self._dirty.append((r.first, r.last))
+            self._deferred = self._count_deferred()
             if log_start_offset > self.speo:
                 if self._inflight.ranges:
                     self._inflight.append(

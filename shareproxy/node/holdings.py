@@ -86,8 +86,13 @@ def live_state(
             slot = (key.group_id, r.state.name.lower())
             in_flight[slot] = in_flight.get(slot, 0) + r.last - r.first + 1
         ranges = [(r.first, r.last, r.state) for r in leader.ranges]
+        waiting = leader.waiting_runs(now_ms)
         lag = partition_lag(
-            leader.spso, leader.speo, ranges, max(leader.cache.high_watermark, leader.speo)
+            leader.spso,
+            leader.speo,
+            ranges,
+            max(leader.cache.high_watermark, leader.speo),
+            waiting,
         )
         labels = (key.group_id, leader.topic, key.partition)
         detail[labels] = {
@@ -96,11 +101,11 @@ def live_state(
             "batches": len(leader.ranges),
             "start_offset": leader.spso,
         }
-        if lag.lag:  # records wait: the first of them is at or past SPSO
-            timestamp_ms = leader.cache.timestamp_from(leader.spso)
+        first = first_unacked(leader.spso, ranges, waiting)
+        if lag.lag:  # records are owed: the first of them is at or past SPSO
+            timestamp_ms = leader.cache.timestamp_from(first)
             if timestamp_ms is not None:
                 oldest[labels] = timestamp_ms / 1000
-        first = first_unacked(leader.spso, ranges)
         waited = oldest_unacked_age(
             first, lag.high_watermark, leader.cache.timestamp_from(first), now_ms
         )

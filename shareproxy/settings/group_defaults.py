@@ -29,6 +29,9 @@ GROUP_DEFAULTS = {
     "key_ordering": gc.KEY_ORDERING,
     "dead_letter_topic": gc.DLQ_TOPIC,
     "dead_letter_copy": gc.DLQ_COPY,
+    "delivery_delay_ms": gc.DELIVERY_DELAY,
+    "max_delivery_delay_ms": gc.MAX_DELIVERY_DELAY,
+    "deliver_at_header": gc.DELIVER_AT_HEADER,
 }
 
 

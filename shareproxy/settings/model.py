@@ -248,6 +248,9 @@ class Settings(BaseSettings):
     key_ordering: bool = group_default(gc.KEY_ORDERING)
     dead_letter_topic: str = group_default(gc.DLQ_TOPIC)
     dead_letter_copy: bool = group_default(gc.DLQ_COPY)
+    delivery_delay_ms: int = group_default(gc.DELIVERY_DELAY)
+    max_delivery_delay_ms: int = group_default(gc.MAX_DELIVERY_DELAY)
+    deliver_at_header: bool = group_default(gc.DELIVER_AT_HEADER)
     # the bounds of the group configs: Kafka's broker configs of the same names, defaults and
     # ranges (group.share.min.record.lock.duration.ms, …)
     group_share_min_record_lock_duration_ms: int = bound(

@@ -45,6 +45,21 @@ DELIVERIES = Counter(
     ["group", "delivery"],
     registry=REGISTRY,
 )
+DELIVERY_LATENESS = Histogram(
+    "shareproxy_delivery_lateness_seconds",
+    "How long after its delivery time a record with one (x-deliver-at, or a group's "
+    "share.delivery.delay.ms) was first delivered, by group",
+    ["group"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+    registry=REGISTRY,
+)
+DELIVERY_TIMES_NOT_READ = Counter(
+    "shareproxy_delivery_times_not_read",
+    "Records whose x-deliver-at header is not a time (ms since the epoch, ASCII digits): "
+    "delivered at once, by group",
+    ["group"],
+    registry=REGISTRY,
+)
 LOCK_TIMEOUTS = Counter(
     "share_acquisition_lock_timeouts",
     "Records whose acquisition lock expired before they were acknowledged",

@@ -37,7 +37,11 @@ from shareproxy.upstream.fetched import PartitionData
 
 NODE = 1  # the one broker; it leads every partition
 
-Record = tuple[bytes | None, bytes | None]  # (key, value)
+# (key, value), or (key, value, headers as (name, value) pairs)
+Record = (
+    tuple[bytes | None, bytes | None]
+    | tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]]]
+)
 
 
 @dataclass(slots=True)
@@ -70,8 +74,9 @@ class _Log:
 def record_batch(base_offset: int, records: Sequence[Record], timestamp_ms: int) -> bytes:
     """One uncompressed v2 record batch at ``base_offset``, as a broker stores it."""
     builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
-    for i, (key, value) in enumerate(records):
-        builder.append(i, timestamp=timestamp_ms, key=key, value=value, headers=[])
+    for i, (key, value, *headers) in enumerate(records):
+        named = list(headers[0]) if headers else []
+        builder.append(i, timestamp=timestamp_ms, key=key, value=value, headers=named)
     data = bytearray(builder.build())
     struct.pack_into(">q", data, 0, base_offset)  # the broker's offset; outside the CRC
     return bytes(data)

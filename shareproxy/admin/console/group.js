@@ -10,7 +10,7 @@ import { confirmPlan } from "./confirm.js";
 import { age, clear, el, setText } from "./dom.js";
 import { LiveTable } from "./sortable.js";
 
-const STATES = ["Available", "Acquired", "Acknowledged", "Archiving", "Archived"];
+const STATES = ["Available", "Waiting", "Acquired", "Acknowledged", "Archiving", "Archived"];
 
 function bar(cell, p) {
   let box = cell.firstChild;
@@ -30,12 +30,16 @@ function bar(cell, p) {
     const count = r.last_offset - r.first_offset + 1;
     const lock = r.lock_expires_at ? `, lock ends ${r.lock_expires_at}` : "";
     const member = r.member_id ? `, member ${r.member_id}` : "";
+    // Available but not before its delivery time (or the end of its back-off): its own colour
+    const waiting = r.state === "Available" && r.deliverable_at && Date.parse(r.deliverable_at) > Date.now();
+    const shown = waiting ? "Waiting" : r.state;
+    const due = r.deliverable_at ? `, deliverable at ${r.deliverable_at}` : "";
     const piece = el("span", {
-      class: `s-${r.state}`,
-      "data-state": r.state,
+      class: `s-${shown}`,
+      "data-state": shown,
       "data-first": r.first_offset,
       "data-last": r.last_offset,
-      title: `${r.first_offset}–${r.last_offset}: ${r.state}, delivery count ${r.delivery_count}${member}${lock}`,
+      title: `${r.first_offset}–${r.last_offset}: ${shown}, delivery count ${r.delivery_count}${member}${lock}${due}`,
     });
     piece.style.width = `${(100 * count) / span}%`;
     box.append(piece);

@@ -8,6 +8,7 @@ const ACTIONS = {
   release: "Acquired → Available (delivery count kept)",
   accept: "Available or Acquired → Acknowledged (skipped)",
   reject: "Available or Acquired → Archived (or Archiving with a dead-letter topic)",
+  deliver: "Available → due now (a record waiting for its delivery time, or in a back-off)",
 };
 
 function statesNow(partition, first, last) {

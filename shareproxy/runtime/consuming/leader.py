@@ -34,9 +34,11 @@ from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from shareproxy.runtime.consuming.log_cache import CachedLog, LogCache, records_holding
 from shareproxy.telemetry import metrics
+from shareproxy.telemetry.logs import RateLimit
 from shareproxy.upstream.fetched import PartitionData
 
 log = logging.getLogger(__name__)
+log.addFilter(RateLimit())  # producers decide how many headers are not times
 
 # a member that asked for records here this recently shares the work (fair work):
 # several of Kafka's and librdkafka's default fetch waits (500 ms)
@@ -84,7 +86,7 @@ class SharePartitionLeader:
         self.on_refused = on_refused
         self._mutex = asyncio.Lock()  # one change and its write at a time; not an acquisition lock
         self.cache_budget = cache_budget
-        self._cache = LogCache(settings.isolation_level, settings.key_ordering, budget=cache_budget)
+        self._cache = self._new_cache(settings)
         self._valid = True  # False once a write was refused or the state replaced: reload
         # whether this node still leads the partition (placement and its lease):
         # asked under the mutex, since waiting for it may outlast either
@@ -131,14 +133,22 @@ class SharePartitionLeader:
             return True
         return False
 
-    async def snapshot(self) -> tuple[int, int, list[tuple[int, int, RecordState]]]:
-        """SPSO, SPEO and the in-flight ranges as (first, last, state), read between changes."""
+    async def snapshot(
+        self,
+    ) -> tuple[int, int, list[tuple[int, int, RecordState]], list[tuple[int, int, int]]]:
+        """SPSO, SPEO, the in-flight ranges as (first, last, state) and those of them waiting
+        for their delivery time as (first, last, time), read between changes."""
         async with self._mutex:
             return (
                 self._sp.spso,
                 self._sp.speo,
                 [(r.first, r.last, r.state) for r in self._sp.ranges],
+                self._sp.waiting_runs(self.clock_ms()),
             )
+
+    def waiting_runs(self, now_ms: int) -> list[tuple[int, int, int]]:
+        """The in-flight ranges whose delivery time is after ``now_ms``: (first, last, time)."""
+        return self._sp.waiting_runs(now_ms)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -170,14 +180,16 @@ class SharePartitionLeader:
         return self._sp.has_acquirable()
 
     def next_fetch_offset(self) -> int:
-        return self._sp.next_fetch_offset()
+        """The first record an acquisition could take now (records waiting for their delivery
+        time are passed over), else SPEO."""
+        return self._sp.next_fetch_offset(self.clock_ms())
 
     def bytes_ready_from_next_fetch(self) -> int:
         """Cached log bytes an acquisition could deliver now (0 with nothing acquirable):
         what a fetch's MinBytes counts, as Kafka counts from the next fetch offset."""
         if not self._sp.has_acquirable():
             return 0
-        return self._cache.bytes_from(self._sp.next_fetch_offset())
+        return self._cache.bytes_from(self.next_fetch_offset())
 
     def locks_due(self, now_ms: int) -> bool:
         """Whether an acquisition lock is past its deadline."""
@@ -185,9 +197,12 @@ class SharePartitionLeader:
         return deadline is not None and deadline <= now_ms
 
     def backoff_ended(self, since_ms: int, now_ms: int) -> bool:
-        """Whether a redelivery back-off ended in (since_ms, now_ms]."""
+        """Whether a redelivery back-off ended, or a record's delivery time came, in
+        (since_ms, now_ms]."""
         sp = self._sp
-        return sp.limits.redelivery_backoff.enabled and sp.backoff_ended(since_ms, now_ms)
+        return (sp.limits.redelivery_backoff.enabled or sp.deferred_count > 0) and sp.backoff_ended(
+            since_ms, now_ms
+        )
 
     # ------------------------------------------------------------------ waking long polls
 
@@ -206,16 +221,36 @@ class SharePartitionLeader:
         self._valid = False
         self.notify()
 
+    def _new_cache(self, settings: GroupSettings) -> LogCache:
+        return LogCache(
+            settings.isolation_level,
+            settings.key_ordering,
+            budget=self.cache_budget,
+            timed=settings.deliver_at_header,
+            on_not_a_time=self._not_a_time,
+        )
+
+    def _not_a_time(self, offset: int) -> None:
+        """A record's x-deliver-at header is not a time: it is delivered at once."""
+        metrics.DELIVERY_TIMES_NOT_READ.labels(self.key.group_id).inc()
+        log.warning(
+            "the x-deliver-at header of group %s, topic %s, partition %d, offset %d is not "
+            "a time (ms since the epoch, ASCII digits): delivered at once",
+            self.key.group_id,
+            self.topic,
+            self.key.partition,
+            offset,
+        )
+
     def apply_settings(self, settings: GroupSettings) -> None:
         """A group config changed: the next acquisition, lock and delivery use it."""
-        if (settings.isolation_level, settings.key_ordering) != (
+        if (settings.isolation_level, settings.key_ordering, settings.deliver_at_header) != (
             self.settings.isolation_level,
             self.settings.key_ordering,
+            self.settings.deliver_at_header,
         ):
             self._cache.clear()
-            self._cache = LogCache(  # refilled
-                settings.isolation_level, settings.key_ordering, budget=self.cache_budget
-            )
+            self._cache = self._new_cache(settings)  # refilled
         self.settings = settings
         self._sp.change_limits(settings.limits)
         self.notify()  # a higher lock limit may let waiting fetches acquire
@@ -265,7 +300,7 @@ class SharePartitionLeader:
         owned: tuple[int, int] = WHOLE_SPACE,
     ) -> Acquisition:
         sp = self._sp
-        batches = self._cache.from_offset(sp.next_fetch_offset(), max_bytes)
+        batches = self._cache.from_offset(sp.next_fetch_offset(now_ms), max_bytes)
         if not batches:
             return Acquisition([], b"")
         headers = [b.header for b in batches]
@@ -273,6 +308,9 @@ class SharePartitionLeader:
         if not acquired:
             return Acquisition([], b"")
         _count_deliveries(self.key.group_id, acquired)
+        if sp.lateness:
+            _observe_lateness(self.key.group_id, sp.lateness)
+            sp.lateness.clear()
         return Acquisition(acquired, records_holding(batches, acquired))
 
     async def acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> ErrorCode:
@@ -434,3 +472,12 @@ def _count_acknowledgements(group_id: str, batches: Sequence[AckBatch]) -> None:
         _group_counter(metrics.ACKNOWLEDGEMENTS, group_id, _ACK_NAMES[AcknowledgeType(t)]).inc(n)
         if t == AcknowledgeType.REJECT:
             metrics.ARCHIVED.labels(group_id, "rejected").inc(n)
+
+
+def _observe_lateness(group_id: str, lateness: Sequence[tuple[int, int]]) -> None:
+    """Each record once in the histogram (a run of records shares its lateness)."""
+    histogram = metrics.DELIVERY_LATENESS.labels(group_id)
+    for records, late_ms in lateness:
+        seconds = max(late_ms, 0) / 1000
+        for _ in range(records):
+            histogram.observe(seconds)

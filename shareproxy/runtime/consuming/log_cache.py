@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from shareproxy.protocol.record_batch import (
     scan_batches,
 )
 from shareproxy.protocol.record_keys import batch_key_hashes
+from shareproxy.protocol.record_schedule import batch_deliver_at
 from shareproxy.runtime.consuming.cache_budget import CacheBudget, FrameRefs, frame_of
 from shareproxy.upstream.client import PartitionData
 
@@ -74,10 +75,20 @@ class LogCache:
     transactions, and the broker's list is honoured where it does."""
 
     def __init__(
-        self, isolation_level: int = 0, keyed: bool = False, *, budget: CacheBudget
+        self,
+        isolation_level: int = 0,
+        keyed: bool = False,
+        *,
+        budget: CacheBudget,
+        timed: bool = False,
+        on_not_a_time: Callable[[int], None] | None = None,
     ) -> None:
         self.isolation_level = isolation_level
         self.keyed = keyed  # read each record's key (key-ordered delivery)
+        # read each record's x-deliver-at header (scheduled delivery); told of each offset
+        # whose header is not a time
+        self.timed = timed
+        self.on_not_a_time = on_not_a_time
         self.batches: list[CachedBatch] = []
         self.high_watermark = 0
         self.answered = False  # upstream has told where the log ends (an empty log ends at 0)
@@ -162,6 +173,14 @@ class LogCache:
         for info in infos:
             if info.last_offset < end:
                 continue  # already cached (fetches overlap at the batch holding their offset)
+            deliver_at = None
+            if self.timed and not info.is_control:
+                deliver_at, invalid = batch_deliver_at(
+                    raw[info.start : info.end], info.base_offset, info.last_offset
+                )
+                if invalid and self.on_not_a_time is not None:
+                    for offset in invalid:
+                        self.on_not_a_time(offset)
             header = BatchHeader(
                 info.base_offset,
                 info.last_offset,
@@ -172,6 +191,8 @@ class LogCache:
                     if self.keyed and not info.is_control
                     else None
                 ),
+                max_timestamp=info.max_timestamp,
+                deliver_at=deliver_at,
             )
             self._size += info.end - info.start
             batch = CachedBatch(info, raw, header, self._size)

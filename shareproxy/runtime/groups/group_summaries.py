@@ -60,6 +60,7 @@ class _Waiting:
     spso: int
     speo: int
     ranges: partition_views.Ranges
+    waiting: partition_views.Waiting
 
 
 def as_coordinated(
@@ -112,8 +113,10 @@ async def summarize(
             held = await partition_views.snapshot(partitions, store, key)
         if held is None:
             return None
-        spso, speo, ranges = held
-        return _Waiting(key, topic, first_unacked(spso, ranges), spso, speo, ranges)
+        spso, speo, ranges, waiting = held
+        return _Waiting(
+            key, topic, first_unacked(spso, ranges, waiting), spso, speo, ranges, waiting
+        )
 
     ids = sorted(groups)
     keys = await asyncio.gather(*(keys_of(g) for g in ids))
@@ -129,7 +132,7 @@ async def summarize(
         parts = []
         for w in waiting:
             hwm, timestamp_ms = heads.get((w.topic, w.key.partition, w.first), (None, None))
-            lag = partition_lag(w.spso, w.speo, w.ranges, hwm).lag
+            lag = partition_lag(w.spso, w.speo, w.ranges, hwm, w.waiting).lag
             parts.append((lag, oldest_unacked_age(w.first, hwm, timestamp_ms, now_ms)))
         total = summed(parts)
         out.append(

@@ -18,14 +18,16 @@ from shareproxy.upstream.client import Upstream, UpstreamError
 from shareproxy.upstream.lookups import UpstreamOffsets, topic_named
 
 Ranges = list[tuple[int, int, RecordState]]  # (first, last, state) in offset order
+Waiting = list[tuple[int, int, int]]  # (first, last, delivery time) of ranges not due yet
 
 
 async def snapshot(
     partitions: SharePartitions, store: ShareStateStore, key: SharePartitionKey
-) -> tuple[int, int, Ranges] | None:
-    """SPSO, SPEO and the in-flight ranges: from the live engine where this node leads the
-    share-partition, else as stored (the same but for records acquired and not yet
-    acknowledged, which wait either way); None: it has no state."""
+) -> tuple[int, int, Ranges, Waiting] | None:
+    """SPSO, SPEO, the in-flight ranges and those waiting for their delivery time: from the
+    live engine where this node leads the share-partition, else as stored (the same but for
+    records acquired and not yet acknowledged, which wait either way, and for delivery times,
+    which the leader reads from the log); None: it has no state."""
     leader = partitions.loaded_leader(key)
     if leader is not None and leader.valid:
         return await leader.snapshot()
@@ -33,7 +35,7 @@ async def snapshot(
     if loaded is None:
         return None
     sp = SharePartition.from_persisted(loaded.state)
-    return sp.spso, sp.speo, [(r.first, r.last, r.state) for r in sp.ranges]
+    return sp.spso, sp.speo, [(r.first, r.last, r.state) for r in sp.ranges], []
 
 
 async def lag(
@@ -48,13 +50,13 @@ async def lag(
     held = await snapshot(partitions, store, key)
     if held is None:
         return None
-    spso, speo, ranges = held
+    spso, speo, ranges, waiting = held
     offsets = UpstreamOffsets(upstream, topic, key.partition)
     try:
         hwm: int | None = await offsets.latest_offset()
     except UpstreamError:  # the lag is unknown; the stored offsets are still worth answering
         hwm = None
-    return partition_lag(spso, speo, ranges, hwm)
+    return partition_lag(spso, speo, ranges, hwm, waiting)
 
 
 def pending_dead_letters(

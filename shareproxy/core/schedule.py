@@ -1,0 +1,79 @@
+"""Scheduled delivery (beyond KIP-932): when a record becomes deliverable. A record may name its
+time in an ``x-deliver-at`` header, and a group may delay every record (a delay queue); a
+record not due yet stays Available, never delivered, and SPSO waits at it while the records
+after it flow. Pure: the caller gives the time.
+
+A batch's time is its newest record's (the batch header's max timestamp): a delay counts from
+it and the bound is measured from it, so no record is read for a delay queue and none is ever
+early (each record's own timestamp is at most the batch's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+DELIVER_AT_HEADER = "x-deliver-at"
+# a record without the header, or with one that is not a time (delivered as if it had none)
+NO_TIME = -1
+# the longest a record may wait, by default: a week
+DEFAULT_MAX_DELAY_MS = 7 * 24 * 3600 * 1000
+# digits of the largest time a header may name (year 2286 in ms has 13; 18 stays in an int64)
+_MAX_DIGITS = 18
+
+
+def parse_deliver_at(value: bytes | None) -> int | None:
+    """The time (ms since the epoch) a header value names; None when it is not ASCII digits."""
+    if not value or len(value) > _MAX_DIGITS or not value.isdigit():
+        return None
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverySchedule:
+    """A group's schedule configs: its delay (0: none), the bound on any wait, and whether
+    records' own ``x-deliver-at`` headers are read."""
+
+    delay_ms: int = 0
+    max_delay_ms: int = DEFAULT_MAX_DELAY_MS
+    headers: bool = False
+
+    @property
+    def active(self) -> bool:
+        return self.delay_ms > 0 or self.headers
+
+    def due_ms(self, timestamp_ms: int, deliver_at_ms: int = NO_TIME) -> int:
+        """When a record of a batch with this timestamp becomes deliverable (0: at once): the
+        later of the delay and its own time, but no later than the bound."""
+        due = timestamp_ms + self.delay_ms if self.delay_ms else 0
+        if deliver_at_ms > due:
+            due = deliver_at_ms
+        if due <= 0:
+            return 0
+        return min(due, max(timestamp_ms, 0) + self.max_delay_ms)
+
+    def beyond_bound(self, timestamp_ms: int, deliver_at_ms: int) -> bool:
+        """Whether a record's own time lies past the bound (it is delivered at the bound)."""
+        return deliver_at_ms > max(timestamp_ms, 0) + self.max_delay_ms
+
+    def runs(
+        self,
+        lo: int,
+        last: int,
+        base: int,
+        timestamp_ms: int,
+        deliver_at: tuple[int, ...] | None,
+    ) -> Iterator[tuple[int, int, int]]:
+        """Offsets lo..last of a batch (first offset ``base``) as (first, last, due) runs of one
+        due time each: one run for a batch whose records name no time."""
+        if deliver_at is None or not self.headers:
+            yield lo, last, self.due_ms(timestamp_ms)
+            return
+        start = lo
+        due = self.due_ms(timestamp_ms, deliver_at[lo - base])
+        for offset in range(lo + 1, last + 1):
+            d = self.due_ms(timestamp_ms, deliver_at[offset - base])
+            if d != due:
+                yield start, offset - 1, due
+                start, due = offset, d
+        yield start, last, due
