@@ -213,8 +213,9 @@ class Acquiring:
             r = ranges[i]
         if end < r.last:
             ranges.insert(i + 1, r.split(end + 1))
-        if r.delivery_count == 0 and r.available_at_ms:
-            self._deferred -= r.last - r.first + 1  # its time came
+        if r.delivery_count == 0 and r.available_at_ms:  # its time came
+            self._deferred -= r.last - r.first + 1
+            run.lateness.append((r.last - r.first + 1, run.clock_ms - r.available_at_ms))
         r.state = RecordState.ACQUIRED
         r.delivery_count = delivery_count
         r.member_id = run.member_id
@@ -287,17 +288,20 @@ class Acquiring:
         record's time, once judged, stands (it is kept with the record, not read again)."""
         if batch.base_offset > self.speo:
             self._archive_unreadable(self.speo, batch.base_offset - 1)
-        schedule = self.limits.schedule
-        whole = (lo, batch.last_offset) == (batch.base_offset, batch.last_offset)
-        for first, last, due in schedule.runs(
+        if lo < self.speo:  # in flight already: a judged record waits on its own time
+            hi = min(batch.last_offset, self.speo - 1)
+            self._judge(batch, lo, hi, run.clock_ms)
+            if not self._acquire_available(run, lo, hi):
+                return False
+            if batch.last_offset < self.speo:
+                return True
+            lo = self.speo
+        whole = lo == batch.base_offset
+        for first, last, due in self.limits.schedule.runs(
             lo, batch.last_offset, batch.base_offset, batch.max_timestamp, batch.deliver_at
         ):
             if due > run.clock_ms:
-                self._defer(first, last, due)
-                if first < self.speo and not self._acquire_available(
-                    run, first, min(last, self.speo - 1)
-                ):  # an operator's "deliver now" stands before the record's own time
-                    return False
+                self._append_deferred(first, last, due)
                 continue
             part = (
                 batch
@@ -317,6 +321,24 @@ class Acquiring:
             if not go_on or run.count >= run.limit:
                 return False
         return True
+
+    def _judge(self, batch: BatchHeader, lo: int, hi: int, now_ms: int) -> None:
+        """Give the never-judged Available records among lo..hi (below SPEO: read again after
+        a restart, or left waiting on their key) the time the batch names, where it is ahead."""
+        ranges = self._inflight.ranges
+        i = max(self._inflight.index_of(lo), 0)
+        unjudged = []
+        while i < len(ranges) and ranges[i].first <= hi:
+            r = ranges[i]
+            if r.state == RecordState.AVAILABLE and not r.delivery_count and not r.available_at_ms:
+                unjudged.append((max(r.first, lo), min(r.last, hi)))
+            i += 1
+        for first, last in unjudged:
+            for a, b, due in self.limits.schedule.runs(
+                first, last, batch.base_offset, batch.max_timestamp, batch.deliver_at
+            ):
+                if due > now_ms:
+                    self._defer(a, b, due)
 
     def _defer(self, first: int, last: int, due: int) -> None:
         """Offsets first..last are not due before ``due``: those past SPEO join the in-flight

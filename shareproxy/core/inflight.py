@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from operator import attrgetter
 
 from shareproxy.core.persisted import PersistedBatch
 from shareproxy.core.states import RecordState
@@ -99,8 +100,8 @@ class AcquiredRange:
     delivery_count: int
 
 
-def _first(r: InFlightRange) -> int:
-    return r.first
+# the bisect key: attrgetter runs in C, where a Python function is a frame per probe
+_first = attrgetter("first")
 
 
 class RangeList:

@@ -20,6 +20,11 @@ NO_TIME = -1
 DEFAULT_MAX_DELAY_MS = 7 * 24 * 3600 * 1000
 # digits of the largest time a header may name (year 2286 in ms has 13; 18 stays in an int64)
 _MAX_DIGITS = 18
+# delivery times are rounded up to this step: records falling due within one step share a
+# range of the in-flight records (one per step, not one per record), and the lock sweep that
+# wakes waiting fetches runs at the same step, so a record is never early and the rounding
+# adds nothing a fetch could notice
+TICK_MS = 50
 
 
 def parse_deliver_at(value: bytes | None) -> int | None:
@@ -50,7 +55,8 @@ class DeliverySchedule:
             due = deliver_at_ms
         if due <= 0:
             return 0
-        return min(due, max(timestamp_ms, 0) + self.max_delay_ms)
+        due = min(due, max(timestamp_ms, 0) + self.max_delay_ms)
+        return -(-due // TICK_MS) * TICK_MS
 
     def beyond_bound(self, timestamp_ms: int, deliver_at_ms: int) -> bool:
         """Whether a record's own time lies past the bound (it is delivered at the bound)."""
