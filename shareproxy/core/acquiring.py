@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from heapq import heappop
 from itertools import islice
 
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
@@ -35,6 +36,10 @@ class Acquiring:
     # records never delivered that wait for their delivery time (Available, delivery count
     # 0, a time set): the in-flight cap does not count them (SharePartition keeps it)
     _deferred: int
+    # (delivery time, first offset) of each range made to wait, soonest first: what lets the
+    # search for the first Available record pass over waiting ones and come back at their time
+    _due: list[tuple[int, int]]
+    _released_ms: int  # the times up to which waiting records are due (the latest clock seen)
     # (records, ms) first delivered this long after their delivery time, since the owner
     # last drained it (SharePartition keeps it)
     lateness: list[tuple[int, int]]
@@ -78,6 +83,7 @@ class Acquiring:
         """
         if max_records <= 0:
             raise ShareError(ErrorCode.INVALID_REQUEST, "max records must be positive")
+        self._release_due(now_ms)
         run = AcquisitionRun(
             member_id,
             now_ms=now_ms if self.limits.redelivery_backoff.enabled else _NO_BACKOFF,
@@ -147,12 +153,17 @@ class Acquiring:
         return max(1, available + max(0, min(new, room)))
 
     def _first_available(self) -> int:
-        """Index of the first Available range (the count of ranges: none), searched from
-        ``_available_from`` by bisect, which it then raises to what it found."""
+        """Index of the first Available range not waiting for its delivery time (the count of
+        ranges: none), searched from ``_available_from`` by bisect, which it then raises to what
+        it found; a waiting range's time lowers it again (``_release_due``)."""
         ranges = self._inflight.ranges
         n = len(ranges)
         i = max(self._inflight.index_of(self._available_from), 0)
-        while i < n and ranges[i].state != RecordState.AVAILABLE:
+        released = self._released_ms
+        while i < n and (
+            ranges[i].state != RecordState.AVAILABLE
+            or (ranges[i].delivery_count == 0 and ranges[i].available_at_ms > released)
+        ):
             i += 1
         self._available_from = ranges[i].first if i < n else self.speo
         return i
@@ -322,6 +333,19 @@ class Acquiring:
                 return False
         return True
 
+    def _wait_until(self, due: int, first: int) -> None:
+        raise NotImplementedError  # SharePartition's: a range from ``first`` waits until ``due``
+
+    def _release_due(self, now_ms: int) -> None:
+        """Records whose time came by ``now_ms`` may be acquired: the search for the first
+        Available record starts at them again."""
+        self._released_ms = max(self._released_ms, now_ms)
+        due = self._due
+        while due and due[0][0] <= now_ms:
+            _, first = heappop(due)
+            if first < self._available_from:
+                self._available_from = first
+
     def _judge(self, batch: BatchHeader, lo: int, hi: int, now_ms: int) -> None:
         """Give the never-judged Available records among lo..hi (below SPEO: read again after
         a restart, or left waiting on their key) the time the batch names, where it is ahead."""
@@ -361,6 +385,7 @@ class Acquiring:
                     ranges.insert(i + 1, r.split(hi + 1))
                 r.available_at_ms = due
                 self._deferred += r.last - r.first + 1
+                self._wait_until(due, r.first)
                 i += 1
         if last >= self.speo:
             self._append_deferred(max(first, self.speo), last, due)
@@ -379,6 +404,6 @@ class Acquiring:
             tail.last = last
         else:
             ranges.append(InFlightRange(first, last, RecordState.AVAILABLE, 0, None, None, due))
-            self._available_from = min(self._available_from, first)
+            self._wait_until(due, first)
         self._deferred += last - first + 1
         self.speo = last + 1

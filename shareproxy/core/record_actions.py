@@ -127,6 +127,9 @@ class RecordActions:
     def _count_deferred(self) -> int:
         raise NotImplementedError  # SharePartition's
 
+    def _wait_until(self, due: int, first: int) -> None:
+        raise NotImplementedError  # Acquiring's
+
     def _end_lock(self, r: InFlightRange, now_ms: int) -> None:
         raise NotImplementedError  # SharePartition's: a lock ending without acceptance
 
@@ -178,6 +181,7 @@ class RecordActions:
                 # its time (or back-off) is now; a record never delivered keeps a time, so that
                 # its own delivery time, read again from the log, does not hold it back again
                 r.available_at_ms = now_ms if r.delivery_count == 0 else 0
+                self._wait_until(now_ms, r.first)  # due now: found by the next acquisition
                 continue
             if action == RecordAction.ACCEPT:
                 r.state = RecordState.ACKNOWLEDGED

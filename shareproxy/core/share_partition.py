@@ -8,6 +8,7 @@ answered). Acquisition changes nothing durable: an Acquired record is stored as 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from heapq import heappush
 from itertools import islice
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
@@ -36,6 +37,9 @@ from shareproxy.core.states import (
     released_state,
 )
 
+# how many in-flight ranges cache_floor looks at, at most
+_FLOOR_WALK = 4_096
+
 
 class SharePartition(RecordActions, Acquiring):
     """In-flight records between SPSO and SPEO, their locks, and what must be persisted."""
@@ -50,6 +54,8 @@ class SharePartition(RecordActions, Acquiring):
         # here, not at SPSO, so it does not walk again the ranges acquired or delivered
         self._available_from = start_offset
         self._deferred = 0  # records waiting for their delivery time (core.schedule)
+        self._due: list[tuple[int, int]] = []  # their times, soonest first (Acquiring's)
+        self._released_ms = 0
         self.lateness: list[tuple[int, int]] = []  # drained by the owner: a histogram's
         # What the store holds: its start offset and the last offset it has state for.
         self._persisted_spso = start_offset
@@ -99,6 +105,9 @@ class SharePartition(RecordActions, Acquiring):
         sp.speo = expected
         sp.dead_letter_pending = any(r.state == RecordState.ARCHIVING for r in ranges)
         sp._deferred = sp._count_deferred()
+        for r in ranges:
+            if r.state == RecordState.AVAILABLE and r.delivery_count == 0 and r.available_at_ms:
+                sp._wait_until(r.available_at_ms, r.first)
         sp._persisted_end = expected - 1
         sp._advance_spso()
         sp._persisted_spso = sp.spso
@@ -110,18 +119,13 @@ class SharePartition(RecordActions, Acquiring):
         return self._inflight.ranges
 
     def next_fetch_offset(self, now_ms: int | None = None) -> int:
-        """Where the next read from the log should start: the first Available record, else
-        SPEO; given the time, the first not waiting for its delivery time."""
+        """Where the next read from the log should start: the first Available record not
+        waiting for its delivery time (by ``now_ms``, else the latest time seen), else SPEO."""
+        if now_ms is not None:
+            self._release_due(now_ms)
         i = self._first_available()
         ranges = self._inflight.ranges
-        n = len(ranges)
-        if self._deferred and now_ms is not None:
-            while i < n and (
-                ranges[i].state != RecordState.AVAILABLE
-                or (ranges[i].delivery_count == 0 and ranges[i].available_at_ms > now_ms)
-            ):
-                i += 1
-        return ranges[i].first if i < n else self.speo
+        return ranges[i].first if i < len(ranges) else self.speo
 
     @property
     def deferred_count(self) -> int:
@@ -132,13 +136,34 @@ class SharePartition(RecordActions, Acquiring):
         """The earliest delivery time still ahead (None: nothing waits for one)."""
         return min((at for _, _, at in self.waiting_runs(now_ms)), default=None)
 
+    def cache_floor(self) -> int:
+        """The lowest offset whose bytes the log cache keeps: SPSO, but past records waiting
+        for their delivery time (read again when it comes) and those done around them. The
+        walk stops at a few thousand ranges: the cache keeps more rather than search on."""
+        if not self._deferred:
+            return self.spso
+        released = self._released_ms
+        for r in islice(self._inflight.ranges, _FLOOR_WALK):
+            if r.state.is_terminal:
+                continue
+            waiting = not r.delivery_count and r.available_at_ms > released
+            if r.state == RecordState.AVAILABLE and waiting:
+                continue
+            return r.first
+        ranges = self._inflight.ranges
+        return self.speo if len(ranges) <= _FLOOR_WALK else ranges[_FLOOR_WALK].first
+
+    def _wait_until(self, due: int, first: int) -> None:
+        """A range from ``first`` waits until ``due``: its time is indexed."""
+        heappush(self._due, (due, first))
+
     def waiting_runs(self, now_ms: int) -> list[tuple[int, int, int]]:
         """(first, last, delivery time) of the in-flight ranges whose time is still ahead."""
         if not self._deferred:
             return []
         return [
             (r.first, r.last, r.available_at_ms)
-            for r in islice(self._inflight.ranges, self._first_available(), None)
+            for r in self._inflight.ranges
             if r.state == RecordState.AVAILABLE
             and r.delivery_count == 0
             and r.available_at_ms > now_ms
@@ -151,8 +176,10 @@ class SharePartition(RecordActions, Acquiring):
             if r.state == RecordState.AVAILABLE and r.delivery_count == 0 and r.available_at_ms
         )
 
-    def has_acquirable(self) -> bool:
+    def has_acquirable(self, now_ms: int | None = None) -> bool:
         """Whether an acquisition could hand anything out given enough log data."""
+        if now_ms is not None:
+            self._release_due(now_ms)
         if self.in_flight_count < self.limits.max_record_locks:
             return True
         return self._first_available() < len(self._inflight.ranges)
@@ -178,8 +205,10 @@ class SharePartition(RecordActions, Acquiring):
         }
 
     def backoff_ended(self, since_ms: int, now_ms: int) -> bool:
-        """Whether a redelivery back-off ended in (since_ms, now_ms]: waiting fetches may now
-        acquire what it held back."""
+        """Whether a redelivery back-off ended, or a delivery time came, in (since_ms, now_ms]:
+        waiting fetches may now acquire what it held back."""
+        if self._due and self._due[0][0] <= now_ms:
+            return True  # taken off the index by the acquisition it wakes
         return any(
             since_ms < r.available_at_ms <= now_ms
             for r in islice(self._inflight.ranges, self._first_available(), None)

@@ -5,6 +5,7 @@ meanwhile flows; lag counts only what is owed now."""
 from __future__ import annotations
 
 from shareproxy.core.schedule import DELIVER_AT_HEADER
+from shareproxy.core.store import SharePartitionKey
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 from tests.support.share_calls import ACCEPT, GROUP, ack, fetch
 
@@ -45,5 +46,9 @@ async def test_a_delay_queue_delivers_each_batch_its_delay_after_it_was_produced
     runtime.produce(t, 5)
     tp = await runtime.partition(t)
     assert await fetch(runtime, "m1", tp, wait_ms=2_900) == []
+    leader = runtime.partitions.loaded_leader(SharePartitionKey(GROUP, tp[0], 0))
+    assert leader is not None and not leader.cache.batches  # the bytes of what waits: not kept
+    reads = len(runtime.cluster.fetches)
     assert await fetch(runtime, "m1", tp, wait_ms=1_000) == [(0, 4, 1)]
     assert start + 3_000 <= runtime.loop.clock_ms() <= start + 3_100
+    assert any(0 in f.values() for f in runtime.cluster.fetches[reads:])  # read again

@@ -177,7 +177,7 @@ class SharePartitionLeader:
         return self._sp.dead_letters()
 
     def has_acquirable(self) -> bool:
-        return self._sp.has_acquirable()
+        return self._sp.has_acquirable(self.clock_ms())
 
     def next_fetch_offset(self) -> int:
         """The first record an acquisition could take now (records waiting for their delivery
@@ -187,7 +187,7 @@ class SharePartitionLeader:
     def bytes_ready_from_next_fetch(self) -> int:
         """Cached log bytes an acquisition could deliver now (0 with nothing acquirable):
         what a fetch's MinBytes counts, as Kafka counts from the next fetch offset."""
-        if not self._sp.has_acquirable():
+        if not self.has_acquirable():
             return 0
         return self._cache.bytes_from(self.next_fetch_offset())
 
@@ -305,6 +305,8 @@ class SharePartitionLeader:
             return Acquisition([], b"")
         headers = [b.header for b in batches]
         acquired = sp.acquire(member_id, headers, now_ms, max_records, mode, sharers, owned)
+        if sp.deferred_count:  # what waits is read again at its time, not kept meanwhile
+            self._cache.trim(sp.cache_floor())
         if not acquired:
             return Acquisition([], b"")
         _count_deliveries(self.key.group_id, acquired)
@@ -417,7 +419,7 @@ class SharePartitionLeader:
             self._valid = False
             self.on_refused(self)
         else:
-            self._cache.trim(self._sp.spso)
+            self._cache.trim(self._sp.cache_floor())
         self.notify()
         return code
 

@@ -257,10 +257,14 @@ class LogCache:
         return any(not b.decided for b in self.batches[i : i + 1])
 
     def trim(self, below: int) -> None:
+        """Drop the batches wholly below ``below``; the cached stretch begins where the first
+        kept batch does (an offset below it is read again before it is delivered)."""
         k = self._index(below)
         if k:
             self._frames.drop([b.raw.obj for b in self.batches[:k]])
             del self.batches[:k]
+            if self.batches:
+                self.start_offset = self.batches[0].info.base_offset
 
     def clear(self) -> None:
         """Drop every cached batch (the cache is being replaced), releasing their frames."""
