@@ -1,7 +1,8 @@
 """Kafka's own Java client (kafka-clients 4.3.0), every part of it pointed only at the proxy: an
 admin client, the default idempotent producer, a transactional producer, a classic consumer
 group and a share consumer with explicit acknowledgement, whose rejected record lands in the
-group's dead-letter topic (tests/e2e/java/ThroughProxy.java)."""
+group's dead-letter topic, and records scheduled by their producer
+(tests/e2e/java/ThroughProxy.java)."""
 
 from __future__ import annotations
 
@@ -192,3 +193,24 @@ def test_a_share_group_is_no_classic_group_to_the_admin_client(java, endpoint, t
     )
     assert (theirs.group_id, theirs.error_code) == (other, 0)
     assert theirs.group_state != "Dead"  # the upstream's answer
+
+
+def test_the_java_producer_schedules_and_the_share_consumer_gets_records_at_their_time(
+    java, endpoint, topic
+):
+    """The README's Java producer code through the proxy: records with an x-deliver-at header
+    reach Kafka's share consumer no earlier than that time, the others at once."""
+    name = topic(1)
+    group = f"java-scheduled-{uuid.uuid4().hex[:8]}"
+    alter_group_configs(
+        endpoint, group, {gc.DELIVER_AT_HEADER: "true", gc.AUTO_OFFSET_RESET: "earliest"}
+    )
+    out = _run(java, "scheduled", endpoint.bootstrap, name, group, 10, 12_000)
+    late_ms = int(out.pop("scheduled.late.ms"))
+    assert out == {
+        "scheduled.at.once": "5",
+        "scheduled.at.once.before.due": "5",
+        "scheduled.timed": "5",
+        "scheduled.early": "0",
+    }
+    assert late_ms <= 3_000  # soon after their time (the bench measures how soon)

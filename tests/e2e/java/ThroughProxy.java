@@ -1,3 +1,4 @@
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -58,6 +59,8 @@ public final class ThroughProxy {
             case "keyed" -> keyed(bootstrap, args[2], args[3], Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]));
             case "polling" -> polling(bootstrap, args[2], args[3], Long.parseLong(args[4]));
+            case "scheduled" -> scheduled(bootstrap, args[2], args[3], Integer.parseInt(args[4]),
+                    Long.parseLong(args[5]));
             default -> throw new IllegalArgumentException("unknown command " + args[0]);
         }
     }
@@ -311,6 +314,60 @@ public final class ThroughProxy {
             Thread.sleep(200);
         } while (System.currentTimeMillis() < until);
         return d.groupState().name() + "/" + d.groupEpoch() + "/" + d.targetAssignmentEpoch();
+    }
+
+    /**
+     * Scheduled delivery: ``count`` records produced through the proxy, every other one with an
+     * x-deliver-at header ``delayMs`` ahead (as the README shows it), then read by a share
+     * consumer, which notes how each came against its time.
+     */
+    private static void scheduled(
+            String bootstrap, String topic, String groupId, int count, long delayMs)
+            throws Exception {
+        Properties p = props(bootstrap);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        long due = System.currentTimeMillis() + delayMs;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < count; i++) {
+                ProducerRecord<String, String> record = new ProducerRecord<>(topic, 0, null, "r" + i);
+                if (i % 2 == 1) {
+                    record.headers().add("x-deliver-at",
+                            Long.toString(due).getBytes(StandardCharsets.US_ASCII));
+                }
+                producer.send(record).get();
+            }
+        }
+        Properties c = consumerProps(bootstrap);
+        c.put("group.id", groupId);
+        int atOnce = 0;
+        int beforeDue = 0; // of those at once
+        int timed = 0;
+        int early = 0; // of those timed
+        long latestMs = 0;
+        try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(c)) {
+            consumer.subscribe(List.of(topic));
+            long until = System.currentTimeMillis() + DEADLINE_MS;
+            while (atOnce + timed < count && System.currentTimeMillis() < until) {
+                for (ConsumerRecord<String, String> r : consumer.poll(POLL)) {
+                    long now = System.currentTimeMillis();
+                    if (r.headers().lastHeader("x-deliver-at") == null) {
+                        atOnce++;
+                        if (now < due) beforeDue++;
+                    } else {
+                        timed++;
+                        if (now < due) early++;
+                        latestMs = Math.max(latestMs, now - due);
+                    }
+                }
+                consumer.commitSync();
+            }
+        }
+        out("scheduled.at.once", atOnce);
+        out("scheduled.at.once.before.due", beforeDue);
+        out("scheduled.timed", timed);
+        out("scheduled.early", early);
+        out("scheduled.late.ms", latestMs);
     }
 
     /** A share group member that only polls (implicit acknowledgement) for a while. */
