@@ -40,6 +40,9 @@ class Acquiring:
     # search for the first Available record pass over waiting ones and come back at their time
     _due: list[tuple[int, int]]
     _released_ms: int  # the times up to which waiting records are due (the latest clock seen)
+    # whether some Available record never delivered may have no time judged yet (read again
+    # after a restart, or left waiting on its key): only then is a batch's time read below SPEO
+    _unjudged: bool
     # (records, ms) first delivered this long after their delivery time, since the owner
     # last drained it (SharePartition keeps it)
     lateness: list[tuple[int, int]]
@@ -289,6 +292,7 @@ class Acquiring:
             tail.last = offset
         else:
             ranges.append(InFlightRange(offset, offset, RecordState.AVAILABLE, 0))
+            self._unjudged = True
             self._available_from = min(self._available_from, offset)
         self.speo = offset + 1
 
@@ -301,7 +305,8 @@ class Acquiring:
             self._archive_unreadable(self.speo, batch.base_offset - 1)
         if lo < self.speo:  # in flight already: a judged record waits on its own time
             hi = min(batch.last_offset, self.speo - 1)
-            self._judge(batch, lo, hi, run.clock_ms)
+            if self._unjudged:
+                self._judge(batch, lo, hi, run.clock_ms)
             if not self._acquire_available(run, lo, hi):
                 return False
             if batch.last_offset < self.speo:

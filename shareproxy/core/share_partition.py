@@ -56,6 +56,7 @@ class SharePartition(RecordActions, Acquiring):
         self._deferred = 0  # records waiting for their delivery time (core.schedule)
         self._due: list[tuple[int, int]] = []  # their times, soonest first (Acquiring's)
         self._released_ms = 0
+        self._unjudged = False
         self.lateness: list[tuple[int, int]] = []  # drained by the owner: a histogram's
         # What the store holds: its start offset and the last offset it has state for.
         self._persisted_spso = start_offset
@@ -106,8 +107,11 @@ class SharePartition(RecordActions, Acquiring):
         sp.dead_letter_pending = any(r.state == RecordState.ARCHIVING for r in ranges)
         sp._deferred = sp._count_deferred()
         for r in ranges:
-            if r.state == RecordState.AVAILABLE and r.delivery_count == 0 and r.available_at_ms:
-                sp._wait_until(r.available_at_ms, r.first)
+            if r.state == RecordState.AVAILABLE and r.delivery_count == 0:
+                if r.available_at_ms:
+                    sp._wait_until(r.available_at_ms, r.first)
+                else:
+                    sp._unjudged = True
         sp._persisted_end = expected - 1
         sp._advance_spso()
         sp._persisted_spso = sp.spso
