@@ -6,9 +6,7 @@ the state declared here. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-from heapq import heappop
+from collections.abc import Callable, Sequence
 from itertools import islice
 
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
@@ -36,9 +34,6 @@ class Acquiring:
     # records never delivered that wait for their delivery time (Available, delivery count
     # 0, a time set): the in-flight cap does not count them (SharePartition keeps it)
     _deferred: int
-    # (delivery time, first offset) of each range made to wait, soonest first: what lets the
-    # search for the first Available record pass over waiting ones and come back at their time
-    _due: list[tuple[int, int]]
     _released_ms: int  # the times up to which waiting records are due (the latest clock seen)
     # whether some Available record never delivered may have no time judged yet (read again
     # after a restart, or left waiting on its key): only then is a batch's time read below SPEO
@@ -46,6 +41,11 @@ class Acquiring:
     # (records, ms) first delivered this long after their delivery time, since the owner
     # last drained it (SharePartition keeps it)
     lateness: list[tuple[int, int]]
+    # the waiting half's (core.waiting): records not due yet, and the times that come
+    _acquire_scheduled: Callable[[AcquisitionRun, BatchHeader, int], bool]
+    _release_due: Callable[[int], None]
+    _append_deferred: Callable[[int, int, int], None]
+    _defer: Callable[[int, int, int], None]
 
     @property
     def in_flight_count(self) -> int:
@@ -295,120 +295,3 @@ class Acquiring:
             self._unjudged = True
             self._available_from = min(self._available_from, offset)
         self.speo = offset + 1
-
-    # ----------------------------------------------------------------- scheduled delivery
-    def _acquire_scheduled(self, run: AcquisitionRun, batch: BatchHeader, lo: int) -> bool:
-        """Acquire from a batch of a group with a schedule (core.schedule): the records due by
-        now as any others, the rest left Available until their time, never delivered yet. A
-        record's time, once judged, stands (it is kept with the record, not read again)."""
-        if batch.base_offset > self.speo:
-            self._archive_unreadable(self.speo, batch.base_offset - 1)
-        if lo < self.speo:  # in flight already: a judged record waits on its own time
-            hi = min(batch.last_offset, self.speo - 1)
-            if self._unjudged:
-                self._judge(batch, lo, hi, run.clock_ms)
-            if not self._acquire_available(run, lo, hi):
-                return False
-            if batch.last_offset < self.speo:
-                return True
-            lo = self.speo
-        whole = lo == batch.base_offset
-        for first, last, due in self.limits.schedule.runs(
-            lo, batch.last_offset, batch.base_offset, batch.max_timestamp, batch.deliver_at
-        ):
-            if due > run.clock_ms:
-                self._append_deferred(first, last, due)
-                continue
-            part = (
-                batch
-                if whole and first == lo and last == batch.last_offset
-                else (replace(batch, base_offset=first, last_offset=last))
-            )
-            before = len(run.acquired)
-            go_on = self._acquire_batch(run, part, first)
-            if due:
-                firsts = sum(
-                    a.last_offset - a.first_offset + 1
-                    for a in run.acquired[before:]
-                    if a.delivery_count == 1
-                )
-                if firsts:
-                    run.lateness.append((firsts, run.clock_ms - due))
-            if not go_on or run.count >= run.limit:
-                return False
-        return True
-
-    def _wait_until(self, due: int, first: int) -> None:
-        raise NotImplementedError  # SharePartition's: a range from ``first`` waits until ``due``
-
-    def _release_due(self, now_ms: int) -> None:
-        """Records whose time came by ``now_ms`` may be acquired: the search for the first
-        Available record starts at them again."""
-        self._released_ms = max(self._released_ms, now_ms)
-        due = self._due
-        while due and due[0][0] <= now_ms:
-            _, first = heappop(due)
-            if first < self._available_from:
-                self._available_from = first
-
-    def _judge(self, batch: BatchHeader, lo: int, hi: int, now_ms: int) -> None:
-        """Give the never-judged Available records among lo..hi (below SPEO: read again after
-        a restart, or left waiting on their key) the time the batch names, where it is ahead."""
-        ranges = self._inflight.ranges
-        i = max(self._inflight.index_of(lo), 0)
-        unjudged = []
-        while i < len(ranges) and ranges[i].first <= hi:
-            r = ranges[i]
-            if r.state == RecordState.AVAILABLE and not r.delivery_count and not r.available_at_ms:
-                unjudged.append((max(r.first, lo), min(r.last, hi)))
-            i += 1
-        for first, last in unjudged:
-            for a, b, due in self.limits.schedule.runs(
-                first, last, batch.base_offset, batch.max_timestamp, batch.deliver_at
-            ):
-                if due > now_ms:
-                    self._defer(a, b, due)
-
-    def _defer(self, first: int, last: int, due: int) -> None:
-        """Offsets first..last are not due before ``due``: those past SPEO join the in-flight
-        records Available with that time, and those below it that are Available and never
-        judged (read again after a restart, or left waiting on their key) take it."""
-        if first < self.speo:
-            ranges = self._inflight.ranges
-            hi = min(last, self.speo - 1)
-            i = max(self._inflight.index_of(first), 0)
-            while i < len(ranges) and ranges[i].first <= hi:
-                r = ranges[i]
-                if r.state != RecordState.AVAILABLE or r.delivery_count or r.available_at_ms:
-                    i += 1
-                    continue
-                if r.first < first:
-                    ranges.insert(i + 1, r.split(first))
-                    i += 1
-                    r = ranges[i]
-                if r.last > hi:
-                    ranges.insert(i + 1, r.split(hi + 1))
-                r.available_at_ms = due
-                self._deferred += r.last - r.first + 1
-                self._wait_until(due, r.first)
-                i += 1
-        if last >= self.speo:
-            self._append_deferred(max(first, self.speo), last, due)
-
-    def _append_deferred(self, first: int, last: int, due: int) -> None:
-        """New records first..last (from SPEO) left Available until ``due``."""
-        ranges = self._inflight.ranges
-        tail = ranges[-1] if ranges else None
-        if (
-            tail is not None
-            and tail.last + 1 == first
-            and tail.state == RecordState.AVAILABLE
-            and tail.delivery_count == 0
-            and tail.available_at_ms == due
-        ):
-            tail.last = last
-        else:
-            ranges.append(InFlightRange(first, last, RecordState.AVAILABLE, 0, None, None, due))
-            self._wait_until(due, first)
-        self._deferred += last - first + 1
-        self.speo = last + 1

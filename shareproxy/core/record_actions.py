@@ -18,7 +18,7 @@ ShareAcknowledge refuses records that are not acquired by the member.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
@@ -124,11 +124,9 @@ class RecordActions:
     _dirty: list[tuple[int, int]]
     _deferred: int
 
-    def _count_deferred(self) -> int:
-        raise NotImplementedError  # SharePartition's
-
-    def _wait_until(self, due: int, first: int) -> None:
-        raise NotImplementedError  # Acquiring's
+    # the waiting half's (core.waiting)
+    _count_deferred: Callable[[], int]
+    _wait_until: Callable[[int, int], None]
 
     def _end_lock(self, r: InFlightRange, now_ms: int) -> None:
         raise NotImplementedError  # SharePartition's: a lock ending without acceptance

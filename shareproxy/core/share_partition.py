@@ -8,7 +8,6 @@ answered). Acquisition changes nothing durable: an Acquired record is stored as 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from heapq import heappush
 from itertools import islice
 
 from shareproxy.core.acknowledgement import AckBatch, AckRun, normalize_acks
@@ -36,12 +35,10 @@ from shareproxy.core.states import (
     archived_state,
     released_state,
 )
-
-# how many in-flight ranges cache_floor looks at, at most
-_FLOOR_WALK = 4_096
+from shareproxy.core.waiting import WaitingRecords
 
 
-class SharePartition(RecordActions, Acquiring):
+class SharePartition(RecordActions, WaitingRecords, Acquiring):
     """In-flight records between SPSO and SPEO, their locks, and what must be persisted."""
 
     def __init__(self, start_offset: int, limits: PartitionLimits | None = None) -> None:
@@ -130,55 +127,6 @@ class SharePartition(RecordActions, Acquiring):
         i = self._first_available()
         ranges = self._inflight.ranges
         return ranges[i].first if i < len(ranges) else self.speo
-
-    @property
-    def deferred_count(self) -> int:
-        """Records never delivered yet that have a delivery time (due or not)."""
-        return self._deferred
-
-    def next_due(self, now_ms: int) -> int | None:
-        """The earliest delivery time still ahead (None: nothing waits for one)."""
-        return min((at for _, _, at in self.waiting_runs(now_ms)), default=None)
-
-    def cache_floor(self) -> int:
-        """The lowest offset whose bytes the log cache keeps: SPSO, but past records waiting
-        for their delivery time (read again when it comes) and those done around them. The
-        walk stops at a few thousand ranges: the cache keeps more rather than search on."""
-        if not self._deferred:
-            return self.spso
-        released = self._released_ms
-        for r in islice(self._inflight.ranges, _FLOOR_WALK):
-            if r.state.is_terminal:
-                continue
-            waiting = not r.delivery_count and r.available_at_ms > released
-            if r.state == RecordState.AVAILABLE and waiting:
-                continue
-            return r.first
-        ranges = self._inflight.ranges
-        return self.speo if len(ranges) <= _FLOOR_WALK else ranges[_FLOOR_WALK].first
-
-    def _wait_until(self, due: int, first: int) -> None:
-        """A range from ``first`` waits until ``due``: its time is indexed."""
-        heappush(self._due, (due, first))
-
-    def waiting_runs(self, now_ms: int) -> list[tuple[int, int, int]]:
-        """(first, last, delivery time) of the in-flight ranges whose time is still ahead."""
-        if not self._deferred:
-            return []
-        return [
-            (r.first, r.last, r.available_at_ms)
-            for r in self._inflight.ranges
-            if r.state == RecordState.AVAILABLE
-            and r.delivery_count == 0
-            and r.available_at_ms > now_ms
-        ]
-
-    def _count_deferred(self) -> int:
-        return sum(
-            r.last - r.first + 1
-            for r in self._inflight.ranges
-            if r.state == RecordState.AVAILABLE and r.delivery_count == 0 and r.available_at_ms
-        )
 
     def has_acquirable(self, now_ms: int | None = None) -> bool:
         """Whether an acquisition could hand anything out given enough log data."""
