@@ -18,6 +18,9 @@ from shareproxy.core.states import RecordState
 
 # how many in-flight ranges cache_floor looks at, at most
 _FLOOR_WALK = 4_096
+# records falling due within this long keep their batches cached: a delay queue's next
+# second is not read again (what it holds: that second's records, at the rate they fall due)
+CACHE_HORIZON_MS = 1_000
 
 
 class WaitingRecords:
@@ -55,11 +58,12 @@ class WaitingRecords:
 
     def cache_floor(self) -> int:
         """The lowest offset whose bytes the log cache keeps: SPSO, but past records waiting
-        for their delivery time (read again when it comes) and those done around them. The
-        walk stops at a few thousand ranges: the cache keeps more rather than search on."""
+        for a delivery time more than ``CACHE_HORIZON_MS`` ahead (read again when it comes)
+        and those done around them. The walk stops at a few thousand ranges: the cache keeps
+        more rather than search on."""
         if not self._deferred:
             return self.spso
-        released = self._released_ms
+        released = self._released_ms + CACHE_HORIZON_MS
         for r in islice(self._inflight.ranges, _FLOOR_WALK):
             if r.state.is_terminal:
                 continue
@@ -69,6 +73,11 @@ class WaitingRecords:
             return r.first
         ranges = self._inflight.ranges
         return self.speo if len(ranges) <= _FLOOR_WALK else ranges[_FLOOR_WALK].first
+
+    def times_wanted_from(self) -> int:
+        """The first offset whose delivery time acquisition may still read from its batch:
+        SPEO, or SPSO while some record below SPEO may have none judged."""
+        return self.spso if self._unjudged else self.speo
 
     def _wait_until(self, due: int, first: int) -> None:
         """A range from ``first`` waits until ``due``: its time is indexed."""

@@ -128,6 +128,8 @@ class SharePartitionLeader:
     def took_in(self, data: PartitionData, fetch_offset: int | None = None) -> bool:
         """Batches read from upstream join the cache; requests waiting on this share-partition
         are woken when any was new. Whether any was."""
+        # records already judged keep their time: a batch read again is not parsed for it
+        self._cache.times_from = self._sp.times_wanted_from()
         if self._cache.add(data, fetch_offset):
             self.notify()
             return True

@@ -89,6 +89,9 @@ class LogCache:
         # whose header is not a time
         self.timed = timed
         self.on_not_a_time = on_not_a_time
+        # the first offset whose time may still be wanted: batches wholly below it (read again
+        # for records whose time is judged) are not parsed for it
+        self.times_from = 0
         self.batches: list[CachedBatch] = []
         self.high_watermark = 0
         self.answered = False  # upstream has told where the log ends (an empty log ends at 0)
@@ -174,7 +177,7 @@ class LogCache:
             if info.last_offset < end:
                 continue  # already cached (fetches overlap at the batch holding their offset)
             deliver_at = None
-            if self.timed and not info.is_control:
+            if self.timed and not info.is_control and info.last_offset >= self.times_from:
                 deliver_at, invalid = batch_deliver_at(
                     raw[info.start : info.end], info.base_offset, info.last_offset
                 )
