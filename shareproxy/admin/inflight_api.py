@@ -196,7 +196,7 @@ def _records(call: PartitionCall, page: RecordsPage) -> Records:
                 ),
                 deliverable_at=(
                     datetime.fromtimestamp(run.available_at_ms / 1000, tz=UTC)
-                    if run.available_at_ms > 1
+                    if run.available_at_ms
                     else None
                 ),
             )

@@ -14,6 +14,7 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange, InFlightRange, RangeList
 from shareproxy.core.key_order import WHOLE_SPACE, KeyOrder
 from shareproxy.core.keyed_acquisition import acquire_keyed
+from shareproxy.core.schedule import DUE_NOW
 from shareproxy.core.states import AcquireMode, RecordState
 
 # the "now" of an acquisition when the group has no redelivery back-off: every back-off is over
@@ -229,7 +230,8 @@ class Acquiring:
             ranges.insert(i + 1, r.split(end + 1))
         if r.delivery_count == 0 and r.available_at_ms:  # its time came
             self._deferred -= r.last - r.first + 1
-            run.lateness.append((r.last - r.first + 1, run.clock_ms - r.available_at_ms))
+            if r.available_at_ms != DUE_NOW:  # an operator's "now" is no lateness
+                run.lateness.append((r.last - r.first + 1, run.clock_ms - r.available_at_ms))
         r.state = RecordState.ACQUIRED
         r.delivery_count = delivery_count
         r.member_id = run.member_id

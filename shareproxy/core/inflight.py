@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from shareproxy.core.persisted import PersistedBatch
+from shareproxy.core.schedule import DUE_NOW
 from shareproxy.core.states import RecordState
 
 
@@ -66,19 +67,17 @@ class InFlightRange:
     def persisted(self) -> PersistedBatch:
         """How the store sees this range: an Acquired record is stored as it was before its
         acquisition, i.e. Available with one delivery fewer (0 on its first delivery) and the
-        back-off it had then (over by now; kept so the engine and the store agree)."""
-        if self.state == RecordState.ACQUIRED:
-            return PersistedBatch(
-                self.first,
-                self.last,
-                RecordState.AVAILABLE,
-                self.delivery_count - 1,
-                self.available_at_ms,
-            )
-        if self.state == RecordState.AVAILABLE and self.available_at_ms:
-            return PersistedBatch(
-                self.first, self.last, self.state, self.delivery_count, self.available_at_ms
-            )
+        back-off it had then (over by now; kept so the engine and the store agree). A record
+        never delivered is stored without its delivery time, which a restart reads again from
+        the log (so waiting records coalesce in the store), unless an operator made it due."""
+        if self.state == RecordState.ACQUIRED or self.state == RecordState.AVAILABLE:
+            count = self.delivery_count - (self.state == RecordState.ACQUIRED)
+            at = self.available_at_ms
+            if count == 0 and at != DUE_NOW:
+                at = 0
+            if at:
+                return PersistedBatch(self.first, self.last, RecordState.AVAILABLE, count, at)
+            return PersistedBatch(self.first, self.last, RecordState.AVAILABLE, count)
         return PersistedBatch(self.first, self.last, self.state, self.delivery_count)
 
     def __repr__(self) -> str:

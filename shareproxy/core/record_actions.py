@@ -27,6 +27,7 @@ from shareproxy.core.acquisition import PartitionLimits
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import InFlightRange, RangeList
 from shareproxy.core.persisted import ArchivedRun, StateDelta
+from shareproxy.core.schedule import DUE_NOW
 from shareproxy.core.states import ArchiveReason, RecordState, archived_state
 
 # how many rows one page of the view holds: by default, and at most
@@ -101,7 +102,9 @@ def page_of(
                 r.delivery_count,
                 r.member_id if acquired else None,
                 r.deadline_ms if acquired else None,
-                r.available_at_ms if r.state == RecordState.AVAILABLE else 0,
+                r.available_at_ms
+                if r.state == RecordState.AVAILABLE and r.available_at_ms > DUE_NOW
+                else 0,
             )
         )
     following = runs[-1].last + 1 if runs else speo
@@ -178,8 +181,8 @@ class RecordActions:
             if action == RecordAction.DELIVER:
                 # its time (or back-off) is now; a record never delivered keeps a time, so that
                 # its own delivery time, read again from the log, does not hold it back again
-                r.available_at_ms = now_ms if r.delivery_count == 0 else 0
-                self._wait_until(now_ms, r.first)  # due now: found by the next acquisition
+                r.available_at_ms = DUE_NOW if r.delivery_count == 0 else 0
+                self._wait_until(DUE_NOW, r.first)  # found by the next acquisition
                 continue
             if action == RecordAction.ACCEPT:
                 r.state = RecordState.ACKNOWLEDGED

@@ -18,6 +18,10 @@ DELIVER_AT_HEADER = "x-deliver-at"
 NO_TIME = -1
 # the longest a record may wait, by default: a week
 DEFAULT_MAX_DELAY_MS = 7 * 24 * 3600 * 1000
+# the time an operator's "deliver now" gives a record never delivered: its own time, read
+# from the log, no longer holds it back; the only delivery time the store is given (the others
+# are read again from the log)
+DUE_NOW = 1
 # digits of the largest time a header may name (year 2286 in ms has 13; 18 stays in an int64)
 _MAX_DIGITS = 18
 # delivery times are rounded up to this step: records falling due within one step share a

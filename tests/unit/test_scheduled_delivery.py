@@ -16,7 +16,7 @@ from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.key_order import key_hash
 from shareproxy.core.persisted import PersistedBatch, PersistedState
 from shareproxy.core.record_actions import RecordAction
-from shareproxy.core.schedule import NO_TIME, DeliverySchedule, parse_deliver_at
+from shareproxy.core.schedule import DUE_NOW, NO_TIME, DeliverySchedule, parse_deliver_at
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType
 from shareproxy.protocol.record_schedule import batch_deliver_at, may_name_times
@@ -109,7 +109,7 @@ def test_an_operator_delivers_a_waiting_record_now_and_it_stays_due():
     log = [timed(0, 1, {0: T + 3_600_000, 1: T + 3_600_000})]
     assert sp.acquire("m", log, T, 10) == []
     delta = sp.act(RecordAction.DELIVER, 0, 0, T + 10)
-    assert delta.state_batches == (PersistedBatch(0, 0, AV, 0, T + 10),)  # durable
+    assert delta.state_batches == (PersistedBatch(0, 0, AV, 0, DUE_NOW),)  # durable
     assert sp.acquire("m", log, T + 20, 10) == [AcquiredRange(0, 0, 1)]
     assert sp.deferred_count == 1  # offset 1 still waits
     sp.act(RecordAction.REJECT, 1, 1, T + 30)
@@ -128,6 +128,15 @@ def test_after_a_restart_a_record_not_yet_due_is_judged_again_from_the_log():
     assert again.acquire("n", log, T + 4_000, 10) == []
     assert again.deferred_count == 1
     assert again.acquire("n", log, T + 5_000, 10) == [AcquiredRange(2, 2, 1)]
+
+
+def test_waiting_records_are_stored_without_their_times_so_they_coalesce():
+    sp = scheduled()
+    times = {o: T + 1_000 * (o + 1) for o in range(5)}  # five times, five in-flight ranges
+    sp.acquire("m", [timed(0, 5, times)], T, 10)  # 5 is due now
+    assert len(sp.ranges) == 6
+    delta = sp.acknowledge("m", [AckBatch(5, 5, ACCEPT)], T)
+    assert delta.state_batches == (PersistedBatch(0, 4, AV, 0), PersistedBatch(5, 5, ACK, 1))
 
 
 def test_a_changed_delay_applies_to_records_not_judged_yet():
