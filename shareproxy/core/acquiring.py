@@ -282,18 +282,24 @@ class Acquiring:
 
     def _append_waiting(self, offset: int) -> None:
         """A new record at SPEO left Available, never delivered (its key must wait)."""
-        ranges = self._inflight.ranges
-        tail = ranges[-1] if ranges else None
-        if (
-            tail is not None
-            and tail.last + 1 == offset
-            and tail.state == RecordState.AVAILABLE
-            and tail.delivery_count == 0
-            and tail.available_at_ms == 0
-        ):
-            tail.last = offset
-        else:
-            ranges.append(InFlightRange(offset, offset, RecordState.AVAILABLE, 0))
+        if self._append_available(offset, offset, 0):
             self._unjudged = True
             self._available_from = min(self._available_from, offset)
-        self.speo = offset + 1
+
+    def _append_available(self, first: int, last: int, at: int) -> bool:
+        """New records first..last (from SPEO) left Available, never delivered, with ``at`` as
+        their time (0: none judged); True when they start a range of their own."""
+        ranges = self._inflight.ranges
+        tail = ranges[-1] if ranges else None
+        self.speo = last + 1
+        if (
+            tail is not None
+            and tail.last + 1 == first
+            and tail.state == RecordState.AVAILABLE
+            and tail.delivery_count == 0
+            and tail.available_at_ms == at
+        ):
+            tail.last = last
+            return False
+        ranges.append(InFlightRange(first, last, RecordState.AVAILABLE, 0, None, None, at))
+        return True

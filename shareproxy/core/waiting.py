@@ -13,7 +13,7 @@ from heapq import heappop, heappush
 from itertools import islice
 
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
-from shareproxy.core.inflight import InFlightRange, RangeList
+from shareproxy.core.inflight import RangeList
 from shareproxy.core.states import RecordState
 
 # how many in-flight ranges cache_floor looks at, at most
@@ -46,6 +46,7 @@ class WaitingRecords:
     _acquire_batch: Callable[[AcquisitionRun, BatchHeader, int], bool]
     _archive_unreadable: Callable[[int, int], None]
     _first_available: Callable[[], int]
+    _append_available: Callable[[int, int, int], bool]
 
     @property
     def deferred_count(self) -> int:
@@ -199,18 +200,6 @@ class WaitingRecords:
 
     def _append_deferred(self, first: int, last: int, due: int) -> None:
         """New records first..last (from SPEO) left Available until ``due``."""
-        ranges = self._inflight.ranges
-        tail = ranges[-1] if ranges else None
-        if (
-            tail is not None
-            and tail.last + 1 == first
-            and tail.state == RecordState.AVAILABLE
-            and tail.delivery_count == 0
-            and tail.available_at_ms == due
-        ):
-            tail.last = last
-        else:
-            ranges.append(InFlightRange(first, last, RecordState.AVAILABLE, 0, None, None, due))
+        if self._append_available(first, last, due):
             self._wait_until(due, first)
         self._deferred += last - first + 1
-        self.speo = last + 1
