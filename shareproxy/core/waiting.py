@@ -118,18 +118,15 @@ class WaitingRecords:
             if batch.last_offset < self.speo:
                 return True
             lo = self.speo
-        whole = lo == batch.base_offset
         for first, last, due in self.limits.schedule.runs(
             lo, batch.last_offset, batch.base_offset, batch.max_timestamp, batch.deliver_at
         ):
             if due > run.clock_ms:
                 self._append_deferred(first, last, due)
                 continue
-            part = (
-                batch
-                if whole and first == lo and last == batch.last_offset
-                else (replace(batch, base_offset=first, last_offset=last))
-            )
+            part = batch
+            if (first, last) != (batch.base_offset, batch.last_offset):
+                part = replace(batch, base_offset=first, last_offset=last)
             before = len(run.acquired)
             go_on = self._acquire_batch(run, part, first)
             if due:
@@ -173,30 +170,26 @@ class WaitingRecords:
                     self._defer(a, b, due)
 
     def _defer(self, first: int, last: int, due: int) -> None:
-        """Offsets first..last are not due before ``due``: those past SPEO join the in-flight
-        records Available with that time, and those below it that are Available and never
-        judged (read again after a restart, or left waiting on their key) take it."""
-        if first < self.speo:
-            ranges = self._inflight.ranges
-            hi = min(last, self.speo - 1)
-            i = max(self._inflight.index_of(first), 0)
-            while i < len(ranges) and ranges[i].first <= hi:
-                r = ranges[i]
-                if r.state != RecordState.AVAILABLE or r.delivery_count or r.available_at_ms:
-                    i += 1
-                    continue
-                if r.first < first:
-                    ranges.insert(i + 1, r.split(first))
-                    i += 1
-                    r = ranges[i]
-                if r.last > hi:
-                    ranges.insert(i + 1, r.split(hi + 1))
-                r.available_at_ms = due
-                self._deferred += r.last - r.first + 1
-                self._wait_until(due, r.first)
+        """In-flight offsets first..last (below SPEO) are not due before ``due``: those that
+        are Available and never judged (read again after a restart, or left waiting on their
+        key) take it."""
+        ranges = self._inflight.ranges
+        i = max(self._inflight.index_of(first), 0)
+        while i < len(ranges) and ranges[i].first <= last:
+            r = ranges[i]
+            if r.state != RecordState.AVAILABLE or r.delivery_count or r.available_at_ms:
                 i += 1
-        if last >= self.speo:
-            self._append_deferred(max(first, self.speo), last, due)
+                continue
+            if r.first < first:
+                ranges.insert(i + 1, r.split(first))
+                i += 1
+                r = ranges[i]
+            if r.last > last:
+                ranges.insert(i + 1, r.split(last + 1))
+            r.available_at_ms = due
+            self._deferred += r.last - r.first + 1
+            self._wait_until(due, r.first)
+            i += 1
 
     def _append_deferred(self, first: int, last: int, due: int) -> None:
         """New records first..last (from SPEO) left Available until ``due``."""

@@ -85,6 +85,12 @@ def first_timestamp(batch: bytes | memoryview) -> int:
     return int(ts)
 
 
+def is_compressed(batch: bytes | memoryview) -> bool:
+    """Whether a batch's records are compressed, ``batch`` starting at its header."""
+    (attrs,) = _ATTRS_ONLY.unpack_from(batch, 21)
+    return bool(attrs & _COMPRESSION_MASK)
+
+
 ABORT_MARKER = 0
 COMMIT_MARKER = 1
 

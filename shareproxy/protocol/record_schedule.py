@@ -8,24 +8,20 @@ from __future__ import annotations
 
 import logging
 import re
-import struct
 
 from aiokafka.record.default_records import DefaultRecordBatch
 
 from shareproxy.core.schedule import DELIVER_AT_HEADER, NO_TIME, parse_deliver_at
+from shareproxy.protocol.record_batch import is_compressed
 
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(re.escape(DELIVER_AT_HEADER.encode()))
-_ATTRIBUTES = struct.Struct(">h")
-_ATTRIBUTES_AT = 21  # in the batch header
-_COMPRESSION = 0x07
 
 
 def may_name_times(batch: memoryview) -> bool:
     """Whether a record of this whole batch may carry the header (False: none does)."""
-    (attributes,) = _ATTRIBUTES.unpack_from(batch, _ATTRIBUTES_AT)
-    return bool(attributes & _COMPRESSION) or _NAME.search(batch) is not None
+    return is_compressed(batch) or _NAME.search(batch) is not None
 
 
 def batch_deliver_at(
