@@ -8,6 +8,8 @@ shell reports it (an interrupted ``migrate`` must not read as done)."""
 from __future__ import annotations
 
 import signal
+import threading
+import time
 import warnings
 from types import FrameType
 
@@ -18,6 +20,13 @@ STOPPED_BY_A_SIGNAL = ("serve", "broker")  # commands that run until asked to st
 _noted: list[int] = []
 _raised: list[Interrupted] = []
 _stop_is_success = False
+# pydantic-core builds a validator in Rust, calling back into Python: an exception a handler
+# raises there is a Rust panic in its older releases, printed to stderr whatever Python does
+# with it. A stop that lands while pydantic is on the stack waits until it is not.
+_DEFER_WITHIN = frozenset({"pydantic", "pydantic_core"})
+_RETRY_S = 0.01
+_DEFER_AT_MOST_S = 5.0  # a stop is never lost, should pydantic hold the stack for good
+_first_deferred: list[float] = []  # when a stop first waited
 
 
 class Interrupted(SystemExit):
@@ -54,14 +63,48 @@ def _note(signum: int, frame: FrameType | None) -> None:
     _noted.append(signum)
 
 
+def _within_pydantic(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).partition(".")[0] in _DEFER_WITHIN:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _defer(signum: int) -> None:
+    """Deliver the signal again shortly, to whoever handles it then (``serve`` may have taken
+    the signals over meanwhile)."""
+
+    def again(_alarm: int, _frame: FrameType | None) -> None:
+        signal.raise_signal(signum)
+
+    signal.signal(signal.SIGALRM, again)
+    signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
+
+
 def _stop(signum: int, frame: FrameType | None) -> None:
+    if _within_pydantic(frame):
+        now = time.monotonic()
+        _first_deferred[:] = _first_deferred or [now]
+        if now - _first_deferred[0] < _DEFER_AT_MOST_S:
+            _defer(signum)
+            return
     # the stop may cut a coroutine off between its creation and its first await (a store
     # driver's, say): the "never awaited" warning its collection prints is the stop's doing
     warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
     quiet_store_pool()  # and a store connection's reset or close under way
+    threading.excepthook = _loop_closed_by_the_stop  # and a driver thread answering too late
     stop = Interrupted(signum)
     _raised.append(stop)
     raise stop
+
+
+def _loop_closed_by_the_stop(args: threading.ExceptHookArgs) -> None:
+    """A store driver's thread (aiosqlite's) that answers after the stop closed the event loop
+    fails to hand the answer over: that is the stop's doing, not a defect to print."""
+    if isinstance(args.exc_value, RuntimeError) and str(args.exc_value) == "Event loop is closed":
+        return
+    threading.__excepthook__(args)
 
 
 def arm(command: str | None) -> None:
@@ -81,8 +124,9 @@ def arm(command: str | None) -> None:
 def done() -> None:
     """The command is over, its outcome printed: a stop signal now has nothing left to stop.
     Ignored, as the interpreter's finalization would hand it back to the default action, a death
-    by the signal that hides the exit code."""
-    for sig in STOP_SIGNALS:
+    by the signal that hides the exit code (and so is a deferred one's alarm)."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for sig in (*STOP_SIGNALS, signal.SIGALRM):
         signal.signal(sig, signal.SIG_IGN)
 
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import signal
+import threading
+import time
+from typing import Any
 
+import pydantic
 import pytest
+from pydantic_core import core_schema
 
 from shareproxy.cli import app, launch, signals
 
@@ -12,7 +17,7 @@ from shareproxy.cli import app, launch, signals
 @pytest.fixture(autouse=True)
 def _test_handlers_kept():
     """``launch.main`` catches the stop signals; the test process gets its own back."""
-    kept = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
+    kept = {sig: signal.getsignal(sig) for sig in (*signals.STOP_SIGNALS, signal.SIGALRM)}
     yield
     for sig, handler in kept.items():
         signal.signal(sig, handler)
@@ -95,3 +100,60 @@ def test_a_stop_after_the_command_is_ignored_not_a_death_by_the_signal(monkeypat
     else:
         launch.main()
     assert all(signal.getsignal(sig) is signal.SIG_IGN for sig in signals.STOP_SIGNALS)
+
+
+def test_a_stop_waits_until_pydantic_has_built_its_validator(monkeypatch, capsys):
+    """A stop raised while pydantic builds a model is, in older pydantic-core releases, a Rust
+    panic whose backtrace reaches stderr whatever Python makes of it: the stop lands once
+    pydantic is off the stack, still one line and 128 + the signal."""
+    monkeypatch.setattr(signals, "_noted", [])
+    monkeypatch.setattr(signals, "_raised", [])
+    monkeypatch.setattr(signals, "_first_deferred", [], raising=False)
+    built: list[str] = []
+
+    class SignalledWhileBuilt:
+        @classmethod
+        def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+            signal.raise_signal(signal.SIGTERM)
+            built.append("schema")
+            return core_schema.int_schema()
+
+    def migrate_interrupted_while_a_model_is_built() -> None:
+        signals.arm("migrate")
+        pydantic.create_model("Settings", field=(SignalledWhileBuilt, ...))
+        built.append("model")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.001)
+        raise AssertionError("the stop never landed")
+
+    monkeypatch.setattr(app, "main", migrate_interrupted_while_a_model_is_built)
+    with pytest.raises(SystemExit) as exited:
+        launch.main()
+    assert built == ["schema", "model"]
+    assert exited.value.code == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == "error: interrupted by SIGTERM\n"
+
+
+def test_a_driver_thread_answering_after_the_stop_closed_the_loop_prints_nothing(
+    monkeypatch, capsys
+):
+    """aiosqlite's thread hands its answer to the event loop: after a stop closed the loop, that
+    fails in the thread, which Python would print as a traceback. Other failures still print."""
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    monkeypatch.setattr(signals, "_raised", [])
+    with pytest.raises(signals.Interrupted):
+        signals._stop(signal.SIGTERM, None)
+
+    def fails(exc: BaseException) -> None:
+        def run() -> None:
+            raise exc
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+
+    fails(RuntimeError("Event loop is closed"))
+    assert capsys.readouterr().err == ""
+    fails(ZeroDivisionError("a defect"))
+    assert "ZeroDivisionError: a defect" in capsys.readouterr().err
