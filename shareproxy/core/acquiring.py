@@ -14,7 +14,7 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.inflight import AcquiredRange, InFlightRange, RangeList
 from shareproxy.core.key_order import WHOLE_SPACE, KeyOrder
 from shareproxy.core.keyed_acquisition import acquire_keyed
-from shareproxy.core.schedule import DUE_NOW
+from shareproxy.core.schedule import DUE_NOW, Scheduled
 from shareproxy.core.states import AcquireMode, RecordState
 
 # the "now" of an acquisition when the group has no redelivery back-off: every back-off is over
@@ -42,6 +42,7 @@ class Acquiring:
     # (records, ms) first delivered this long after their delivery time, since the owner
     # last drained it (SharePartition keeps it)
     lateness: list[tuple[int, int]]
+    scheduled: list[Scheduled]  # the same, of records read in with a time (core.schedule)
     # the waiting half's (core.waiting): records not due yet, and the times that come
     _acquire_scheduled: Callable[[AcquisitionRun, BatchHeader, int], bool]
     _release_due: Callable[[int], None]
@@ -133,6 +134,8 @@ class Acquiring:
                 break
         if run.lateness:
             self.lateness.extend(run.lateness)
+        if run.scheduled:
+            self.scheduled.extend(run.scheduled)
         return run.acquired
 
     def _acquire_batch(self, run: AcquisitionRun, batch: BatchHeader, lo: int) -> bool:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from shareproxy.core.backoff import RedeliveryBackoff
 from shareproxy.core.inflight import AcquiredRange
-from shareproxy.core.schedule import DeliverySchedule
+from shareproxy.core.schedule import DeliverySchedule, Scheduled
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,3 +76,5 @@ class AcquisitionRun:
     clock_ms: int = 0
     # (records, ms) delivered this long after their delivery time: the lateness histogram's
     lateness: list[tuple[int, int]] = field(default_factory=list)
+    # records read in waiting for a time, or cut to the bound: reported by the owner
+    scheduled: list[Scheduled] = field(default_factory=list)

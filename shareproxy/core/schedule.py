@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 DELIVER_AT_HEADER = "x-deliver-at"
 # a record without the header, or with one that is not a time (delivered as if it had none)
@@ -38,6 +39,16 @@ def parse_deliver_at(value: bytes | None) -> int | None:
     return int(value)
 
 
+class Scheduled(NamedTuple):
+    """A run of records read in with a delivery time still ahead, or cut to the bound: what
+    the owner reports (the bound, and a time past the topic's retention)."""
+
+    records: int
+    timestamp_ms: int  # their batch's
+    due_ms: int
+    cut: bool  # the bound, not their own time or the delay, set it
+
+
 @dataclass(frozen=True, slots=True)
 class DeliverySchedule:
     """A group's schedule configs: its delay (0: none), the bound on any wait, and whether
@@ -62,9 +73,11 @@ class DeliverySchedule:
         due = min(due, max(timestamp_ms, 0) + self.max_delay_ms)
         return -(-due // TICK_MS) * TICK_MS
 
-    def beyond_bound(self, timestamp_ms: int, deliver_at_ms: int) -> bool:
-        """Whether a record's own time lies past the bound (it is delivered at the bound)."""
-        return deliver_at_ms > max(timestamp_ms, 0) + self.max_delay_ms
+    def beyond_bound(self, timestamp_ms: int, deliver_at_ms: int = NO_TIME) -> bool:
+        """Whether a record's own time, or the delay, lies past the bound: it is due at the
+        bound."""
+        limit = max(timestamp_ms, 0) + self.max_delay_ms
+        return deliver_at_ms > limit or (self.delay_ms > 0 and timestamp_ms + self.delay_ms > limit)
 
     def runs(
         self,
@@ -73,17 +86,22 @@ class DeliverySchedule:
         base: int,
         timestamp_ms: int,
         deliver_at: tuple[int, ...] | None,
-    ) -> Iterator[tuple[int, int, int]]:
-        """Offsets lo..last of a batch (first offset ``base``) as (first, last, due) runs of one
-        due time each: one run for a batch whose records name no time."""
+    ) -> Iterator[tuple[int, int, int, bool]]:
+        """Offsets lo..last of a batch (first offset ``base``) as (first, last, due, cut) runs
+        of one due time each, cut when the bound set it: one run for a batch whose records
+        name no time."""
         if deliver_at is None or not self.headers:
-            yield lo, last, self.due_ms(timestamp_ms)
+            yield lo, last, self.due_ms(timestamp_ms), self.beyond_bound(timestamp_ms)
             return
+        limit = max(timestamp_ms, 0) + self.max_delay_ms
+        delay_cut = self.beyond_bound(timestamp_ms)
         start = lo
-        due = self.due_ms(timestamp_ms, deliver_at[lo - base])
+        at = deliver_at[lo - base]
+        due, cut = self.due_ms(timestamp_ms, at), delay_cut or at > limit
         for offset in range(lo + 1, last + 1):
-            d = self.due_ms(timestamp_ms, deliver_at[offset - base])
-            if d != due:
-                yield start, offset - 1, due
-                start, due = offset, d
-        yield start, last, due
+            at = deliver_at[offset - base]
+            d, c = self.due_ms(timestamp_ms, at), delay_cut or at > limit
+            if d != due or c != cut:
+                yield start, offset - 1, due, cut
+                start, due, cut = offset, d, c
+        yield start, last, due, cut

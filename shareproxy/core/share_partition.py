@@ -27,6 +27,7 @@ from shareproxy.core.persisted import (
     write_intervals,
 )
 from shareproxy.core.record_actions import RecordActions
+from shareproxy.core.schedule import Scheduled
 from shareproxy.core.states import (
     ACK_TARGET,
     AcknowledgeType,
@@ -55,6 +56,7 @@ class SharePartition(RecordActions, WaitingRecords, Acquiring):
         self._released_ms = 0
         self._unjudged = False
         self.lateness: list[tuple[int, int]] = []  # drained by the owner: a histogram's
+        self.scheduled: list[Scheduled] = []  # drained by the owner: what it reports
         # What the store holds: its start offset and the last offset it has state for.
         self._persisted_spso = start_offset
         self._persisted_end = start_offset - 1

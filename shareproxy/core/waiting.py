@@ -14,6 +14,7 @@ from itertools import islice
 
 from shareproxy.core.acquisition import AcquisitionRun, BatchHeader, PartitionLimits
 from shareproxy.core.inflight import RangeList
+from shareproxy.core.schedule import Scheduled
 from shareproxy.core.states import RecordState
 
 # how many in-flight ranges cache_floor looks at, at most
@@ -118,9 +119,11 @@ class WaitingRecords:
             if batch.last_offset < self.speo:
                 return True
             lo = self.speo
-        for first, last, due in self.limits.schedule.runs(
+        for first, last, due, cut in self.limits.schedule.runs(
             lo, batch.last_offset, batch.base_offset, batch.max_timestamp, batch.deliver_at
         ):
+            if due > run.clock_ms or cut:
+                run.scheduled.append(Scheduled(last - first + 1, batch.max_timestamp, due, cut))
             if due > run.clock_ms:
                 self._append_deferred(first, last, due)
                 continue
@@ -163,7 +166,7 @@ class WaitingRecords:
                 unjudged.append((max(r.first, lo), min(r.last, hi)))
             i += 1
         for first, last in unjudged:
-            for a, b, due in self.limits.schedule.runs(
+            for a, b, due, _ in self.limits.schedule.runs(
                 first, last, batch.base_offset, batch.max_timestamp, batch.deliver_at
             ):
                 if due > now_ms:

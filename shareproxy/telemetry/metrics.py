@@ -60,6 +60,20 @@ DELIVERY_TIMES_NOT_READ = Counter(
     ["group"],
     registry=REGISTRY,
 )
+DELIVERY_TIMES_CUT = Counter(
+    "shareproxy_delivery_times_cut",
+    "Records due later than share.delivery.max.delay.ms allows (their x-deliver-at, or the "
+    "group's delay): delivered at the bound, by group",
+    ["group"],
+    registry=REGISTRY,
+)
+DELIVERY_TIMES_PAST_RETENTION = Counter(
+    "shareproxy_delivery_times_past_retention",
+    "Records due after their topic's retention.ms runs out (counted from their timestamp): "
+    "the cluster may delete them before they are due, by group",
+    ["group"],
+    registry=REGISTRY,
+)
 LOCK_TIMEOUTS = Counter(
     "share_acquisition_lock_timeouts",
     "Records whose acquisition lock expired before they were acknowledged",

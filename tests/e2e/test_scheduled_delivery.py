@@ -12,6 +12,7 @@ from datetime import datetime
 import httpx
 import pytest
 from confluent_kafka import AcknowledgeType, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from shareproxy.core import group_config as gc
 from shareproxy.core.schedule import TICK_MS
@@ -99,6 +100,37 @@ def test_records_come_at_their_time_and_the_rest_at_once_across_a_proxy_kill(bro
         assert later / 1000 <= at <= later / 1000 + LATE_S, at - later / 1000
     finally:
         again.close()
+
+
+def test_a_time_past_the_bound_or_past_the_topics_retention_is_reported(broker, proxy):
+    """A time past the group's bound is delivered at the bound; one past the topic's
+    retention.ms (as the cluster reports it) may be deleted before it falls due: both are
+    counted and named in a warning as they are read in, and the rest flows."""
+    t = f"short-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    [created] = admin.create_topics([NewTopic(t, 1, 1, config={"retention.ms": "60000"})]).values()
+    created.result(30)
+    p = proxy()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    configs = {gc.DELIVER_AT_HEADER: "true", gc.MAX_DELIVERY_DELAY: "120000"}
+    alter_group_configs(p, group, {**configs, gc.AUTO_OFFSET_RESET: "earliest"})
+    start = now_ms()
+    hour_on, soon = b"%d" % (start + 3_600_000), b"%d" % (start + 5_000)
+    produce_scheduled(broker.bootstrap, t, [b"%d" % (start + 90_000), hour_on, soon, None])
+    c = share_consumer(p, group, mode="explicit")
+    c.subscribe([t])
+    try:
+        assert [o for _, o, _, _ in accepted(c, 1, 30)] == [3]
+    finally:
+        c.close()
+    samples = scrape(p)
+    assert value(samples, "shareproxy_delivery_times_cut_total", group=group) == 1
+    # 90 s, and the hour cut to the 120 s bound, are both past the minute the topic keeps
+    assert value(samples, "shareproxy_delivery_times_past_retention_total", group=group) == 2
+    log = p.log()
+    assert f"1 records of group {group}, topic {t}, partition 0 are due later than" in log
+    assert f"2 records of group {group}, topic {t}, partition 0 are due after the topic's" in log
+    assert "retention.ms (60000 ms)" in log and "Traceback" not in log
 
 
 @pytest.mark.long

@@ -16,7 +16,13 @@ from shareproxy.core.inflight import AcquiredRange
 from shareproxy.core.key_order import key_hash
 from shareproxy.core.persisted import PersistedBatch, PersistedState
 from shareproxy.core.record_actions import RecordAction
-from shareproxy.core.schedule import DUE_NOW, NO_TIME, DeliverySchedule, parse_deliver_at
+from shareproxy.core.schedule import (
+    DUE_NOW,
+    NO_TIME,
+    DeliverySchedule,
+    Scheduled,
+    parse_deliver_at,
+)
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType
 from shareproxy.protocol.record_schedule import batch_deliver_at, may_name_times
@@ -51,7 +57,8 @@ def test_the_due_time_is_the_later_of_the_delay_and_the_header_and_never_past_th
     assert s.due_ms(T, T + 3_600_000) == T + 60_000  # cut to the bound, counted from T
     assert s.beyond_bound(T, T + 3_600_000) and not s.beyond_bound(T, T + 60_000)
     ignored = DeliverySchedule()  # the header is read only when the group asks for it
-    assert list(ignored.runs(0, 1, 0, T, (T + 5_000, NO_TIME))) == [(0, 1, 0)]
+    assert list(ignored.runs(0, 1, 0, T, (T + 5_000, NO_TIME))) == [(0, 1, 0, False)]
+    assert DeliverySchedule(delay_ms=120_000, max_delay_ms=60_000).beyond_bound(T)
     assert not DeliverySchedule().active and HEADERS.active
 
 
@@ -97,11 +104,20 @@ def test_the_next_fetch_starts_past_records_still_waiting():
     assert sp.next_fetch_offset(T + 1_000) == 0
 
 
-def test_a_time_beyond_the_bound_is_delivered_at_the_bound():
+def test_a_time_beyond_the_bound_is_delivered_at_the_bound_and_reported():
     sp = scheduled(DeliverySchedule(max_delay_ms=60_000, headers=True))
-    log = [timed(0, 0, {0: T + 7 * 86_400_000})]
-    assert sp.acquire("m", log, T + 59_999, 10) == []
-    assert sp.acquire("m", log, T + 60_000, 10) == [AcquiredRange(0, 0, 1)]
+    log = [timed(0, 2, {0: T + 7 * 86_400_000, 1: T + 60_000})]
+    assert sp.acquire("m", log, T + 59_999, 10) == [AcquiredRange(2, 2, 1)]
+    # what the owner reports: offset 0 cut to the bound, offset 1 due at it by its own time
+    assert sp.scheduled == [Scheduled(1, T, T + 60_000, True), Scheduled(1, T, T + 60_000, False)]
+    assert sp.acquire("m", log, T + 60_000, 10) == [AcquiredRange(0, 1, 1)]
+
+
+def test_records_read_in_already_due_are_reported_only_when_cut():
+    sp = scheduled(DeliverySchedule(max_delay_ms=60_000, headers=True))
+    log = [timed(0, 2, {0: T + 3_600_000, 1: T + 1_000})]
+    assert sp.acquire("m", log, T + 120_000, 10) == [AcquiredRange(0, 2, 1)]
+    assert sp.scheduled == [Scheduled(1, T, T + 60_000, True)]
 
 
 def test_an_operator_delivers_a_waiting_record_now_and_it_stays_due():

@@ -33,12 +33,11 @@ from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from shareproxy.runtime.consuming.log_cache import CachedLog, LogCache, records_holding
+from shareproxy.runtime.consuming.schedule_report import ScheduleReport
 from shareproxy.telemetry import metrics
-from shareproxy.telemetry.logs import RateLimit
 from shareproxy.upstream.fetched import PartitionData
 
 log = logging.getLogger(__name__)
-log.addFilter(RateLimit())  # producers decide how many headers are not times
 
 # a member that asked for records here this recently shares the work (fair work):
 # several of Kafka's and librdkafka's default fetch waits (500 ms)
@@ -75,9 +74,11 @@ class SharePartitionLeader:
         still_led: Callable[[], bool],
         members_assigned: Callable[[], int],
         cache_budget: CacheBudget,
+        retention_ms: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.key = key
         self.topic = topic
+        self.schedule_report = ScheduleReport(key, topic, retention_ms)
         self._sp = sp
         self.state_epoch = state_epoch
         self.settings = settings
@@ -229,19 +230,7 @@ class SharePartitionLeader:
             settings.key_ordering,
             budget=self.cache_budget,
             timed=settings.deliver_at_header,
-            on_not_a_time=self._not_a_time,
-        )
-
-    def _not_a_time(self, offset: int) -> None:
-        """A record's x-deliver-at header is not a time: it is delivered at once."""
-        metrics.DELIVERY_TIMES_NOT_READ.labels(self.key.group_id).inc()
-        log.warning(
-            "the x-deliver-at header of group %s, topic %s, partition %d, offset %d is not "
-            "a time (ms since the epoch, ASCII digits): delivered at once",
-            self.key.group_id,
-            self.topic,
-            self.key.partition,
-            offset,
+            on_not_a_time=self.schedule_report.not_a_time,
         )
 
     def apply_settings(self, settings: GroupSettings) -> None:
@@ -309,11 +298,14 @@ class SharePartitionLeader:
         acquired = sp.acquire(member_id, headers, now_ms, max_records, mode, sharers, owned)
         if sp.deferred_count:  # what waits is read again at its time, not kept meanwhile
             self._cache.trim(sp.cache_floor())
+        if sp.scheduled:
+            self.schedule_report.read_in(sp.scheduled)
+            sp.scheduled.clear()
         if not acquired:
             return Acquisition([], b"")
         _count_deliveries(self.key.group_id, acquired)
         if sp.lateness:
-            _observe_lateness(self.key.group_id, sp.lateness)
+            self.schedule_report.delivered_late(sp.lateness)
             sp.lateness.clear()
         return Acquisition(acquired, records_holding(batches, acquired))
 
@@ -476,12 +468,3 @@ def _count_acknowledgements(group_id: str, batches: Sequence[AckBatch]) -> None:
         _group_counter(metrics.ACKNOWLEDGEMENTS, group_id, _ACK_NAMES[AcknowledgeType(t)]).inc(n)
         if t == AcknowledgeType.REJECT:
             metrics.ARCHIVED.labels(group_id, "rejected").inc(n)
-
-
-def _observe_lateness(group_id: str, lateness: Sequence[tuple[int, int]]) -> None:
-    """Each record once in the histogram (a run of records shares its lateness)."""
-    histogram = metrics.DELIVERY_LATENESS.labels(group_id)
-    for records, late_ms in lateness:
-        seconds = max(late_ms, 0) / 1000
-        for _ in range(records):
-            histogram.observe(seconds)

@@ -24,6 +24,7 @@ from shareproxy.core.store import (
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
+from shareproxy.runtime.consuming.topic_retention import TopicRetention
 from shareproxy.runtime.jobs import Periodic, every
 from shareproxy.telemetry import metrics
 from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
@@ -66,6 +67,7 @@ class SharePartitions:
         self.replaced_check_ms = replaced_check_ms
         self.committer = committer
         self.upstream = upstream
+        self.retention = TopicRetention(upstream)  # what scheduled delivery checks times against
         self.settings_for = settings_for
         self.clock_ms = clock_ms
         self._leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
@@ -169,6 +171,8 @@ class SharePartitions:
                 f"the state of {key} was deleted each time it was created: retry",
             )
         sp = SharePartition.from_persisted(claimed.state, settings.limits)
+        if settings.limits.schedule.active:  # known before the first record is read in
+            await self.retention.read(info.name)
         leader = SharePartitionLeader(
             key,
             info.name,
@@ -181,6 +185,7 @@ class SharePartitions:
             still_led=lambda: self.leads(key.topic_id, key.partition),
             members_assigned=lambda: self.members_assigned(key),
             cache_budget=self.cache_budget,
+            retention_ms=lambda: self.retention.of(info.name),
         )
         await leader.log_start_moved(await offsets.earliest_offset(), reset_cache=True)
         log.info(
