@@ -140,6 +140,10 @@ class LocalPostgres:
             "--locale=C",
             "--no-sync",
         )
+        self._serve()
+        return self
+
+    def _serve(self) -> None:
         options = (
             f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 "
             f"-c max_connections=200 -c fsync={'on' if self.fsync else 'off'} "
@@ -160,7 +164,13 @@ class LocalPostgres:
             "start",
         )
         self._started = True
-        return self
+
+    def restart(self) -> None:
+        """Stopped at once, as a crash stops it (connections cut, nothing flushed), and
+        started again on the same data and port."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        self._started = False
+        self._serve()
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

@@ -16,10 +16,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from shareproxy.core import group_config as gc
 from shareproxy.core.schedule import TICK_MS
+from shareproxy.persistence import migrate
 from tests.support.cluster import LEASE_MS, led_by, started
 from tests.support.consumers import share_consumer
 from tests.support.group_configs import alter_group_configs
 from tests.support.metrics import scrape, value
+from tests.support.postgres import TemporaryPostgres
+from tests.support.proxy import ProxyProcess
 
 # the producer's clock and the proxy's are this machine's: a record is never early, and comes
 # soon after its time to a consumer that keeps asking (the bench measures how soon: here the
@@ -100,6 +103,39 @@ def test_records_come_at_their_time_and_the_rest_at_once_across_a_proxy_kill(bro
         assert later / 1000 <= at <= later / 1000 + LATE_S, at - later / 1000
     finally:
         again.close()
+
+
+@pytest.mark.long
+def test_a_schedule_survives_a_restart_of_the_store(broker, topic):
+    """The store stops at once, as in a crash, while a record waits for its time, and starts
+    again: the record comes at its time, not before, once; the ones accepted before it never
+    come again."""
+    t = topic(1)
+    # its own server (the one the other tests share stays up), durable as a real one is: with
+    # synchronous_commit off, a crash loses the last commits, the group configs among them
+    with TemporaryPostgres(fsync=True) as pg:
+        url = pg.create_database("restarted")
+        migrate.upgrade(url)
+        p = ProxyProcess(broker.bootstrap, url, group_share_min_record_lock_duration_ms=1000)
+        p.start()
+        group = f"g-{uuid.uuid4().hex[:6]}"
+        configs = {gc.DELIVER_AT_HEADER: "true", gc.AUTO_OFFSET_RESET: "earliest"}
+        alter_group_configs(p, group, configs)
+        due = now_ms() + 15_000  # past the restart
+        produce_scheduled(broker.bootstrap, t, [None, b"%d" % due, None])
+        c = share_consumer(p, group, mode="explicit")
+        c.subscribe([t])
+        try:
+            assert sorted(o for _, o, _, _ in accepted(c, 2, 30)) == [0, 2]
+            pg.restart()
+            [(_, offset, count, at)] = accepted(c, 1, 40)
+            assert (offset, count) == (1, 1)
+            assert due / 1000 <= at <= due / 1000 + LATE_S, at - due / 1000
+            assert accepted(c, 1, 2) == []  # nothing accepted comes again
+        finally:
+            c.close()
+            p.stop()
+        assert "Traceback" not in p.log(), p.log_path
 
 
 def test_a_time_past_the_bound_or_past_the_topics_retention_is_reported(broker, proxy):
