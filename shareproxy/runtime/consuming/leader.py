@@ -10,13 +10,10 @@ afresh from the store on next use.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
-
-from prometheus_client import Counter
 
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.dead_letter import DeadLetterRun
@@ -33,8 +30,8 @@ from shareproxy.core.store import PartitionWrite, SharePartitionKey
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from shareproxy.runtime.consuming.log_cache import CachedLog, LogCache, records_holding
+from shareproxy.runtime.consuming.partition_counts import PartitionCounts
 from shareproxy.runtime.consuming.schedule_report import ScheduleReport
-from shareproxy.telemetry import metrics
 from shareproxy.upstream.fetched import PartitionData
 
 log = logging.getLogger(__name__)
@@ -95,7 +92,7 @@ class SharePartitionLeader:
         # members the group's coordinator assigned this partition, fetching here or not yet
         self.members_assigned = members_assigned
         self._reading_ahead = False  # an upstream read-ahead for this cache is under way
-        self._reported = (sp.lock_timeouts, sp.archived_at_limit)
+        self.counts = PartitionCounts(key.group_id, sp.lock_timeouts, sp.archived_at_limit)
         # member id -> when it last asked for records here (within ASKING_WINDOW_MS)
         self._fetchers: dict[str, int] = {}
         self._changed: asyncio.Future[None] | None = None
@@ -303,7 +300,7 @@ class SharePartitionLeader:
             sp.scheduled.clear()
         if not acquired:
             return Acquisition([], b"")
-        _count_deliveries(self.key.group_id, acquired)
+        self.counts.delivered(acquired)
         if sp.lateness:
             self.schedule_report.delivered_late(sp.lateness)
             sp.lateness.clear()
@@ -324,7 +321,7 @@ class SharePartitionLeader:
                 return e.code
             code = await self._write(delta)
         if code == ErrorCode.NONE:
-            _count_acknowledgements(self.key.group_id, batches)
+            self.counts.acknowledged(batches)
         return code
 
     def holds(self, member_id: str) -> bool:
@@ -400,7 +397,7 @@ class SharePartitionLeader:
         """Commit ``delta`` (call with ``mutex`` held); a refusal retires this leader."""
         if delta.is_empty:
             return ErrorCode.NONE
-        self._report_counters()
+        self.counts.counted(self._sp.lock_timeouts, self._sp.archived_at_limit)
         archived = self._sp.take_archived_log()  # rare: a rejection or the delivery limit
         code = await self.committer.commit(
             PartitionWrite(self.key, self.state_epoch, delta, archived)
@@ -416,55 +413,3 @@ class SharePartitionLeader:
             self._cache.trim(self._sp.cache_floor())
         self.notify()
         return code
-
-    def _report_counters(self) -> None:
-        """Move the metrics by what the pure share-partition counted since the last report."""
-        timeouts, archived = self._sp.lock_timeouts, self._sp.archived_at_limit
-        group = self.key.group_id
-        if timeouts != self._reported[0]:
-            metrics.LOCK_TIMEOUTS.labels(group).inc(timeouts - self._reported[0])
-        if archived != self._reported[1]:
-            metrics.ARCHIVED.labels(group, "delivery_limit").inc(archived - self._reported[1])
-        self._reported = (timeouts, archived)
-
-
-_ACK_NAMES = {t: t.name.lower() for t in AcknowledgeType}
-
-
-@functools.cache
-def _group_counter(metric: Counter, group_id: str, label: str) -> Counter:
-    """A group's child of a counter moved on every fetch, looked up once: ``labels`` builds
-    and checks its key each call. As many as the metric's own children, which are never
-    removed either."""
-    return metric.labels(group_id, label)
-
-
-def _count_deliveries(group_id: str, acquired: Sequence[AcquiredRange]) -> None:
-    first = redelivered = 0
-    for a in acquired:
-        n = a.last_offset - a.first_offset + 1
-        if a.delivery_count == 1:
-            first += n
-        else:
-            redelivered += n
-    if first:
-        _group_counter(metrics.DELIVERIES, group_id, "first").inc(first)
-    if redelivered:
-        _group_counter(metrics.DELIVERIES, group_id, "redelivery").inc(redelivered)
-
-
-def _count_acknowledgements(group_id: str, batches: Sequence[AckBatch]) -> None:
-    """Records acknowledged, per type (one type for a whole batch, or one per offset): summed
-    first, so the metric is touched once per type, not once per offset."""
-    counts: dict[int, int] = {}
-    for b in batches:
-        types = b.acknowledge_types
-        if len(types) == 1:
-            counts[types[0]] = counts.get(types[0], 0) + b.last_offset - b.first_offset + 1
-        else:
-            for t in types:
-                counts[t] = counts.get(t, 0) + 1
-    for t, n in counts.items():
-        _group_counter(metrics.ACKNOWLEDGEMENTS, group_id, _ACK_NAMES[AcknowledgeType(t)]).inc(n)
-        if t == AcknowledgeType.REJECT:
-            metrics.ARCHIVED.labels(group_id, "rejected").inc(n)
