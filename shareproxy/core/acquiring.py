@@ -36,9 +36,10 @@ class Acquiring:
     # 0, a time set): the in-flight cap does not count them (SharePartition keeps it)
     _deferred: int
     _released_ms: int  # the times up to which waiting records are due (the latest clock seen)
-    # whether some Available record never delivered may have no time judged yet (read again
-    # after a restart, or left waiting on its key): only then is a batch's time read below SPEO
-    _unjudged: bool
+    # Available records never delivered below this offset may have no time judged yet (read
+    # again after a restart, or left waiting on their key): only there is a batch's time read
+    # below SPEO
+    _unjudged_below: int
     # (records, ms) first delivered this long after their delivery time, since the owner
     # last drained it (SharePartition keeps it)
     lateness: list[tuple[int, int]]
@@ -285,8 +286,8 @@ class Acquiring:
 
     def _append_waiting(self, offset: int) -> None:
         """A new record at SPEO left Available, never delivered (its key must wait)."""
+        self._unjudged_below = offset + 1
         if self._append_available(offset, offset, 0):
-            self._unjudged = True
             self._available_from = min(self._available_from, offset)
 
     def _append_available(self, first: int, last: int, at: int) -> bool:

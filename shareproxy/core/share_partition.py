@@ -54,7 +54,7 @@ class SharePartition(RecordActions, WaitingRecords, Acquiring):
         self._deferred = 0  # records waiting for their delivery time (core.schedule)
         self._due: list[tuple[int, int]] = []  # their times, soonest first (Acquiring's)
         self._released_ms = 0
-        self._unjudged = False
+        self._unjudged_below = 0
         self.lateness: list[tuple[int, int]] = []  # drained by the owner: a histogram's
         self.scheduled: list[Scheduled] = []  # drained by the owner: what it reports
         # What the store holds: its start offset and the last offset it has state for.
@@ -110,7 +110,7 @@ class SharePartition(RecordActions, WaitingRecords, Acquiring):
                 if r.available_at_ms:
                     sp._wait_until(r.available_at_ms, r.first)
                 else:
-                    sp._unjudged = True
+                    sp._unjudged_below = r.last + 1
         sp._persisted_end = expected - 1
         sp._advance_spso()
         sp._persisted_spso = sp.spso

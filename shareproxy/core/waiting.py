@@ -39,9 +39,10 @@ class WaitingRecords:
     # (delivery time, first offset) of each range made to wait, soonest first
     _due: list[tuple[int, int]]
     _released_ms: int  # the times up to which waiting records are due (the latest clock seen)
-    # whether some Available record never delivered may have no time judged yet (read again
-    # after a restart, or left waiting on its key): only then is a batch's time read below SPEO
-    _unjudged: bool
+    # Available records never delivered below this offset may have no time judged yet (read
+    # again after a restart, or left waiting on their key): only there is a batch's time read
+    # below SPEO
+    _unjudged_below: int
     # Acquiring's, which takes the records that are due
     _acquire_available: Callable[[AcquisitionRun, int, int], bool]
     _acquire_batch: Callable[[AcquisitionRun, BatchHeader, int], bool]
@@ -79,7 +80,7 @@ class WaitingRecords:
     def times_wanted_from(self) -> int:
         """The first offset whose delivery time acquisition may still read from its batch:
         SPEO, or SPSO while some record below SPEO may have none judged."""
-        return self.spso if self._unjudged else self.speo
+        return self.spso if self.spso < self._unjudged_below else self.speo
 
     def _wait_until(self, due: int, first: int) -> None:
         """A range from ``first`` waits until ``due``: its time is indexed."""
@@ -112,8 +113,8 @@ class WaitingRecords:
             self._archive_unreadable(self.speo, batch.base_offset - 1)
         if lo < self.speo:  # in flight already: a judged record waits on its own time
             hi = min(batch.last_offset, self.speo - 1)
-            if self._unjudged:
-                self._judge(batch, lo, hi, run.clock_ms)
+            if lo < self._unjudged_below:
+                self._judge(batch, lo, min(hi, self._unjudged_below - 1), run.clock_ms)
             if not self._acquire_available(run, lo, hi):
                 return False
             if batch.last_offset < self.speo:

@@ -141,9 +141,17 @@ def test_after_a_restart_a_record_not_yet_due_is_judged_again_from_the_log():
     store.apply(delta)  # the waiting record is a hole the store reads as never delivered
     again = SharePartition.from_persisted(store, PartitionLimits(schedule=HEADERS))
     assert inflight(again) == [(2, 2, AV, 0, None), (3, 4, ACK, 1, None)]
+    assert again.times_wanted_from() == 2  # batches from SPSO are read for their times
     assert again.acquire("n", log, T + 4_000, 10) == []
     assert again.deferred_count == 1
-    assert again.acquire("n", log, T + 5_000, 10) == [AcquiredRange(2, 2, 1)]
+    log.append(timed(5, 6, {}))
+    assert again.acquire("n", log, T + 5_000, 10) == [
+        AcquiredRange(2, 2, 1),
+        AcquiredRange(5, 6, 1),
+    ]
+    again.acknowledge("n", [AckBatch(2, 2, ACCEPT)], T + 5_000)
+    assert (again.spso, again.speo) == (5, 7)
+    assert again.times_wanted_from() == 7  # none left to judge: from SPEO again
 
 
 def test_waiting_records_are_stored_without_their_times_so_they_coalesce():
