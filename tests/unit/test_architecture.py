@@ -156,7 +156,7 @@ FACES = {
     "shareproxy.runtime.cluster",
     "shareproxy.runtime.directory",
 }
-FRONT_ENDS = ("shareproxy.kafka", "shareproxy.admin", "shareproxy.batch")
+FRONT_ENDS = ("shareproxy.kafka", "shareproxy.admin", "shareproxy.batch", "shareproxy.push")
 
 
 def test_front_ends_import_only_the_faces_of_the_runtimes_rooms():
