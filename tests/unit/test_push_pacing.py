@@ -1,0 +1,40 @@
+"""A push endpoint's pace on a virtual clock: full speed while it answers; once it fails, a
+doubling back-off (or its Retry-After) and one probe at a time; up again at the first answer
+that is not a failure; the outage told once as it begins and once as it ends."""
+
+from __future__ import annotations
+
+from shareproxy.core.push_outcome import judge
+from shareproxy.core.push_pacing import MAX_BACKOFF_MS, EndpointChange, EndpointPacing
+
+T = 1_700_000_000_000
+
+
+def test_an_answering_endpoint_takes_pushes_at_full_speed_even_when_it_refuses_records():
+    pace = EndpointPacing()
+    assert pace.answered(judge(200, None, T), T) is None
+    assert pace.answered(judge(400, None, T), T) is None  # a reject: the endpoint is fine
+    assert pace.may_push(T) and pace.in_flight_allowed(16) == 16
+
+
+def test_a_failing_endpoint_is_probed_after_a_doubling_back_off_and_told_once():
+    pace = EndpointPacing()
+    assert pace.answered(judge(None, None, T), T) is EndpointChange.DOWN
+    assert pace.in_flight_allowed(16) == 1  # one probe at a time
+    assert not pace.may_push(T + 99) and pace.may_push(T + 100)
+    assert pace.answered(judge(502, None, T + 100), T + 100) is None  # still the same outage
+    assert not pace.may_push(T + 299) and pace.may_push(T + 300)  # 200 ms now
+    for _ in range(20):
+        pace.answered(judge(500, None, T), T)
+    assert pace.paused_until_ms == T + MAX_BACKOFF_MS  # bounded
+    assert pace.answered(judge(201, None, T + MAX_BACKOFF_MS), T + MAX_BACKOFF_MS) is (
+        EndpointChange.UP
+    )
+    assert pace.in_flight_allowed(16) == 16 and pace.failures == 0
+
+
+def test_retry_after_holds_the_pushes_back_as_long_as_asked():
+    pace = EndpointPacing()
+    assert pace.answered(judge(429, "30", T), T) is EndpointChange.DOWN
+    assert not pace.may_push(T + 29_999) and pace.may_push(T + 30_000)
+    assert pace.last_status == 429
