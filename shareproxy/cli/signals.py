@@ -20,12 +20,14 @@ STOPPED_BY_A_SIGNAL = ("serve", "broker")  # commands that run until asked to st
 _noted: list[int] = []
 _raised: list[Interrupted] = []
 _stop_is_success = False
-# pydantic-core builds a validator in Rust, calling back into Python: an exception a handler
-# raises there is a Rust panic in its older releases, printed to stderr whatever Python does
-# with it. A stop that lands while pydantic is on the stack waits until it is not.
-_DEFER_WITHIN = frozenset({"pydantic", "pydantic_core"})
+# A stop raised where compiled code runs Python on its behalf may never reach the command as
+# an exception: pydantic-core (2.18, pydantic 2.7's) turns it into a Rust panic while it builds
+# a validator, whose backtrace reaches stderr whatever Python does with it; a Cython module's
+# initialisation, part of an import, prints it as "Exception ignored". A stop that lands while
+# pydantic or an import is on the stack waits until neither is.
+_DEFER_WITHIN = frozenset({"pydantic", "pydantic_core", "importlib"})
 _RETRY_S = 0.01
-_DEFER_AT_MOST_S = 5.0  # a stop is never lost, should pydantic hold the stack for good
+_DEFER_AT_MOST_S = 5.0  # a stop is never lost, should either hold the stack for good
 _first_deferred: list[float] = []  # when a stop first waited
 
 
@@ -63,7 +65,7 @@ def _note(signum: int, frame: FrameType | None) -> None:
     _noted.append(signum)
 
 
-def _within_pydantic(frame: FrameType | None) -> bool:
+def _held_off(frame: FrameType | None) -> bool:
     while frame is not None:
         if str(frame.f_globals.get("__name__", "")).partition(".")[0] in _DEFER_WITHIN:
             return True
@@ -83,7 +85,7 @@ def _defer(signum: int) -> None:
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
-    if _within_pydantic(frame):
+    if _held_off(frame):
         now = time.monotonic()
         _first_deferred[:] = _first_deferred or [now]
         if now - _first_deferred[0] < _DEFER_AT_MOST_S:

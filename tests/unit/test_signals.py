@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -157,3 +159,32 @@ def test_a_driver_thread_answering_after_the_stop_closed_the_loop_prints_nothing
     assert capsys.readouterr().err == ""
     fails(ZeroDivisionError("a defect"))
     assert "ZeroDivisionError: a defect" in capsys.readouterr().err
+
+
+def test_a_stop_waits_until_the_import_under_way_has_ended(monkeypatch, capsys, tmp_path):
+    """A Cython module's initialisation, part of an import, prints a stop raised inside it as
+    "Exception ignored" with a traceback: the stop lands once no import is under way."""
+    monkeypatch.setattr(signals, "_noted", [])
+    monkeypatch.setattr(signals, "_raised", [])
+    monkeypatch.setattr(signals, "_first_deferred", [])
+    (tmp_path / "stopped_while_imported.py").write_text(
+        "import signal\nsignal.raise_signal(signal.SIGINT)\nIMPORTED = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "stopped_while_imported", raising=False)
+    imported: list[bool] = []
+
+    def migrate_interrupted_while_importing() -> None:
+        signals.arm("migrate")
+        imported.append(importlib.import_module("stopped_while_imported").IMPORTED)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.001)
+        raise AssertionError("the stop never landed")
+
+    monkeypatch.setattr(app, "main", migrate_interrupted_while_importing)
+    with pytest.raises(SystemExit) as exited:
+        launch.main()
+    assert imported == [True]
+    assert exited.value.code == 128 + signal.SIGINT
+    assert capsys.readouterr().err == "error: interrupted by SIGINT\n"
