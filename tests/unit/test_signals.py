@@ -25,6 +25,21 @@ def _test_handlers_kept():
         signal.signal(sig, handler)
 
 
+def _fresh_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No stop noted, raised or waiting from an earlier test."""
+    monkeypatch.setattr(signals, "_noted", [])
+    monkeypatch.setattr(signals, "_raised", [])
+    monkeypatch.setattr(signals, "_first_deferred", [], raising=False)
+
+
+def _until_the_stop_lands() -> None:
+    """The command's rest: it waits for the held stop, which ends it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
+    raise AssertionError("the stop never landed")
+
+
 class _StoppedWhileNamed:
     """Raises as a signal handler would, in the middle of an import's class body."""
 
@@ -108,9 +123,7 @@ def test_a_stop_waits_until_pydantic_has_built_its_validator(monkeypatch, capsys
     """A stop raised while pydantic builds a model is, in older pydantic-core releases, a Rust
     panic whose backtrace reaches stderr whatever Python makes of it: the stop lands once
     pydantic is off the stack, still one line and 128 + the signal."""
-    monkeypatch.setattr(signals, "_noted", [])
-    monkeypatch.setattr(signals, "_raised", [])
-    monkeypatch.setattr(signals, "_first_deferred", [], raising=False)
+    _fresh_stops(monkeypatch)
     built: list[str] = []
 
     class SignalledWhileBuilt:
@@ -124,10 +137,7 @@ def test_a_stop_waits_until_pydantic_has_built_its_validator(monkeypatch, capsys
         signals.arm("migrate")
         pydantic.create_model("Settings", field=(SignalledWhileBuilt, ...))
         built.append("model")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            time.sleep(0.001)
-        raise AssertionError("the stop never landed")
+        _until_the_stop_lands()
 
     monkeypatch.setattr(app, "main", migrate_interrupted_while_a_model_is_built)
     with pytest.raises(SystemExit) as exited:
@@ -164,9 +174,7 @@ def test_a_driver_thread_answering_after_the_stop_closed_the_loop_prints_nothing
 def test_a_stop_waits_until_the_import_under_way_has_ended(monkeypatch, capsys, tmp_path):
     """A Cython module's initialisation, part of an import, prints a stop raised inside it as
     "Exception ignored" with a traceback: the stop lands once no import is under way."""
-    monkeypatch.setattr(signals, "_noted", [])
-    monkeypatch.setattr(signals, "_raised", [])
-    monkeypatch.setattr(signals, "_first_deferred", [])
+    _fresh_stops(monkeypatch)
     (tmp_path / "stopped_while_imported.py").write_text(
         "import signal\nsignal.raise_signal(signal.SIGINT)\nIMPORTED = True\n"
     )
@@ -177,10 +185,7 @@ def test_a_stop_waits_until_the_import_under_way_has_ended(monkeypatch, capsys, 
     def migrate_interrupted_while_importing() -> None:
         signals.arm("migrate")
         imported.append(importlib.import_module("stopped_while_imported").IMPORTED)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            time.sleep(0.001)
-        raise AssertionError("the stop never landed")
+        _until_the_stop_lands()
 
     monkeypatch.setattr(app, "main", migrate_interrupted_while_importing)
     with pytest.raises(SystemExit) as exited:
