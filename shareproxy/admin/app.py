@@ -21,6 +21,7 @@ from shareproxy.admin import (
     inflight_api,
     nodes_api,
     path_names,  # registers the {…:name} convertors the routers' paths use
+    push_api,
     records_api,
     security_api,
 )
@@ -32,6 +33,7 @@ from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.runtime.directory import NodeDirectory
 from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.security.guard import Security
+from shareproxy.settings.push_targets import PushTargets
 from shareproxy.telemetry import metrics
 
 
@@ -42,7 +44,12 @@ def create_app(
     consumers: ShareConsumers,
     archived: ArchivedRecords,
     directory: NodeDirectory,
+    *,
+    push_targets: PushTargets | None = None,
+    push_status: push_api.StatusOf = lambda group_id: None,
 ) -> FastAPI:
+    """``push_targets``: where pushes may go (none: push is off); ``push_status``: this node's
+    part of a group's push status, from the node's pushers."""
     peers = PeerClient()  # closed by AdminServer.stop
     app = FastAPI(
         title="shareproxy admin",
@@ -65,6 +72,8 @@ def create_app(
     app.include_router(inflight_api.router(admin))
     app.include_router(archived_api.router(archived, admin))
     app.include_router(records_api.router(consumers, admin))
+    targets = push_targets or PushTargets()
+    app.include_router(push_api.router(admin, consumers, targets, push_status))
     app.include_router(nodes_api.router(directory))
     app.include_router(security_api.router(security))
     console.install(app)

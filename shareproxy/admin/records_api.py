@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
-from aiokafka.record.memory_records import MemoryRecords
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
@@ -36,6 +35,7 @@ from shareproxy.runtime.consuming import (
     NamedTopic,
     ShareConsumers,
     TopicPartition,
+    records_in,
 )
 from shareproxy.runtime.groups import GroupAdmin
 from shareproxy.settings.model import MAX_FETCH_WAIT_MS
@@ -127,39 +127,30 @@ def _text(data: bytes | None) -> tuple[str | None, Literal["utf-8", "base64"]]:
 def records_of(
     topic: str, partition: int, acquisition: Acquisition, lock_expires_at_ms: int
 ) -> list[Record]:
-    """Decode the acquired records out of the batches the Kafka path sends as they are."""
-    wanted = [(a.first_offset, a.last_offset, a.delivery_count) for a in acquisition.acquired]
+    """The acquired records as the API shows them: text where the bytes are UTF-8."""
     out: list[Record] = []
-    batches = MemoryRecords(bytes(acquisition.records))
-    while batches.has_next():
-        batch = batches.next_batch()
-        if batch.is_control_batch:
-            continue
-        for rec in batch:
-            count = next((dc for f, last, dc in wanted if f <= rec.offset <= last), None)
-            if count is None:
-                continue
-            key, key_enc = _text(rec.key)
-            value, value_enc = _text(rec.value)
-            headers = []
-            for name, raw in rec.headers:
-                hv, h_enc = _text(raw)
-                headers.append(Header(key=name, value=hv, value_encoding=h_enc))
-            out.append(
-                Record(
-                    topic=topic,
-                    partition=partition,
-                    offset=rec.offset,
-                    timestamp=rec.timestamp,
-                    key=key,
-                    key_encoding=key_enc,
-                    value=value,
-                    value_encoding=value_enc,
-                    headers=headers,
-                    delivery_count=count,
-                    lock_expires_at_ms=lock_expires_at_ms,
-                )
+    for rec in records_in(acquisition):
+        key, key_enc = _text(rec.key)
+        value, value_enc = _text(rec.value)
+        headers = []
+        for name, raw in rec.headers:
+            hv, h_enc = _text(raw)
+            headers.append(Header(key=name, value=hv, value_encoding=h_enc))
+        out.append(
+            Record(
+                topic=topic,
+                partition=partition,
+                offset=rec.offset,
+                timestamp=rec.timestamp_ms,
+                key=key,
+                key_encoding=key_enc,
+                value=value,
+                value_encoding=value_enc,
+                headers=headers,
+                delivery_count=rec.delivery_count,
+                lock_expires_at_ms=lock_expires_at_ms,
             )
+        )
     return out
 
 

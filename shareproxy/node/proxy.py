@@ -34,6 +34,7 @@ from shareproxy.persistence import migrate
 from shareproxy.persistence.engine import create_engine, shown_url, store_errors
 from shareproxy.persistence.nodes import NodeRecords
 from shareproxy.persistence.repository import SqlShareStateStore
+from shareproxy.push.pushers import Pushers
 from shareproxy.runtime.cluster import ClusterNodes
 from shareproxy.runtime.jobs import Periodic, every
 from shareproxy.security import listeners
@@ -129,7 +130,16 @@ class Proxy:
         await self.runtime.nodes.join(told, self._admin_advertised(admin_socket))
         self._running.push_async_callback(self.runtime.nodes.leave)
         await self._serve_kafka(told, served, kafka_sockets)
+        self._push()
         await self._serve_admin(admin_socket, admin_what)
+
+    def _push(self) -> None:
+        """Run the groups' pushes: each node those of the share-partitions it leads."""
+        pushes = self.runtime.group_admin.pushes
+        self.pushers.start()
+        self._running.push_async_callback(self.pushers.stop)
+        pushes.on_change(self.pushers.changed)
+        self.pushers.changed(pushes.specs)
 
     async def _open_store(self, auto_migrate: bool) -> None:
         """Migrate (or check) the store's schema, construct the runtime over it, and load what
@@ -158,6 +168,9 @@ class Proxy:
                 s, self.store, self.upstream, nodes, defaults=self.defaults
             )
             await self.runtime.configs.load()
+            self.pushers = Pushers(
+                self.runtime.consumers, s.push_targets(), clock_ms, ca_bundle=s.push_ca_bundle
+            )
             self.security = Security(
                 SecurityStore(self.engine),
                 enabled=self.authorization,
@@ -263,13 +276,24 @@ class Proxy:
         )
         self.admin = AdminServer(
             create_app(
-                probes, rt.group_admin, self.security, rt.consumers, rt.archived, rt.directory
+                probes,
+                rt.group_admin,
+                self.security,
+                rt.consumers,
+                rt.archived,
+                rt.directory,
+                push_targets=self.pushers.targets,
+                push_status=self._push_status,
             ),
             admin_socket,
         )
         with listen_errors(admin_what):
             await self.admin.start()
         self._running.push_async_callback(self.admin.stop)
+
+    def _push_status(self, group_id: str) -> dict[str, Any] | None:
+        status = self.pushers.status(group_id)
+        return None if status is None else status.shown()
 
     def _cannot_go_on(self, reason: str) -> None:
         log.error(reason)

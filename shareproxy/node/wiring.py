@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from shareproxy.core.group_settings import GroupSettings
+from shareproxy.core.push_spec import PushStore
 from shareproxy.core.redrive import ArchiveLog
 from shareproxy.core.share_session import ShareSessionCache
 from shareproxy.core.store import SharePartitionKey, ShareStateStore
@@ -34,6 +35,8 @@ from shareproxy.runtime.groups.coordinator import Coordinator
 from shareproxy.runtime.groups.group_admin import GroupAdmin
 from shareproxy.runtime.groups.group_configs import READ_EVERY_S as CONFIGS_READ_EVERY_S
 from shareproxy.runtime.groups.group_configs import GroupConfigs
+from shareproxy.runtime.groups.group_pushes import READ_EVERY_S as PUSHES_READ_EVERY_S
+from shareproxy.runtime.groups.group_pushes import GroupPushes
 from shareproxy.runtime.groups.retention import GroupRetention
 from shareproxy.runtime.jobs import Periodic
 from shareproxy.settings.model import Settings
@@ -51,8 +54,8 @@ def group_defaults(settings: Settings) -> GroupSettings:
     ).with_configs(settings.group_configs())
 
 
-class RuntimeStore(ShareStateStore, ArchiveLog, Protocol):
-    """What the runtime needs of its store: the share state and the archive log."""
+class RuntimeStore(ShareStateStore, ArchiveLog, PushStore, Protocol):
+    """What the runtime needs of its store: the share state, the archive log, the pushes."""
 
 
 @dataclass(eq=False)
@@ -78,6 +81,8 @@ class Runtime:
     census: StoredCensus
     directory: NodeDirectory
     config_reader: Periodic
+    pushes: GroupPushes
+    push_reader: Periodic
     _running: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     def settings_for(self, group_id: str) -> GroupSettings:
@@ -96,6 +101,7 @@ class Runtime:
             self.retention,
             self.census,
             self.config_reader,
+            self.push_reader,
         ):
             job.start()
             self._running.push_async_callback(job.stop)
@@ -181,6 +187,7 @@ def build_runtime(
         coordinates=nodes.coordinates,
     )
     consumption = Consumption(partitions, feed, store, settings_for, clock)
+    pushes = GroupPushes(store, store.configs_version)
     group_admin = GroupAdmin(
         store,
         coordinator,
@@ -192,6 +199,7 @@ def build_runtime(
         coordinator_at=nodes.coordinator_admin,
         peers=nodes.peers,
         leader_at=nodes.leader_admin,
+        pushes=pushes,
     )
     census = StoredCensus(store)
     runtime = Runtime(
@@ -232,6 +240,11 @@ def build_runtime(
         # a group config changed through another node applies here within a second
         config_reader=Periodic(
             "group-configs", CONFIGS_READ_EVERY_S, configs.refresh, "reading group configs"
+        ),
+        pushes=pushes,
+        # a push set through another node starts here within a second
+        push_reader=Periodic(
+            "group-pushes", PUSHES_READ_EVERY_S, pushes.refresh, "reading group pushes"
         ),
     )
     nodes.on_change(lambda placement: runtime.placement_changed())

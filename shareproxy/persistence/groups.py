@@ -14,6 +14,7 @@ from shareproxy.persistence.sql import dialect_insert, insert_ignore
 from shareproxy.persistence.tables import (
     proxy_cluster,
     share_archived,
+    share_group_push,
     share_groups,
     share_snapshots,
     share_updates,
@@ -36,7 +37,7 @@ async def _group(
     return ShareGroupRecord(row.group_id, dict(row.configs)) if row else None
 
 
-async def _configs_changed(conn: AsyncConnection) -> None:
+async def configs_changed(conn: AsyncConnection) -> None:
     """Raise the configs version, in the transaction that changes a group's configs."""
     stmt = dialect_insert(conn)(proxy_cluster).values(id=1, generation=0, configs_version=1)
     await conn.execute(
@@ -100,7 +101,7 @@ class GroupRecords:
                 .where(share_groups.c.group_id == group_id)
                 .values(configs=merged)
             )
-            await _configs_changed(conn)
+            await configs_changed(conn)
             return ShareGroupRecord(group_id, merged)
 
     async def delete_group(self, group_id: str, empty_since: datetime | None = None) -> bool:
@@ -121,11 +122,14 @@ class GroupRecords:
             await conn.execute(delete(share_updates).where(share_updates.c.group_id == group_id))
             await conn.execute(delete(share_archived).where(share_archived.c.group_id == group_id))
             await conn.execute(
+                delete(share_group_push).where(share_group_push.c.group_id == group_id)
+            )
+            await conn.execute(
                 delete(share_snapshots).where(share_snapshots.c.group_id == group_id)
             )
             result = await conn.execute(
                 delete(share_groups).where(share_groups.c.group_id == group_id)
             )
             if result.rowcount > 0:
-                await _configs_changed(conn)
+                await configs_changed(conn)
             return result.rowcount > 0

@@ -5,6 +5,7 @@ A facade: each concept lives in a module of its own and this class only hands ca
 callers see one store.
 
 - ``groups``: share-group rows and configs
+- ``pushes``: share groups' pushes
 - ``membership``: membership recorded for the expiry rules
 - ``share_partitions``: a share-partition's state from initialize to delete
 - ``scans``: whole-group reads for the batch jobs
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -32,6 +34,7 @@ from shareproxy.core.store import (
 from shareproxy.persistence.boundary import store_boundary
 from shareproxy.persistence.groups import GroupRecords
 from shareproxy.persistence.membership import MembershipRecords
+from shareproxy.persistence.pushes import PushRecords
 from shareproxy.persistence.redrives import ArchiveLogRecords
 from shareproxy.persistence.scans import ArchivedRange, BatchScans, StoredPartition
 from shareproxy.persistence.share_partitions import SharePartitionStates
@@ -75,6 +78,7 @@ class SqlShareStateStore:
         self.fold_every = fold_every
         self._groups = GroupRecords(engine)
         self._membership = MembershipRecords(engine)
+        self._pushes = PushRecords(engine)
         self._partitions = SharePartitionStates(engine)
         self._scans = BatchScans(engine)
         self._archive_log = ArchiveLogRecords(engine)
@@ -96,6 +100,16 @@ class SqlShareStateStore:
         self, group_id: str, configs: Mapping[str, str | None]
     ) -> ShareGroupRecord:
         return await self._groups.set_group_configs(group_id, configs)
+
+    # pushes
+    async def set_push(self, group_id: str, spec: Mapping[str, Any]) -> bool:
+        return await self._pushes.set_push(group_id, spec)
+
+    async def remove_push(self, group_id: str) -> bool:
+        return await self._pushes.remove_push(group_id)
+
+    async def pushes(self) -> dict[str, dict[str, Any]]:
+        return await self._pushes.pushes()
 
     async def configs_version(self) -> int:
         return await self._groups.configs_version()

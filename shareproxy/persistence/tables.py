@@ -96,6 +96,21 @@ share_updates = Table(
     Index("ix_share_updates_partition", "group_id", "topic_id", "partition", "id"),
 )
 
+# A share group's push (migration 0009): the ``PushSpec`` in its stored form, the
+# authorization among it (a secret: the admin API never shows it back).
+share_group_push = Table(
+    "share_group_push",
+    metadata,
+    Column(
+        "group_id",
+        String(255),
+        ForeignKey("share_groups.group_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("spec", Json, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
 # Archived records that had been delivered (delivery count >= 1: rejected, or past the delivery
 # limit), written in the transaction that archived them: SPSO moves past them and the state
 # forgets them, but the poison report and the archived list must still show them. ``reason``

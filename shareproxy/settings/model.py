@@ -31,6 +31,7 @@ from shareproxy.settings.group_defaults import (
     group_default,
 )
 from shareproxy.settings.problems import SettingError
+from shareproxy.settings.push_targets import PushTargets
 
 DEFAULT_STATE_URL = "sqlite:///shareproxy-state.db"
 # the longest a ShareFetch from a client that asks one node at a time (librdkafka,
@@ -166,6 +167,17 @@ class Settings(BaseSettings):
         "node at a time, is held on a node with nothing for it while other nodes serve; shorter "
         "moves it on to records elsewhere sooner, at the cost of more empty fetches (its "
         "MaxWaitMs, 500, or more: held as asked; 10 at least)",
+    )
+    push_allowed_urls: str = Field(
+        default="",
+        description="the URL prefixes a share group's push may POST to, comma-separated (a "
+        "URL is allowed when its scheme, host and port are a prefix's and its path continues "
+        "the prefix's); empty: push is off on this node",
+    )
+    push_ca_bundle: str | None = Field(
+        default=None,
+        description="CAs that https push endpoints' certificates are verified against (PEM; "
+        "default: the system's)",
     )
     auto_migrate: bool = Field(
         default=True, description="upgrade the store schema at start (off: run `migrate` first)"
@@ -319,6 +331,15 @@ class Settings(BaseSettings):
         if value not in assignor.ASSIGNORS:
             raise ValueError(f"unknown assignor (known: {', '.join(assignor.ASSIGNORS)})")
         return value
+
+    @field_validator("push_allowed_urls")
+    @classmethod
+    def _push_targets(cls, value: str) -> str:
+        PushTargets.parse(value)  # PushTargetError is a ValueError: the setting is named
+        return value
+
+    def push_targets(self) -> PushTargets:
+        return PushTargets.parse(self.push_allowed_urls)
 
     @field_validator("log_level", mode="before")
     @classmethod

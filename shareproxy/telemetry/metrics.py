@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
@@ -71,6 +71,26 @@ DELIVERY_TIMES_PAST_RETENTION = Counter(
     "shareproxy_delivery_times_past_retention",
     "Records due after their topic's retention.ms runs out (counted from their timestamp): "
     "the cluster may delete them before they are due, by group",
+    ["group"],
+    registry=REGISTRY,
+)
+PUSHED = Counter(
+    "shareproxy_push_records",
+    "Records pushed to a group's endpoint, by group and outcome: accepted (2xx), released "
+    "(408, 429, 5xx), rejected (another 4xx), timed_out (no answer in time, or none at all)",
+    ["group", "outcome"],
+    registry=REGISTRY,
+)
+PUSH_SECONDS = Histogram(
+    "shareproxy_push_duration_seconds",
+    "How long a group's endpoint took to answer one pushed record, by group",
+    ["group"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+PUSH_ENDPOINT_DOWN = Gauge(
+    "shareproxy_push_endpoint_down",
+    "1 while a group's push endpoint fails (no answer, 408, 429 or 5xx) and pushes back off",
     ["group"],
     registry=REGISTRY,
 )

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.persisted import DEFAULT_FOLD_EVERY, PersistedState
@@ -73,6 +74,7 @@ class MemoryStore:
         self.writes = 0  # write transactions committed
         self._groups: dict[str, _Group] = {}
         self._configs_version = 0
+        self._pushes: dict[str, dict[str, Any]] = {}
         self._partitions: dict[SharePartitionKey, _Partition] = {}
         # the archive log: key -> first offset -> entry
         self._archived: dict[SharePartitionKey, dict[int, ArchivedEntry]] = defaultdict(dict)
@@ -113,6 +115,25 @@ class MemoryStore:
         self._configs_version += 1
         return self._record(group_id, group)
 
+    async def set_push(self, group_id: str, spec: Mapping[str, Any]) -> bool:
+        await self._round_trip()
+        self._groups.setdefault(group_id, _Group())
+        created = group_id not in self._pushes
+        self._pushes[group_id] = dict(spec)
+        self._configs_version += 1
+        return created
+
+    async def remove_push(self, group_id: str) -> bool:
+        await self._round_trip()
+        if self._pushes.pop(group_id, None) is None:
+            return False
+        self._configs_version += 1
+        return True
+
+    async def pushes(self) -> dict[str, dict[str, Any]]:
+        await self._round_trip()
+        return {g: dict(spec) for g, spec in self._pushes.items()}
+
     async def configs_version(self) -> int:
         await self._round_trip()
         return self._configs_version
@@ -125,6 +146,7 @@ class MemoryStore:
         for key in [k for k in self._partitions if k.group_id == group_id]:
             self._drop(key)
         del self._groups[group_id]
+        self._pushes.pop(group_id, None)
         self._configs_version += 1
         return True
 

@@ -1,7 +1,8 @@
 """Consuming: share-partition leaders, the partitions a node leads, reading ahead from the
 upstream cluster, acknowledgement and group commit. The face is ``ShareConsumers``, the use cases
-every way of consuming calls (ShareFetch, ShareAcknowledge, the HTTP records API)."""
+every way of consuming calls (ShareFetch, ShareAcknowledge, the HTTP records API, push)."""
 
+from shareproxy.runtime.consuming.acquired_records import AcquiredRecord, records_in
 from shareproxy.runtime.consuming.consumers import (
     Acknowledged,
     Acquisition,
@@ -15,6 +16,7 @@ from shareproxy.runtime.consuming.consumers import (
 
 __all__ = [
     "Acknowledged",
+    "AcquiredRecord",
     "Acquisition",
     "FetchLimits",
     "Fetched",
@@ -22,4 +24,5 @@ __all__ = [
     "SessionRequest",
     "ShareConsumers",
     "TopicPartition",
+    "records_in",
 ]

@@ -323,6 +323,11 @@ class ShareConsumers:
         its own error code once durable."""
         return await self._consumption.acknowledge(group_id, member_id, acks)
 
+    async def release(self, group_id: str, member_id: str) -> None:
+        """The locks a consumer without a share session holds on this node end now, delivery
+        counts kept (a pusher that stops)."""
+        await self._consumption.release(group_id, member_id)
+
     async def _acquire(
         self, leaders: Sequence[SharePartitionLeader], member_id: str, limits: FetchLimits
     ) -> dict[TopicPartition, Acquisition]:

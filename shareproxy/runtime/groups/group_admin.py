@@ -26,6 +26,7 @@ from shareproxy.runtime.consuming.partitions import SharePartitions
 from shareproxy.runtime.groups import offset_deletion, offset_resets, partition_views
 from shareproxy.runtime.groups.coordinator import Coordinator
 from shareproxy.runtime.groups.group_configs import GroupConfigs
+from shareproxy.runtime.groups.group_pushes import GroupPushes
 from shareproxy.runtime.groups.group_summaries import (
     GroupSummary,
     Listed,
@@ -67,6 +68,7 @@ class GroupAdmin:
         coordinator_at: Callable[[str], NodeAddress | None],
         peers: Callable[[], list[NodeAddress]],
         leader_at: Callable[[UUID, int], NodeAddress | None],
+        pushes: GroupPushes,
     ) -> None:
         # where a group is coordinated, for messages; None: here, though not at this moment
         self.coordinator_of = coordinator_of
@@ -79,6 +81,7 @@ class GroupAdmin:
         self.partitions = partitions
         self.upstream = upstream
         self.configs = configs
+        self.pushes = pushes  # each group's push: set, shown and removed through any node
         # single in-flight records: seen and changed where the share-partition is led
         self.records = InFlightRecords(store, partitions, upstream, self.require, leader_at)
         self._ids = ShareGroupIds(coordinator.groups, self._stored, coordinator.clock_ms)

@@ -1,0 +1,265 @@
+"""One share group's push on one node: acquire records from the share-partitions of its topics
+this node leads, POST each to the endpoint, and acknowledge it by the answer.
+
+At least once, exactly as acknowledged: a record is acquired before it is POSTed and accepted
+only once its 2xx arrived; a record whose push is cut short (the node stops, the push changes)
+is released, and comes back. A request's time-out ends before the record's acquisition lock
+does (``PushSpec.timeout_within``), so no record is ever pushed twice at once: a slow endpoint
+sees a time-out, never a second copy while it still works on the first.
+
+Bounded: no more records are acquired than requests may start now (``max_in_flight``, one
+probe while the endpoint is down), so nothing waits in memory; a failing endpoint pauses the
+acquiring (``EndpointPacing``), so its records stay in the log, available to other consumers
+of the group, and cost no busy loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from shareproxy.core.acknowledgement import AckBatch
+from shareproxy.core.errors import ErrorCode, ShareError
+from shareproxy.core.push_outcome import PushAnswer, PushOutcome, judge
+from shareproxy.core.push_pacing import EndpointChange, EndpointPacing
+from shareproxy.core.push_spec import PUSH_MEMBER_ID, PushSpec
+from shareproxy.core.states import AcquireMode
+from shareproxy.core.store import StoreUnavailable
+from shareproxy.push.cloudevent import PushedRecord, http_headers
+from shareproxy.push.push_status import PushedAnswer, PushStatus
+from shareproxy.runtime.consuming import (
+    FetchLimits,
+    NamedTopic,
+    ShareConsumers,
+    TopicPartition,
+    records_in,
+)
+from shareproxy.settings.push_targets import PushTargetError, PushTargets
+from shareproxy.telemetry import metrics
+from shareproxy.telemetry.logs import first_line
+from shareproxy.upstream.client import UpstreamError
+
+log = logging.getLogger(__name__)
+
+FETCH_WAIT_MS = 500  # the long poll for records while the endpoint could take more
+FETCH_MAX_BYTES = 16 * 1024 * 1024
+TOPICS_FRESH_MS = 10_000  # how long the topics' partitions are taken as known
+PROBLEM_RETRY_S = 2.0  # how soon a push that cannot go on (a topic missing, …) tries again
+GAP = 0  # ShareAcknowledge's type for an acquired offset that holds no record
+
+
+@dataclass(frozen=True, slots=True)
+class _Led:
+    """A share-partition the push reads: its topic's name, for the events."""
+
+    tp: TopicPartition
+    topic: str
+
+
+class GroupPusher:
+    """Owned by ``Pushers``, which starts and stops it; its status is read by the REST API."""
+
+    def __init__(
+        self,
+        group_id: str,
+        spec: PushSpec,
+        consumers: ShareConsumers,
+        client: httpx.AsyncClient,
+        targets: PushTargets,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self.group_id = group_id
+        self.spec = spec
+        self.status = PushStatus()
+        self._consumers = consumers
+        self._client = client
+        self._targets = targets
+        self._clock_ms = clock_ms
+        self._pacing = EndpointPacing()
+        self._pushes: set[asyncio.Task[None]] = set()
+        self._topics: list[NamedTopic] = []
+        self._topics_read_at: int | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()  # a push ended: there may be room for another
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._forever(), name=f"push-{self.group_id}")
+
+    async def stop(self) -> None:
+        """Stop acquiring, cut the pushes under way short and release what they hold."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for push in list(self._pushes):
+            push.cancel()
+        await asyncio.gather(*self._pushes, return_exceptions=True)
+        try:
+            await self._consumers.release(self.group_id, PUSH_MEMBER_ID)
+        except (ShareError, UpstreamError, StoreUnavailable):  # their locks end by time instead
+            log.info("a stopped push's records wait for their locks to end")
+        metrics.PUSH_ENDPOINT_DOWN.labels(self.group_id).set(0)
+
+    async def _forever(self) -> None:
+        while True:
+            try:
+                await self._round()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store, the cluster, a topic gone: tried again
+                self._problem(f"cannot acquire: {first_line(exc)}")
+                await asyncio.sleep(PROBLEM_RETRY_S)
+
+    def _problem(self, problem: str | None) -> None:
+        if problem != self.status.problem and problem is not None:
+            log.warning("push cannot go on", extra={"group": self.group_id, "why": problem})
+        elif problem is None and self.status.problem is not None:
+            log.info("push goes on", extra={"group": self.group_id})
+        self.status.problem = problem
+
+    async def _round(self) -> None:
+        now = self._clock_ms()
+        room = self._pacing.in_flight_allowed(self.spec.max_in_flight) - len(self._pushes)
+        if room <= 0 or not self._pacing.may_push(now):
+            await self._wait_for_room(self._pacing.paused_until_ms - now)
+            return
+        try:
+            self._targets.check(self.spec.url)  # the node's setting may have changed since
+        except PushTargetError as exc:
+            self._problem(str(exc))
+            await asyncio.sleep(PROBLEM_RETRY_S)
+            return
+        led = await self._led(now)
+        self._problem(None)
+        if not led:
+            await asyncio.sleep(FETCH_WAIT_MS / 1000)
+            return
+        names = {x.tp: x.topic for x in led}
+        lock_ends_ms = self._consumers.lock_expiry_ms(self.group_id)  # before: the earliest
+        limits = FetchLimits(
+            max_wait_ms=FETCH_WAIT_MS,
+            max_records=room,
+            max_bytes=FETCH_MAX_BYTES,
+            mode=AcquireMode.RECORD_LIMIT,
+        )
+        acquired = await self._consumers.fetch(self.group_id, PUSH_MEMBER_ID, names, limits)
+        gaps: dict[TopicPartition, list[AckBatch]] = {}
+        for tp, acquisition in acquired.items():
+            pushed: set[int] = set()
+            for rec in records_in(acquisition):
+                pushed.add(rec.offset)
+                record = PushedRecord(
+                    self.group_id,
+                    names[tp],
+                    tp[1],
+                    rec.offset,
+                    rec.timestamp_ms,
+                    rec.key,
+                    rec.value,
+                    rec.headers,
+                    rec.delivery_count,
+                )
+                self._start(tp, record, lock_ends_ms)
+            missing = [
+                o
+                for r in acquisition.acquired
+                for o in range(r.first_offset, r.last_offset + 1)
+                if o not in pushed
+            ]
+            if missing:  # control records and compacted-away offsets: nothing to push
+                gaps[tp] = [AckBatch(o, o, (GAP,)) for o in missing]
+        if gaps:
+            await self._consumers.acknowledge(self.group_id, PUSH_MEMBER_ID, gaps)
+
+    async def _wait_for_room(self, paused_ms: int) -> None:
+        self._changed.clear()
+        timeout = paused_ms / 1000 if paused_ms > 0 else None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    async def _led(self, now: int) -> list[_Led]:
+        """The share-partitions of the push's topics (read again every ``TOPICS_FRESH_MS``,
+        so that added partitions are pushed too); the fetch keeps to those led here."""
+        if self._topics_read_at is None or now - self._topics_read_at >= TOPICS_FRESH_MS:
+            self._topics = await self._consumers.named(self.spec.topics)
+            self._topics_read_at = now
+        return [_Led((t.topic_id, p), t.name) for t in self._topics for p in t.partitions]
+
+    def _start(self, tp: TopicPartition, record: PushedRecord, lock_ends_ms: int) -> None:
+        task = asyncio.create_task(self._push(tp, record, lock_ends_ms))
+        self._pushes.add(task)
+        self.status.in_flight = len(self._pushes)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._pushes.discard(task)
+        self.status.in_flight = len(self._pushes)
+        self._changed.set()
+
+    async def _push(self, tp: TopicPartition, record: PushedRecord, lock_ends_ms: int) -> None:
+        started = self._clock_ms()
+        timeout_ms = self.spec.timeout_within(lock_ends_ms - started)
+        answer = await self._post(record, timeout_ms) if timeout_ms > 0 else judge(None, None, 0)
+        ended = self._clock_ms()
+        self._answered(record, answer, started, ended)
+        ack = AckBatch(record.offset, record.offset, (int(answer.outcome.acknowledge_type),))
+        try:
+            acks = {tp: [ack]}
+            code = (await self._consumers.acknowledge(self.group_id, PUSH_MEMBER_ID, acks))[tp]
+        except (ShareError, UpstreamError, StoreUnavailable) as exc:
+            code, why = -1, first_line(exc)
+        else:
+            why = ""
+        if code != ErrorCode.NONE:  # the lock ended, the share-partition moved, the store is
+            # down: the record's lock ends and it is pushed again
+            log.debug("a push's acknowledgement was refused", extra={"code": code, "why": why})
+
+    async def _post(self, record: PushedRecord, timeout_ms: int) -> PushAnswer:
+        headers = http_headers(record)
+        if self.spec.authorization:
+            headers.append(("authorization", self.spec.authorization))
+        try:
+            response = await self._client.post(
+                self.spec.url,
+                content=record.value or b"",
+                headers=headers,
+                timeout=timeout_ms / 1000,
+            )
+        except httpx.HTTPError:  # time-out, refused, reset, a broken answer: no verdict
+            return judge(None, None, self._clock_ms())
+        return judge(response.status_code, response.headers.get("retry-after"), self._clock_ms())
+
+    def _answered(self, record: PushedRecord, answer: PushAnswer, started: int, ended: int) -> None:
+        outcome: PushOutcome = answer.outcome
+        metrics.PUSHED.labels(self.group_id, outcome.value).inc()
+        if answer.status is not None:
+            metrics.PUSH_SECONDS.labels(self.group_id).observe((ended - started) / 1000)
+        self.status.answered(
+            PushedAnswer(
+                ended,
+                record.topic,
+                record.partition,
+                record.offset,
+                record.delivery_count,
+                answer.status,
+                outcome,
+                ended - started,
+            ),
+            answer,
+        )
+        change = self._pacing.answered(answer, ended)
+        self.status.down_since_ms = self._pacing.down_since_ms
+        if change is EndpointChange.DOWN:
+            metrics.PUSH_ENDPOINT_DOWN.labels(self.group_id).set(1)
+            log.warning(
+                "push endpoint failing: pushes back off",
+                extra={"group": self.group_id, "status": answer.status},
+            )
+        elif change is EndpointChange.UP:
+            metrics.PUSH_ENDPOINT_DOWN.labels(self.group_id).set(0)
+            log.info("push endpoint answers again", extra={"group": self.group_id})

@@ -1,0 +1,95 @@
+"""The pushes this node runs: one ``GroupPusher`` per group with a push, started, changed and
+stopped as the groups' pushes change (``GroupPushes`` tells, within a second of a change made
+through any node). Each group has its own HTTP client, so that its ``max_in_flight`` bounds its
+connections and one slow endpoint takes no connection from another group's."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from collections.abc import Callable
+
+import httpx
+
+from shareproxy.core.push_spec import PushSpec
+from shareproxy.push.group_pusher import GroupPusher
+from shareproxy.push.push_status import PushStatus
+from shareproxy.runtime.consuming import ShareConsumers
+from shareproxy.settings.push_targets import PushTargets
+
+log = logging.getLogger(__name__)
+
+
+class Pushers:
+    def __init__(
+        self,
+        consumers: ShareConsumers,
+        targets: PushTargets,
+        clock_ms: Callable[[], int],
+        *,
+        ca_bundle: str | None = None,
+    ) -> None:
+        self._consumers = consumers
+        self._targets = targets
+        self._clock_ms = clock_ms
+        self._ca_bundle = ca_bundle
+        self._running: dict[str, tuple[GroupPusher, httpx.AsyncClient]] = {}
+        self._wanted: dict[str, PushSpec] = {}
+        self._changes: asyncio.Queue[None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def targets(self) -> PushTargets:
+        return self._targets
+
+    def status(self, group_id: str) -> PushStatus | None:
+        """This node's part of the group's push (None: the node runs none for it)."""
+        running = self._running.get(group_id)
+        return None if running is None else running[0].status
+
+    def changed(self, specs: dict[str, PushSpec]) -> None:
+        """The groups' pushes as they are now (a listener of ``GroupPushes``)."""
+        self._wanted = specs
+        self._changes.put_nowait(None)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._follow(), name="pushers")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for group_id in list(self._running):
+            await self._stop(group_id)
+
+    async def _follow(self) -> None:
+        """Apply each change in turn: one owner of the running pushers."""
+        while True:
+            await self._changes.get()
+            wanted = self._wanted
+            for group_id in list(self._running):
+                if wanted.get(group_id) != self._running[group_id][0].spec:
+                    await self._stop(group_id)
+            for group_id, spec in wanted.items():
+                if group_id not in self._running:
+                    self._start(group_id, spec)
+
+    def _start(self, group_id: str, spec: PushSpec) -> None:
+        client = httpx.AsyncClient(
+            verify=ssl.create_default_context(cafile=self._ca_bundle),
+            limits=httpx.Limits(
+                max_connections=spec.max_in_flight, max_keepalive_connections=spec.max_in_flight
+            ),
+            follow_redirects=False,  # a redirect is no verdict: the operator fixes the URL
+            trust_env=False,  # the environment's proxies do not decide where records go
+        )
+        pusher = GroupPusher(group_id, spec, self._consumers, client, self._targets, self._clock_ms)
+        self._running[group_id] = (pusher, client)
+        pusher.start()
+        log.info("pushing", extra={"group": group_id, "url": spec.url})
+
+    async def _stop(self, group_id: str) -> None:
+        pusher, client = self._running.pop(group_id)
+        await pusher.stop()
+        await client.aclose()
