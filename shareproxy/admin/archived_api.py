@@ -41,7 +41,10 @@ class ArchivedRange(BaseModel):
     first_offset: int
     last_offset: int
     records: int
-    reason: str = Field(description="rejected, delivery-limit, or unknown (archived earlier)")
+    reason: str = Field(
+        description="rejected, rejected: HTTP {status} (by a push endpoint), delivery-limit, "
+        "operator-rejected, or unknown (archived earlier)"
+    )
     delivery_count: int
     archived_at: datetime
     redriven_at: datetime | None = Field(description="when a redrive copied it back; null: never")

@@ -86,6 +86,11 @@ def retry_after_ms(value: str | None, now_ms: int) -> int:
     return max(0, min(int(when.timestamp() * 1000) - now_ms, MAX_RETRY_AFTER_MS))
 
 
+def rejection_reason(status: int) -> str:
+    """The archive log's reason for a record its endpoint rejected."""
+    return f"rejected: HTTP {status}"
+
+
 def judge(status: int | None, retry_after: str | None, now_ms: int) -> PushAnswer:
     """The answer to one push, read: the record's outcome, and any wait the endpoint asked for
     (honoured on 429 and 503 only)."""

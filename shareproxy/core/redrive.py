@@ -176,3 +176,8 @@ class ArchiveLog(Protocol):
     async def release_redrive(self, key: SharePartitionKey, intervals: Sequence[Interval]) -> None:
         """The produce of a claimed redrive failed: its offsets may be redriven again."""
         ...
+
+    async def explain_rejection(self, key: SharePartitionKey, offset: int, reason: str) -> bool:
+        """Say why one rejected record was rejected, in more words than "rejected" (a push
+        endpoint's status); False if the log holds no such record archived alone."""
+        ...

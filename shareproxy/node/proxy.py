@@ -168,8 +168,9 @@ class Proxy:
                 s, self.store, self.upstream, nodes, defaults=self.defaults
             )
             await self.runtime.configs.load()
+            rt = self.runtime
             self.pushers = Pushers(
-                self.runtime.consumers, s.push_targets(), clock_ms, ca_bundle=s.push_ca_bundle
+                rt.consumers, rt.archived, s.push_targets(), clock_ms, ca_bundle=s.push_ca_bundle
             )
             self.security = Security(
                 SecurityStore(self.engine),

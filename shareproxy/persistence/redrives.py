@@ -23,6 +23,7 @@ from shareproxy.core.redrive import (
     claimed_pieces,
     plan,
 )
+from shareproxy.core.states import ArchiveReason
 from shareproxy.core.store import SharePartitionKey
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.sql import ARCHIVED_KEY, key_in, key_is, key_of
@@ -107,6 +108,20 @@ class ArchiveLogRecords:
                     )
                     .values(redriven_at=None)
                 )
+
+    async def explain_rejection(self, key: SharePartitionKey, offset: int, reason: str) -> bool:
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                update(share_archived)
+                .where(
+                    key_is(ARCHIVED_KEY, key),
+                    _a.first_offset == offset,
+                    _a.last_offset == offset,
+                    _a.reason == ArchiveReason.REJECTED.value,
+                )
+                .values(reason=reason)
+            )
+            return bool(result.rowcount)
 
 
 async def _locked(conn: AsyncConnection, key: SharePartitionKey) -> list[ArchivedEntry]:

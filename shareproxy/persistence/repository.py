@@ -191,3 +191,6 @@ class SqlShareStateStore:
 
     async def release_redrive(self, key: SharePartitionKey, intervals: Sequence[Interval]) -> None:
         await self._archive_log.release_redrive(key, intervals)
+
+    async def explain_rejection(self, key: SharePartitionKey, offset: int, reason: str) -> bool:
+        return await self._archive_log.explain_rejection(key, offset, reason)

@@ -25,13 +25,14 @@ import httpx
 
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
-from shareproxy.core.push_outcome import PushAnswer, PushOutcome, judge
+from shareproxy.core.push_outcome import PushAnswer, PushOutcome, judge, rejection_reason
 from shareproxy.core.push_pacing import EndpointChange, EndpointPacing
 from shareproxy.core.push_spec import PUSH_MEMBER_ID, PushSpec
 from shareproxy.core.states import AcquireMode
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.push.cloudevent import PushedRecord, http_headers
 from shareproxy.push.push_status import PushedAnswer, PushStatus
+from shareproxy.runtime.archive import ArchivedRecords
 from shareproxy.runtime.consuming import (
     FetchLimits,
     NamedTopic,
@@ -69,6 +70,7 @@ class GroupPusher:
         group_id: str,
         spec: PushSpec,
         consumers: ShareConsumers,
+        archived: ArchivedRecords,
         client: httpx.AsyncClient,
         targets: PushTargets,
         clock_ms: Callable[[], int],
@@ -77,6 +79,7 @@ class GroupPusher:
         self.spec = spec
         self.status = PushStatus()
         self._consumers = consumers
+        self._archived = archived
         self._client = client
         self._targets = targets
         self._clock_ms = clock_ms
@@ -218,6 +221,16 @@ class GroupPusher:
         if code != ErrorCode.NONE:  # the lock ended, the share-partition moved, the store is
             # down: the record's lock ends and it is pushed again
             log.debug("a push's acknowledgement was refused", extra={"code": code, "why": why})
+        elif answer.outcome is PushOutcome.REJECTED and answer.status is not None:
+            await self._explain(tp, record.offset, rejection_reason(answer.status))
+
+    async def _explain(self, tp: TopicPartition, offset: int, reason: str) -> None:
+        """Keep the endpoint's status as the rejection's reason; a store out of reach leaves
+        it "rejected", which the record was."""
+        try:
+            await self._archived.explain_rejection(self.group_id, tp[0], tp[1], offset, reason)
+        except StoreUnavailable as exc:
+            log.debug("a rejection's reason was not kept", extra={"why": first_line(exc)})
 
     async def _post(self, record: PushedRecord, timeout_ms: int) -> PushAnswer:
         headers = http_headers(record)

@@ -15,6 +15,7 @@ import httpx
 from shareproxy.core.push_spec import PushSpec
 from shareproxy.push.group_pusher import GroupPusher
 from shareproxy.push.push_status import PushStatus
+from shareproxy.runtime.archive import ArchivedRecords
 from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.settings.push_targets import PushTargets
 
@@ -25,12 +26,14 @@ class Pushers:
     def __init__(
         self,
         consumers: ShareConsumers,
+        archived: ArchivedRecords,
         targets: PushTargets,
         clock_ms: Callable[[], int],
         *,
         ca_bundle: str | None = None,
     ) -> None:
         self._consumers = consumers
+        self._archived = archived
         self._targets = targets
         self._clock_ms = clock_ms
         self._ca_bundle = ca_bundle
@@ -84,7 +87,9 @@ class Pushers:
             follow_redirects=False,  # a redirect is no verdict: the operator fixes the URL
             trust_env=False,  # the environment's proxies do not decide where records go
         )
-        pusher = GroupPusher(group_id, spec, self._consumers, client, self._targets, self._clock_ms)
+        pusher = GroupPusher(
+            group_id, spec, self._consumers, self._archived, client, self._targets, self._clock_ms
+        )
         self._running[group_id] = (pusher, client)
         pusher.start()
         log.info("pushing", extra={"group": group_id, "url": spec.url})

@@ -5,7 +5,6 @@ its delivery count raised), any other 4xx rejects."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -16,6 +15,7 @@ from confluent_kafka import Producer
 from tests.support.consumers import wait_for
 from tests.support.proxy import ProxyProcess
 from tests.support.push_endpoint import Answer, PushEndpoint
+
 
 @pytest.fixture
 def endpoint() -> Iterator[Callable[..., PushEndpoint]]:
@@ -106,8 +106,13 @@ def test_every_record_is_posted_once_as_a_cloudevent_and_accepted_by_its_2xx(
     assert httpx.get(f"{p.admin_url}/v1/share-groups/{group}/push").status_code == 404
     assert httpx.delete(f"{p.admin_url}/v1/share-groups/{group}/push").status_code == 404
     seen = len(e.seen)
-    _produce(p.upstream, t, [b"after"])
-    time.sleep(2)  # a push that was stopped would have pushed this by now
+    _produce(p.upstream, t, [b"after"], partitions=1)
+    fetched = httpx.post(
+        f"{p.admin_url}/v1/share-groups/{group}/records/fetch",
+        json={"topics": [t], "max_wait_ms": 10_000},
+        timeout=30,
+    ).json()["records"]
+    assert [(r["value"], r["delivery_count"]) for r in fetched] == [("after", 1)]
     assert len(e.seen) == seen
 
 
@@ -151,9 +156,10 @@ def test_the_status_decides_accept_release_or_reject(proxy, topic, endpoint):
     assert by_body(b"busy") == [429, 200]
     assert by_body(b"bad") == [400], "a rejected record is never pushed again"
     slow = wait_for(
-        lambda: len(s := sorted((x for x in e.seen if x.body == b"slow"), key=lambda x: x.began))
-        == 2
-        and s,
+        lambda: (
+            len(s := sorted((x for x in e.seen if x.body == b"slow"), key=lambda x: x.began)) == 2
+            and s
+        ),
         10,
         "the first slow push to end at the endpoint",
     )
@@ -166,5 +172,13 @@ def test_the_status_decides_accept_release_or_reject(proxy, topic, endpoint):
     )
     assert status["outcomes"]["accepted"] == 4
     assert status["outcomes"]["timed_out"] >= 1
-    archived = httpx.get(f"{p.admin_url}/v1/share-groups/{group}/archived", timeout=30).json()
-    assert archived, "the rejected and the broken records are archived"
+
+    def reasons() -> dict[int, str]:
+        url = f"{p.admin_url}/v1/share-groups/{group}/archived"
+        listed = httpx.get(url, timeout=30).json()["archived"]
+        return {a["first_offset"]: a["reason"] for a in listed}
+
+    assert wait_for(lambda: len(r := reasons()) == 2 and r, 10, "both archived") == {
+        4: "rejected: HTTP 400",
+        5: "delivery-limit",
+    }

@@ -369,6 +369,14 @@ class MemoryStore:
                     e, first_offset=first, last_offset=last, redriven_at=now if redriven else None
                 )
 
+    async def explain_rejection(self, key: SharePartitionKey, offset: int, reason: str) -> bool:
+        await self._round_trip()
+        entry = self._archived.get(key, {}).get(offset)
+        if entry is None or entry.last_offset != offset or entry.reason != "rejected":
+            return False
+        self._archived[key][offset] = replace(entry, reason=reason)
+        return True
+
     async def release_redrive(self, key: SharePartitionKey, intervals: Sequence[Interval]) -> None:
         await self._round_trip()
         log = self._archived.get(key, {})

@@ -111,6 +111,13 @@ class ArchivedRecords:
         self.require_group = require_group
         self.clock_ms = clock_ms
 
+    async def explain_rejection(
+        self, group_id: str, topic_id: UUID, partition: int, offset: int, reason: str
+    ) -> bool:
+        """Keep why a record was rejected (a push endpoint's status) as its archive reason."""
+        key = SharePartitionKey(group_id, topic_id, partition)
+        return await self.archive_log.explain_rejection(key, offset, reason)
+
     # ------------------------------------------------------------------ listing
     async def archived(
         self,
