@@ -46,16 +46,25 @@ class EndpointPacing:
         """Whether a push may start now (the pusher also keeps to ``in_flight_allowed``)."""
         return now_ms >= self.paused_until_ms
 
-    def answered(self, answer: PushAnswer, now_ms: int) -> EndpointChange | None:
-        """Take an answer in; the change in the endpoint's health it makes, if any."""
+    def answered(
+        self, answer: PushAnswer, now_ms: int, sent_ms: int | None = None
+    ) -> EndpointChange | None:
+        """Take in the answer to a request sent at ``sent_ms`` (None: now); the change in the
+        endpoint's health it makes, if any. The failures of requests sent before the outage
+        began are that outage's news, not more of it: only probes make the back-off grow,
+        so a full window of requests failing together pauses as long as one."""
         if not answer.endpoint_failing:  # (Retry-After comes only with a failing 429 or 503)
             if self.down_since_ms is None:
                 return None
             self.down_since_ms = None
             self.failures = 0
+            self.paused_until_ms = 0
             return EndpointChange.UP
-        self.failures += 1
         self.last_status = answer.status
+        if self.down_since_ms is not None and sent_ms is not None and sent_ms < self.down_since_ms:
+            self.paused_until_ms = max(self.paused_until_ms, now_ms + answer.retry_after_ms)
+            return None
+        self.failures += 1
         backoff = min(self.first_backoff_ms << min(self.failures - 1, 20), MAX_BACKOFF_MS)
         wait = max(backoff, answer.retry_after_ms)
         self.paused_until_ms = max(self.paused_until_ms, now_ms + wait)

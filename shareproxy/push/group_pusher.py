@@ -265,7 +265,7 @@ class GroupPusher:
             ),
             answer,
         )
-        change = self._pacing.answered(answer, ended)
+        change = self._pacing.answered(answer, ended, started)
         self.status.down_since_ms = self._pacing.down_since_ms
         if change is EndpointChange.DOWN:
             metrics.PUSH_ENDPOINT_DOWN.labels(self.group_id).set(1)

@@ -9,15 +9,18 @@ import asyncio
 import logging
 import ssl
 from collections.abc import Callable
-
-import httpx
+from typing import TYPE_CHECKING
 
 from shareproxy.core.push_spec import PushSpec
-from shareproxy.push.group_pusher import GroupPusher
 from shareproxy.push.push_status import PushStatus
 from shareproxy.runtime.archive import ArchivedRecords
 from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.settings.push_targets import PushTargets
+
+if TYPE_CHECKING:
+    import httpx
+
+    from shareproxy.push.group_pusher import GroupPusher
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,11 @@ class Pushers:
                     self._start(group_id, spec)
 
     def _start(self, group_id: str, spec: PushSpec) -> None:
+        # the HTTP client loads with the first push, not with every node's start
+        import httpx
+
+        from shareproxy.push.group_pusher import GroupPusher
+
         client = httpx.AsyncClient(
             verify=ssl.create_default_context(cafile=self._ca_bundle),
             limits=httpx.Limits(

@@ -5,6 +5,7 @@ its delivery count raised), any other 4xx rejects."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
+from tests.support.cluster import started
 from tests.support.consumers import wait_for
 from tests.support.proxy import ProxyProcess
 from tests.support.push_endpoint import Answer, PushEndpoint
@@ -182,3 +184,126 @@ def test_the_status_decides_accept_release_or_reject(proxy, topic, endpoint):
         4: "rejected: HTTP 400",
         5: "delivery-limit",
     }
+
+
+def test_an_endpoint_that_fails_is_backed_off_and_told_once_then_recovers(proxy, topic, endpoint):
+    """While the endpoint fails, pushes pause for a back-off that doubles, then one request
+    probes it: a handful of requests, not a busy loop; one warning as the outage begins and
+    one line as it ends; then every record goes through."""
+    t = topic(1)
+    failing = 8
+    answered = {"failed": 0}
+
+    def answer(headers: dict[str, str], body: bytes) -> Answer:
+        if answered["failed"] < failing:
+            answered["failed"] += 1
+            return Answer(503)
+        return Answer(200)
+
+    e = endpoint(answer)
+    # the probes take one record's delivery attempts each: the limit must outlast them
+    p = proxy(push_allowed_urls=e.url, redelivery_backoff_initial_ms=0, delivery_count_limit=10)
+    group = _group()
+    _produce(p.upstream, t, [b"r%d" % i for i in range(40)], partitions=1)
+    assert _set_push(p, group, url=e.url, topics=[t], max_in_flight=4).status_code == 201
+
+    wait_for(lambda: len(e.accepted()) == 40, 60, "every record accepted after the outage")
+    began = sorted(x.began for x in e.seen)
+    # four requests at once find the endpoint failing (one step of back-off); then one probe
+    # at a time, 0.1, 0.2, 0.4 and 0.8 s apart
+    assert began[failing - 1] - began[0] >= 1.4, "the probes were backed off"
+    assert sum(1 for b in began if b < began[4] + 0.09) == 5, "one probe at a time"
+    assert len([x for x in e.seen if x.status == 503]) == failing
+    log = p.log()
+    assert log.count("push endpoint failing") == 1
+    assert log.count("push endpoint answers again") == 1
+    status = _status(p, group)
+    assert status["endpoint"] == "up" and status["endpoint_down_since_ms"] is None
+    assert status["last_failure_status"] == 503
+
+
+def test_a_node_killed_mid_push_pushes_again_only_what_was_in_flight(proxy, topic, endpoint):
+    """At least once across a SIGKILL: every record is accepted, and only records whose push
+    was under way when the node died (at most max_in_flight) are pushed a second time."""
+    t = topic(1)
+    e = endpoint(lambda headers, body: Answer(200, delay_s=0.2))
+    p = proxy(push_allowed_urls=e.url)
+    group = _group()
+    count, max_in_flight = 120, 8
+    _produce(p.upstream, t, [b"r%d" % i for i in range(count)], partitions=1)
+    assert _set_push(p, group, url=e.url, topics=[t], max_in_flight=max_in_flight).is_success
+    wait_for(lambda: len(e.accepted()) >= 30, 60, "some records accepted")
+    p.kill()
+    p.start()
+    wait_for(lambda: len(e.accepted()) == count, 90, "every record accepted after the restart")
+    accepted = [x.id for x in e.seen if x.status == 200]
+    twice = len(accepted) - len(set(accepted))
+    assert twice <= max_in_flight, f"{twice} records were pushed again"
+
+
+def test_two_nodes_push_the_partitions_they_lead_and_show_one_status(
+    cluster, topic, produce, endpoint
+):
+    """Each node pushes the share-partitions it leads; a node that dies has its partitions
+    resumed by the other; GET answers the same from either node."""
+    e = endpoint(lambda headers, body: Answer(200, delay_s=0.05))
+    (one, two), t, _ = started(cluster, topic, produce, 2, 0, partitions=4, push_allowed_urls=e.url)
+    group = _group()
+    count = 200
+    _produce(one.upstream, t, [b"r%d" % i for i in range(count)], partitions=4)
+    r = _set_push(one, group, url=e.url, topics=[t], max_in_flight=4)
+    assert r.status_code == 201, r.text
+    wait_for(lambda: len(e.accepted()) == count, 90, "every record accepted")
+    ids = [x.id for x in e.seen if x.status == 200]
+    assert len(ids) == len(set(ids)), "a settled fleet pushes each record once"
+    for node in (one, two):
+        assert f"share-partition loaded group={group}" in node.log(), "each node pushed"
+
+    def same_status() -> dict[str, object] | None:
+        a, b = _status(one, group), _status(two, group)
+        return a if a["outcomes"] == b["outcomes"] and a["outcomes"]["accepted"] == count else None
+
+    wait_for(same_status, 30, "both nodes to show every acceptance")
+
+    # a node dies: the other leads its partitions once its lease ends, and pushes them
+    two.kill()
+    more = [b"s%d" % i for i in range(40)]
+    _produce(one.upstream, t, more, partitions=4)
+    wait_for(lambda: len(e.accepted()) == count + len(more), 90, "the rest pushed by node one")
+
+
+def test_key_order_keeps_one_record_of_a_key_in_flight_and_in_offset_order(proxy, topic, endpoint):
+    """``"ordered": "key"``: at most one record of a key is pushed at a time, and a key's
+    records are accepted in offset order, also when one is released and comes back."""
+    t = topic(1)
+    keys, per_key = 8, 6
+    failed: set[str] = set()
+
+    def answer(headers: dict[str, str], body: bytes) -> Answer:
+        # each key's third record fails once: the fourth must wait for it
+        if body.endswith(b"-2") and headers["ce-id"] not in failed:
+            failed.add(headers["ce-id"])
+            return Answer(503, delay_s=0.02)
+        return Answer(200, delay_s=0.02)
+
+    e = endpoint(answer)
+    p = proxy(push_allowed_urls=e.url, redelivery_backoff_initial_ms=0)
+    group = _group()
+    producer = Producer({"bootstrap.servers": p.upstream, "linger.ms": 5})
+    for i in range(per_key):
+        for k in range(keys):
+            producer.produce(t, key=b"k%d" % k, value=b"k%d-%d" % (k, i), partition=0)
+    assert producer.flush(30) == 0
+    r = _set_push(p, group, url=e.url, topics=[t], max_in_flight=16, ordered="key")
+    assert r.status_code == 201 and r.json()["ordered"] == "key"
+    wait_for(lambda: len(e.accepted()) == keys * per_key, 60, "every record accepted")
+
+    by_key: dict[str, list] = {}
+    for x in sorted(e.seen, key=lambda x: x.began):
+        by_key.setdefault(x.headers["ce-partitionkey"], []).append(x)
+    for key, pushes in by_key.items():
+        for a, b in itertools.pairwise(pushes):
+            assert b.began >= a.ended - 0.005, f"two records of {key} were in flight at once"
+        offsets = [int(x.headers["ce-kafkaoffset"]) for x in pushes if x.status == 200]
+        assert offsets == sorted(offsets), f"{key}'s records were accepted out of order"
+    assert e.most_in_flight > 1, "records of different keys went in parallel"

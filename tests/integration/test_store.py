@@ -249,6 +249,24 @@ async def test_group_configs_are_merged_and_removed(store: SqlShareStateStore):
     assert await store.get_group("nope") is None
 
 
+async def test_a_push_is_kept_with_its_group_and_goes_with_it(store: SqlShareStateStore):
+    """Set (True: the group had none), changed, read back, removed; every change raises the
+    configs version that tells the other nodes; deleting the group deletes its push."""
+    before = await store.configs_version()
+    spec = {"url": "https://hooks.example.com/in", "topics": ["orders"], "authorization": "x"}
+    assert await store.set_push("pg", spec) is True
+    assert await store.get_group("pg") is not None  # the group is created with it
+    assert await store.set_push("pg", {**spec, "max_in_flight": 4}) is False
+    assert (await store.pushes())["pg"] == {**spec, "max_in_flight": 4}
+    assert await store.configs_version() == before + 2
+    assert await store.remove_push("pg") is True
+    assert await store.remove_push("pg") is False
+    assert "pg" not in await store.pushes()
+    await store.set_push("pg", spec)
+    assert await store.delete_group("pg")
+    assert await store.pushes() == {}
+
+
 async def test_engine_state_survives_a_restart_through_the_store(store: SqlShareStateStore):
     """The engine's deltas written to the store rebuild the same engine state."""
     sp, init = SharePartition.initialized(0)
@@ -308,6 +326,17 @@ async def test_archived_records_that_were_delivered_are_logged_with_the_state(
     assert [e.first_offset for e in await store.archived_page("g1", [key()], 8, 100)] == [8]
     await store.delete([key()])
     assert await store.archived_page("g1", None, 0, 100) == []
+
+
+async def test_a_rejection_is_explained_only_for_a_record_rejected_alone(
+    store: SqlShareStateStore,
+):
+    await _archive_some(store)
+    assert not await store.explain_rejection(key(), 3, "rejected: HTTP 400")  # the limit
+    assert not await store.explain_rejection(key(), 8, "rejected: HTTP 400")  # not alone
+    assert await store.explain_rejection(key(), 7, "rejected: HTTP 422")
+    reasons = {e.first_offset: e.reason for e in await store.archived_page("g1", None, 0, 100)}
+    assert reasons == {3: LIMIT, 7: "rejected: HTTP 422", 8: LIMIT}
 
 
 async def test_a_redrive_claims_archived_offsets_once_and_a_release_frees_them(

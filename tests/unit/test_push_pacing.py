@@ -38,3 +38,24 @@ def test_retry_after_holds_the_pushes_back_as_long_as_asked():
     assert pace.answered(judge(429, "30", T), T) is EndpointChange.DOWN
     assert not pace.may_push(T + 29_999) and pace.may_push(T + 30_000)
     assert pace.last_status == 429
+
+
+def test_requests_already_under_way_when_the_outage_began_do_not_lengthen_the_back_off():
+    """Sixteen requests in flight fail together: one outage, one back-off step, not sixteen."""
+    pace = EndpointPacing()
+    assert pace.answered(judge(503, None, T), T + 5, T) is EndpointChange.DOWN
+    for i in range(15):
+        assert pace.answered(judge(503, None, T), T + 6 + i, T) is None
+    assert pace.failures == 1 and pace.may_push(T + 105)
+    # the probe fails: the back-off doubles
+    pace.answered(judge(503, None, T), T + 110, T + 105)
+    assert pace.failures == 2 and not pace.may_push(T + 309) and pace.may_push(T + 310)
+
+
+def test_an_endpoint_that_answers_again_takes_pushes_at_once():
+    pace = EndpointPacing()
+    for _ in range(10):
+        pace.answered(judge(500, None, T), T)
+    assert not pace.may_push(T + 1000)
+    assert pace.answered(judge(200, None, T), T + 1, T) is EndpointChange.UP
+    assert pace.may_push(T + 1)
