@@ -15,6 +15,7 @@ from shareproxy import __version__
 from shareproxy.cli import archived, batch, group_records, signals
 from shareproxy.cli.groups import groups
 from shareproxy.cli.output import TYPER_STYLE, err, fail, out
+from shareproxy.cli.push import push
 from shareproxy.cli.security import acls, users
 from shareproxy.core.failures import Failure
 from shareproxy.host import exits
@@ -86,6 +87,7 @@ archived.register(groups)
 app.add_typer(groups, name="groups")
 app.add_typer(users, name="users")
 app.add_typer(acls, name="acls")
+app.add_typer(push, name="push")
 batch.register(app)
 
 StateUrl = Annotated[

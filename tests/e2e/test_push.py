@@ -13,6 +13,7 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
+from tests.support.cli_runs import run_cli
 from tests.support.cluster import started
 from tests.support.consumers import wait_for
 from tests.support.proxy import ProxyProcess
@@ -307,3 +308,57 @@ def test_key_order_keeps_one_record_of_a_key_in_flight_and_in_offset_order(proxy
         offsets = [int(x.headers["ce-kafkaoffset"]) for x in pushes if x.status == 200]
         assert offsets == sorted(offsets), f"{key}'s records were accepted out of order"
     assert e.most_in_flight > 1, "records of different keys went in parallel"
+
+
+def test_what_cannot_be_pushed_is_refused_with_its_reason_over_rest_and_the_cli(
+    proxy, topic, endpoint
+):
+    t = topic(1)
+    e = endpoint()
+    off = proxy()
+    group = _group()
+    r = _set_push(off, group, url=e.url, topics=[t])
+    assert (r.status_code, r.json()["error_code"]) == (400, "POLICY_VIOLATION")
+    assert "push is off" in r.json()["message"]
+
+    p = proxy(push_allowed_urls=e.url)
+    for spec, status, code in [
+        ({"url": "http://127.0.0.1:1/in", "topics": [t]}, 400, "POLICY_VIOLATION"),
+        ({"url": e.url + "/../admin", "topics": [t]}, 400, "POLICY_VIOLATION"),
+        ({"url": e.url, "topics": ["no-such-topic"]}, 404, "UNKNOWN_TOPIC_OR_PARTITION"),
+        ({"url": e.url, "topics": ["bad name"]}, 422, None),
+        ({"url": e.url, "topics": [t], "max_in_flight": 0}, 422, None),
+        ({"url": e.url, "topics": [t], "timeout_ms": "1000"}, 422, None),
+        ({"url": e.url, "topics": [t], "retries": 3}, 422, None),
+        ({"url": e.url, "topics": [t], "authorization": "a\nb"}, 422, None),
+    ]:
+        r = _set_push(p, group, **spec)
+        assert r.status_code == status, (spec, r.text)
+        if code is not None:
+            assert r.json()["error_code"] == code, r.text
+    r = httpx.get(f"{p.admin_url}/v1/share-groups/{group}/push", timeout=30)
+    assert r.status_code == 404, r.text
+
+    # the CLI: the secret from the environment, never from the command line
+    _produce(p.upstream, t, [b"one"], partitions=1)
+    env = {"SHAREPROXY_ADMIN_URL": p.admin_url, "HOOK_TOKEN": "Bearer cli-secret"}
+    made = run_cli(
+        "push", "set", group, "--url", e.url, "--topic", t, "--authorization-env", "HOOK_TOKEN",
+        env=env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert "set" in made.stdout and "cli-secret" not in made.stdout
+    wait_for(lambda: e.seen, 30, "a push with the CLI's authorization")
+    assert e.seen[0].headers["authorization"] == "Bearer cli-secret"
+    shown = run_cli("push", "show", group, "-o", "json", env=env)
+    assert shown.returncode == 0 and '"authorization": "set"' in shown.stdout
+    refused = run_cli("push", "set", group, "--url", "http://10.0.0.1/x", "--topic", t, env=env)
+    assert refused.returncode == 1 and "POLICY_VIOLATION" in refused.stderr
+    unset = run_cli(
+        "push", "set", group, "--url", e.url, "--topic", t, "--authorization-env", "NOPE",
+        env=env,
+    )  # fmt: skip
+    assert unset.returncode == 2 and "NOPE is not set" in unset.stderr
+    assert run_cli("push", "remove", group, env=env).returncode == 0
+    gone = run_cli("push", "show", group, env=env)
+    assert gone.returncode == 1 and "has no push" in gone.stderr
