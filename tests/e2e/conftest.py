@@ -15,6 +15,7 @@ from tests.support.cluster import LEASE_MS
 from tests.support.java import JavaPrograms, JavaUnavailable
 from tests.support.postgres import TemporaryPostgres
 from tests.support.proxy import ProxyProcess
+from tests.support.push_endpoint import Answer, PushEndpoint
 from tests.support.s3 import S3Server, TansuObjects
 from tests.support.secure import Secure, secure_proxy
 from tests.support.topics import create_topic
@@ -88,6 +89,20 @@ def proxy(
     broker: TansuBroker, postgres: TemporaryPostgres
 ) -> Iterator[Callable[..., ProxyProcess]]:
     yield from _proxies(broker, postgres)
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Callable[..., PushEndpoint]]:
+    started: list[PushEndpoint] = []
+
+    def start(answer: Callable[..., Answer] | None = None) -> PushEndpoint:
+        e = PushEndpoint(answer) if answer is not None else PushEndpoint()
+        started.append(e)
+        return e.start()
+
+    yield start
+    for e in started:
+        e.stop()
 
 
 @pytest.fixture(scope="session")

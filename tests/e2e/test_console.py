@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 import pytest
 from confluent_kafka import Producer
 from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
@@ -466,4 +467,32 @@ def test_a_wrong_password_gets_a_readable_page(secure, browser):
         "The console could not sign you in: invalid user name or password."
     )
     expect(page.locator("body")).not_to_contain_text("error_code")
+    context.close()
+
+
+def test_a_group_page_shows_its_push_and_the_last_answers(browser, proxy, topic, endpoint):
+    """A proxy without security: the group page shows where the push goes, the endpoint's
+    health, the outcomes and the endpoint's last answers."""
+    e = endpoint()
+    p = proxy(push_allowed_urls=e.url)
+    t = topic(1)
+    producer = Producer({"bootstrap.servers": p.upstream})
+    for i in range(3):
+        producer.produce(t, value=b"v%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    group = f"pushed-{uuid.uuid4().hex[:6]}"
+    r = httpx.put(
+        f"{p.admin_url}/v1/share-groups/{group}/push",
+        json={"url": e.url, "topics": [t]},
+        timeout=30,
+    )
+    assert r.status_code == 201, r.text
+    context = browser.new_context(base_url=p.admin_url, viewport={"width": 1366, "height": 768})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.goto(f"/ui/#/groups/{quote(group, safe='')}")
+    expect(page.locator("#push-summary")).to_contain_text(f"POST {e.url}")
+    expect(page.locator("#push-health")).to_contain_text("accepted 3")
+    expect(page.locator("#push-recent tbody tr")).to_have_count(3)
+    expect(page.locator("#push-recent")).to_contain_text("200")
     context.close()

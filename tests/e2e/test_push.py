@@ -7,31 +7,15 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable, Iterator
 
 import httpx
-import pytest
 from confluent_kafka import Producer
 
 from tests.support.cli_runs import run_cli
 from tests.support.cluster import started
 from tests.support.consumers import wait_for
 from tests.support.proxy import ProxyProcess
-from tests.support.push_endpoint import Answer, PushEndpoint
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Callable[..., PushEndpoint]]:
-    started: list[PushEndpoint] = []
-
-    def start(answer: Callable[..., Answer] | None = None) -> PushEndpoint:
-        e = PushEndpoint(answer) if answer is not None else PushEndpoint()
-        started.append(e)
-        return e.start()
-
-    yield start
-    for e in started:
-        e.stop()
+from tests.support.push_endpoint import Answer
 
 
 def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = 3) -> None:

@@ -2,6 +2,7 @@
 // and the actions, each confirmed after its plan is shown.
 import { ApiError, get, post, seg } from "./api.js";
 import { archivedSection } from "./archived.js";
+import { pushSection } from "./push.js";
 import { groupCharts } from "./charts.js";
 import { configSection } from "./configs.js";
 import { recordsForm } from "./records.js";
@@ -124,6 +125,7 @@ export function groupPage(main, group) {
   let shown = [];
   const configs = configSection(group, () => refresh());
   const archived = archivedSection(group, () => refresh());
+  const push = pushSection(group);
   const charts = groupCharts();
   const changeRecords = recordsForm(group, () => shown, () => refresh());
   const deleteOffsets = deleteOffsetsForm(group, () => shown, () => refresh());
@@ -139,7 +141,7 @@ export function groupPage(main, group) {
     el("p", { class: "muted" }, "The group must have no members. The plan is shown before anything changes."),
     reset,
     el("h2", {}, "Delete offsets"), deleteOffsets,
-    ...configs.section, ...archived.section,
+    ...configs.section, ...push.section, ...archived.section,
   );
   main.append(
     el("p", {}, el("a", { href: "#/" }, "← Share groups")),
@@ -177,8 +179,8 @@ export function groupPage(main, group) {
     partitions.update(rows);
     changeRecords.refill();
     deleteOffsets.refill();
-    // both sections fill in even if one fails; the failure is the refresh's
-    const failures = (await Promise.allSettled([configs.load(), archived.load()]))
+    // the sections fill in even if one fails; the failure is the refresh's
+    const failures = (await Promise.allSettled([configs.load(), push.load(), archived.load()]))
       .filter((a) => a.status === "rejected");
     if (failures.length) throw failures[0].reason;
   };
