@@ -21,8 +21,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import httpx
-
 from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.push_outcome import PushAnswer, PushOutcome, judge, rejection_reason
@@ -31,6 +29,7 @@ from shareproxy.core.push_spec import PUSH_MEMBER_ID, PushSpec
 from shareproxy.core.states import AcquireMode
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.push.cloudevent import PushedRecord, http_headers
+from shareproxy.push.connections import NO_ANSWER, Connections
 from shareproxy.push.push_status import PushedAnswer, PushStatus
 from shareproxy.runtime.archive import ArchivedRecords
 from shareproxy.runtime.consuming import (
@@ -71,7 +70,7 @@ class GroupPusher:
         spec: PushSpec,
         consumers: ShareConsumers,
         archived: ArchivedRecords,
-        client: httpx.AsyncClient,
+        connections: Connections,
         targets: PushTargets,
         clock_ms: Callable[[], int],
     ) -> None:
@@ -80,7 +79,7 @@ class GroupPusher:
         self.status = PushStatus()
         self._consumers = consumers
         self._archived = archived
-        self._client = client
+        self._connections = connections
         self._targets = targets
         self._clock_ms = clock_ms
         self._pacing = EndpointPacing()
@@ -237,15 +236,12 @@ class GroupPusher:
         if self.spec.authorization:
             headers.append(("authorization", self.spec.authorization))
         try:
-            response = await self._client.post(
-                self.spec.url,
-                content=record.value or b"",
-                headers=headers,
-                timeout=timeout_ms / 1000,
+            answered = await self._connections.post(
+                self.spec.url, headers, record.value or b"", timeout_ms / 1000
             )
-        except httpx.HTTPError:  # time-out, refused, reset, a broken answer: no verdict
+        except NO_ANSWER:  # time-out, refused, reset, a broken answer: no verdict
             return judge(None, None, self._clock_ms())
-        return judge(response.status_code, response.headers.get("retry-after"), self._clock_ms())
+        return judge(answered.status, answered.retry_after, self._clock_ms())
 
     def _answered(self, record: PushedRecord, answer: PushAnswer, started: int, ended: int) -> None:
         outcome: PushOutcome = answer.outcome

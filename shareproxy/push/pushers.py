@@ -1,13 +1,12 @@
 """The pushes this node runs: one ``GroupPusher`` per group with a push, started, changed and
 stopped as the groups' pushes change (``GroupPushes`` tells, within a second of a change made
-through any node). Each group has its own HTTP client, so that its ``max_in_flight`` bounds its
-connections and one slow endpoint takes no connection from another group's."""
+through any node). Each group has its own HTTP connections, ``max_in_flight`` of them, so one
+slow endpoint takes no connection from another group's."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,8 +17,7 @@ from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.settings.push_targets import PushTargets
 
 if TYPE_CHECKING:
-    import httpx
-
+    from shareproxy.push.connections import Connections
     from shareproxy.push.group_pusher import GroupPusher
 
 log = logging.getLogger(__name__)
@@ -40,7 +38,7 @@ class Pushers:
         self._targets = targets
         self._clock_ms = clock_ms
         self._ca_bundle = ca_bundle
-        self._running: dict[str, tuple[GroupPusher, httpx.AsyncClient]] = {}
+        self._running: dict[str, tuple[GroupPusher, Connections]] = {}
         self._wanted: dict[str, PushSpec] = {}
         self._changes: asyncio.Queue[None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -83,18 +81,10 @@ class Pushers:
 
     def _start(self, group_id: str, spec: PushSpec) -> None:
         # the HTTP client loads with the first push, not with every node's start
-        import httpx
-
+        from shareproxy.push.connections import Connections
         from shareproxy.push.group_pusher import GroupPusher
 
-        client = httpx.AsyncClient(
-            verify=ssl.create_default_context(cafile=self._ca_bundle),
-            limits=httpx.Limits(
-                max_connections=spec.max_in_flight, max_keepalive_connections=spec.max_in_flight
-            ),
-            follow_redirects=False,  # a redirect is no verdict: the operator fixes the URL
-            trust_env=False,  # the environment's proxies do not decide where records go
-        )
+        client = Connections(spec.max_in_flight, self._ca_bundle)
         pusher = GroupPusher(
             group_id, spec, self._consumers, self._archived, client, self._targets, self._clock_ms
         )
