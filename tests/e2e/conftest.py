@@ -95,8 +95,10 @@ def proxy(
 def endpoint() -> Iterator[Callable[..., PushEndpoint]]:
     started: list[PushEndpoint] = []
 
-    def start(answer: Callable[..., Answer] | None = None) -> PushEndpoint:
-        e = PushEndpoint(answer) if answer is not None else PushEndpoint()
+    def start(
+        answer: Callable[..., Answer] | None = None, tls: tuple[Path, Path] | None = None
+    ) -> PushEndpoint:
+        e = PushEndpoint(answer or (lambda headers, body: Answer()), tls)
         started.append(e)
         return e.start()
 

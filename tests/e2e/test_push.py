@@ -11,6 +11,7 @@ import uuid
 import httpx
 from confluent_kafka import Producer
 
+from tests.support.certs import CertificateAuthority
 from tests.support.cli_runs import run_cli
 from tests.support.cluster import started
 from tests.support.consumers import wait_for
@@ -346,3 +347,27 @@ def test_what_cannot_be_pushed_is_refused_with_its_reason_over_rest_and_the_cli(
     assert run_cli("push", "remove", group, env=env).returncode == 0
     gone = run_cli("push", "show", group, env=env)
     assert gone.returncode == 1 and "has no push" in gone.stderr
+
+
+def test_https_endpoints_are_verified_against_the_ca_bundle(proxy, topic, endpoint, tmp_path):
+    """An endpoint whose certificate the proxy cannot verify gets nothing: its records are
+    released, never sent in the clear; with the CA in --push-ca-bundle they go through."""
+    ca = CertificateAuthority(tmp_path)
+    e = endpoint(tls=ca.issue("hook", "localhost", server=True))
+    t = topic(1)
+    values = [b"secret-%d" % i for i in range(5)]
+    untrusting = proxy(push_allowed_urls=e.url)
+    _produce(untrusting.upstream, t, values, partitions=1)
+    group = _group()
+    assert _set_push(untrusting, group, url=e.url, topics=[t]).status_code == 201
+    status = wait_for(
+        lambda: (s := _status(untrusting, group))["endpoint"] == "down" and s, 30, "a TLS failure"
+    )
+    assert status["last_failure_status"] is None and not e.seen
+    assert httpx.delete(f"{untrusting.admin_url}/v1/share-groups/{group}/push").status_code == 204
+    untrusting.stop()
+
+    trusting = proxy(push_allowed_urls=e.url, push_ca_bundle=str(ca.ca_file))
+    trusted = _group()
+    assert _set_push(trusting, trusted, url=e.url, topics=[t]).status_code == 201
+    wait_for(lambda: len(e.accepted()) == 5, 30, "every record over https")

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -52,7 +53,12 @@ Decide = Callable[[dict[str, str], bytes], Answer]
 
 
 class PushEndpoint:
-    def __init__(self, answer: Decide = lambda headers, body: Answer()) -> None:
+    def __init__(
+        self,
+        answer: Decide = lambda headers, body: Answer(),
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
+        """``tls``: (certificate, key) PEM files: the endpoint answers https."""
         self.answer = answer
         self.seen: list[Pushed] = []
         self._lock = threading.Lock()
@@ -62,9 +68,15 @@ class PushEndpoint:
         sock.bind(("127.0.0.1", 0))
         self._socket = sock
         self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/in"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/in"
         config = uvicorn.Config(
-            self._app, log_level="warning", lifespan="off", access_log=False, interface="asgi3"
+            self._app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            interface="asgi3",
+            ssl_certfile=str(tls[0]) if tls else None,
+            ssl_keyfile=str(tls[1]) if tls else None,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
