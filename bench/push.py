@@ -5,8 +5,10 @@ a group of its own over the same records.
 
 Gives the records pushed per second (from the push being set to the last acceptance) and the
 proxy's CPU per pushed record (user + system of its process over that time ÷ records). The
-endpoint shares the machine: on a small one it takes CPU the proxy could have used, so compare
-the two modes of one run, not runs on different machines.
+baseline, in the same run: as many POSTs of the same size sent to the endpoint straight from
+this process, as many at once (what the endpoint and this machine's loopback take without the
+proxy). The endpoint shares the machine: on a small one it takes CPU the proxy could have used,
+so compare the ratios of one run, not runs on different machines.
 
     python -m bench.push [--records 20000] [--size 1024] [--max-in-flight 64] [--partitions 3]
 """
@@ -14,6 +16,7 @@ the two modes of one run, not runs on different machines.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 import uuid
 
@@ -46,6 +49,31 @@ def produce(bootstrap: str, topic: str, count: int, size: int, partitions: int) 
         if i % 1000 == 0:
             p.poll(0)
     assert p.flush(120) == 0
+
+
+def direct(endpoint: PushEndpoint, records: int, size: int, concurrency: int) -> float:
+    """POSTs per second straight to the endpoint, ``concurrency`` at once."""
+    from shareproxy.push.connections import Connections
+
+    async def send() -> float:
+        connections = Connections(concurrency, None)
+        body = b"x" * size
+        left = records
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                await connections.post(endpoint.url, [("ce-id", "x")], body, 30)
+
+        began = time.monotonic()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        took = time.monotonic() - began
+        await connections.aclose()
+        return records / took
+
+    endpoint.seen.clear()
+    return asyncio.run(send())
 
 
 def run(
@@ -98,16 +126,25 @@ def main() -> None:
             )
             proxy.start()
             table = Table(
-                "order", "records", "records/s", "proxy CPU µs/record",
+                "order", "records", "records/s", "÷ direct", "proxy CPU µs/record",
                 title=f"push to a local endpoint ({args.size} B records, {args.partitions} "
                 f"partitions, max_in_flight {args.max_in_flight}, one node)",
             )  # fmt: skip
             try:
+                with console.status("POSTing straight to the endpoint"):
+                    base = direct(endpoint, args.records, args.size, args.max_in_flight)
+                table.add_row("direct POSTs", f"{args.records:,}", f"{base:,.0f}", "1.00", "-")
                 for name, extra in (("none", {}), ("key", {"ordered": "key"})):
                     spec = {"max_in_flight": args.max_in_flight, **extra}
                     with console.status(f"pushing, order: {name}"):
                         rate, cpu = run(proxy, endpoint, topic, args.records, spec)
-                    table.add_row(name, f"{args.records:,}", f"{rate:,.0f}", f"{cpu:.0f}")
+                    table.add_row(
+                        name,
+                        f"{args.records:,}",
+                        f"{rate:,.0f}",
+                        f"{rate / base:.2f}",
+                        f"{cpu:.0f}",
+                    )
             finally:
                 proxy.stop()
             console.print(table)
