@@ -371,3 +371,22 @@ def test_https_endpoints_are_verified_against_the_ca_bundle(proxy, topic, endpoi
     trusted = _group()
     assert _set_push(trusting, trusted, url=e.url, topics=[t]).status_code == 201
     wait_for(lambda: len(e.accepted()) == 5, 30, "every record over https")
+
+
+def test_a_refused_connection_releases_and_a_changed_url_takes_the_records(proxy, topic, endpoint):
+    """Nothing listens at the first URL: each push is refused, the record released, the
+    endpoint down; the push moved to a live endpoint delivers every record, none lost."""
+    gone = endpoint()
+    gone.stop()  # its port is free: connections to it are refused
+    live = endpoint()
+    t = topic(1)
+    p = proxy(push_allowed_urls=f"{gone.url},{live.url}", delivery_count_limit=10)
+    _produce(p.upstream, t, [b"r%d" % i for i in range(10)], partitions=1)
+    group = _group()
+    assert _set_push(p, group, url=gone.url, topics=[t]).status_code == 201
+    status = wait_for(
+        lambda: (s := _status(p, group))["endpoint"] == "down" and s, 30, "the refusals"
+    )
+    assert status["outcomes"]["timed_out"] >= 1 and status["outcomes"]["accepted"] == 0
+    assert _set_push(p, group, url=live.url, topics=[t]).status_code == 200
+    wait_for(lambda: len(live.accepted()) == 10, 30, "every record at the live endpoint")
