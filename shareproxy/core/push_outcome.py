@@ -75,8 +75,9 @@ def retry_after_ms(value: str | None, now_ms: int) -> int:
     if not value:
         return 0
     value = value.strip()
-    if value.isdigit():
-        return min(int(value) * 1000, MAX_RETRY_AFTER_MS)
+    if value.isascii() and value.isdigit():  # ("²" is a digit to Python, not to HTTP)
+        seconds = int(value) if len(value) <= 10 else MAX_RETRY_AFTER_MS  # (no 4,300-digit int)
+        return min(seconds * 1000, MAX_RETRY_AFTER_MS)
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

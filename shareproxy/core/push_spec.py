@@ -10,7 +10,7 @@ Pure: the bounds and the stored form, checked here once for the REST API, the CL
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from shareproxy.core.names import topic_name_problem
@@ -41,7 +41,8 @@ class PushSpec:
     topics: tuple[str, ...]
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     timeout_ms: int = DEFAULT_TIMEOUT_MS
-    authorization: str | None = None  # the Authorization header's value: a secret
+    # the Authorization header's value: a secret, kept out of every repr
+    authorization: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         problem = _problem(self)
@@ -91,6 +92,8 @@ def _within(name: str, value: int, bounds: tuple[int, int]) -> str | None:
 def _problem(spec: PushSpec) -> str | None:
     if not spec.url:
         return "url must be set"
+    if not spec.url.isascii() or any(c.isspace() or not c.isprintable() for c in spec.url):
+        return "url must be printable ASCII without spaces (percent-encode the rest)"
     if not spec.topics:
         return "topics must name at least one topic"
     if len(spec.topics) > MAX_TOPICS:
@@ -111,8 +114,8 @@ def _problem(spec: PushSpec) -> str | None:
     if auth is not None:
         if not auth or len(auth) > MAX_AUTHORIZATION_CHARS:
             return f"authorization must be 1 to {MAX_AUTHORIZATION_CHARS} characters"
-        if any(not 0x20 <= ord(c) < 0x7F for c in auth):
-            return "authorization must be printable ASCII (an HTTP header value)"
+        if any(not 0x20 <= ord(c) < 0x7F for c in auth) or auth != auth.strip():
+            return "authorization must be printable ASCII, no space around it (a header value)"
     return None
 
 

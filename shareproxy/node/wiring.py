@@ -233,6 +233,7 @@ def build_runtime(
             s.share_group_retention_ms,
             clock,
             s.share_group_retention_check_interval_ms,
+            pushed=pushes.has_push,
         ),
         group_admin=group_admin,
         census=census,

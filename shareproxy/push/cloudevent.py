@@ -68,8 +68,20 @@ def _content_type(headers: Sequence[tuple[str, bytes | None]]) -> str:
     """The record's own content-type header when it is a valid header value (the last one)."""
     for name, value in reversed(headers):
         if name.lower() == "content-type" and value and all(0x20 <= b < 0x7F for b in value):
-            return value.decode("ascii")
+            # HTTP refuses a value with space around it; one that is only space is none
+            return value.decode("ascii").strip() or DEFAULT_CONTENT_TYPE
     return DEFAULT_CONTENT_TYPE
+
+
+def _time(timestamp_ms: int) -> str | None:
+    """The record's timestamp as RFC 3339; None for none (-1) or one no date holds."""
+    if timestamp_ms < 0:
+        return None
+    try:
+        when = datetime.fromtimestamp(timestamp_ms / 1000, UTC)
+    except (ValueError, OverflowError, OSError):  # past year 9999
+        return None
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def source(group_id: str, topic: str) -> str:
@@ -85,9 +97,9 @@ def http_headers(record: PushedRecord) -> list[tuple[str, str]]:
         ("ce-source", attribute(source(record.group_id, record.topic))),
         ("ce-type", EVENT_TYPE),
     ]
-    if record.timestamp_ms >= 0:
-        when = datetime.fromtimestamp(record.timestamp_ms / 1000, UTC)
-        headers.append(("ce-time", when.isoformat(timespec="milliseconds").replace("+00:00", "Z")))
+    time = _time(record.timestamp_ms)
+    if time is not None:
+        headers.append(("ce-time", time))
     headers += [
         ("ce-kafkatopic", attribute(record.topic)),
         ("ce-kafkapartition", str(record.partition)),

@@ -27,6 +27,12 @@ NO_ANSWER = (
     TimeoutError,
 )
 _RETRY_AFTER = b"retry-after"
+# the most of an answer's body read (and dropped): a longer one ends its connection instead,
+# so an endpoint answering with a huge body costs no memory
+BODY_READ_MAX = 64 * 1024
+# an idle connection is not used again after this long: servers close idle ones (uvicorn after
+# 5 s), and a request on a connection the server is closing fails without reaching it
+KEEPALIVE_EXPIRY_S = 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +46,10 @@ class Connections:
         context = ssl.create_default_context(cafile=ca_bundle)  # one for all: loading CAs costs
         self._free = [
             httpcore.AsyncConnectionPool(
-                ssl_context=context, max_connections=1, max_keepalive_connections=1
+                ssl_context=context,
+                max_connections=1,
+                max_keepalive_connections=1,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
             )
             for _ in range(count)
         ]
@@ -54,20 +63,28 @@ class Connections:
         are connections, so one is always free."""
         pool = self._free.pop()
         try:
-            async with asyncio.timeout(timeout_s):
-                response = await pool.request(
+            async with (
+                asyncio.timeout(timeout_s),
+                pool.stream(
                     "POST",
                     url,
                     headers=list(headers),
                     content=body,
                     extensions={"timeout": dict.fromkeys(("connect", "read", "write"), timeout_s)},
+                ) as response,
+            ):
+                read = 0
+                async for chunk in response.aiter_stream():
+                    read += len(chunk)
+                    if read > BODY_READ_MAX:
+                        break
+                retry_after = next(
+                    (v.decode("latin-1") for k, v in response.headers if k.lower() == _RETRY_AFTER),
+                    None,
                 )
+                return Answered(response.status, retry_after)
         finally:
             self._free.append(pool)
-        retry_after = next(
-            (v.decode("latin-1") for k, v in response.headers if k.lower() == _RETRY_AFTER), None
-        )
-        return Answered(response.status, retry_after)
 
     async def aclose(self) -> None:
         for pool in self._all:

@@ -4,8 +4,10 @@ this node leads, POST each to the endpoint, and acknowledge it by the answer.
 At least once, exactly as acknowledged: a record is acquired before it is POSTed and accepted
 only once its 2xx arrived; a record whose push is cut short (the node stops, the push changes)
 is released, and comes back. A request's time-out ends before the record's acquisition lock
-does (``PushSpec.timeout_within``), so no record is ever pushed twice at once: a slow endpoint
-sees a time-out, never a second copy while it still works on the first.
+does (``PushSpec.timeout_within``), so while its share-partition stays on this node no record is
+pushed twice at once: a slow endpoint sees a time-out, never a second copy while it still works
+on the first. (A share-partition that moves to another node is pushed from there at once: the
+old node's pushes under way may overlap the new node's for up to their time-out.)
 
 Bounded: no more records are acquired than requests may start now (``max_in_flight``, one
 probe while the endpoint is down), so nothing waits in memory; a failing endpoint pauses the
@@ -26,7 +28,7 @@ from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.push_outcome import PushAnswer, PushOutcome, judge, rejection_reason
 from shareproxy.core.push_pacing import EndpointChange, EndpointPacing
 from shareproxy.core.push_spec import PUSH_MEMBER_ID, PushSpec
-from shareproxy.core.states import AcquireMode
+from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.push.cloudevent import PushedRecord, http_headers
 from shareproxy.push.connections import NO_ANSWER, Connections
@@ -96,8 +98,7 @@ class GroupPusher:
         """Stop acquiring, cut the pushes under way short and release what they hold."""
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait({self._task})  # (a cancel of the caller itself still propagates)
         for push in list(self._pushes):
             push.cancel()
         await asyncio.gather(*self._pushes, return_exceptions=True)
@@ -150,33 +151,38 @@ class GroupPusher:
             mode=AcquireMode.RECORD_LIMIT,
         )
         acquired = await self._consumers.fetch(self.group_id, PUSH_MEMBER_ID, names, limits)
-        gaps: dict[TopicPartition, list[AckBatch]] = {}
+        left: dict[TopicPartition, list[AckBatch]] = {}
         for tp, acquisition in acquired.items():
             pushed: set[int] = set()
-            for rec in records_in(acquisition):
-                pushed.add(rec.offset)
-                record = PushedRecord(
-                    self.group_id,
-                    names[tp],
-                    tp[1],
-                    rec.offset,
-                    rec.timestamp_ms,
-                    rec.key,
-                    rec.value,
-                    rec.headers,
-                    rec.delivery_count,
-                )
-                self._start(tp, record, lock_ends_ms)
+            try:
+                for rec in records_in(acquisition):
+                    pushed.add(rec.offset)
+                    record = PushedRecord(
+                        self.group_id,
+                        names[tp],
+                        tp[1],
+                        rec.offset,
+                        rec.timestamp_ms,
+                        rec.key,
+                        rec.value,
+                        rec.headers,
+                        rec.delivery_count,
+                    )
+                    self._start(tp, record, lock_ends_ms)
+                kind = GAP  # control records and compacted-away offsets: nothing to push
+            except Exception as exc:  # batches that cannot be read: released, not held
+                self._problem(f"cannot read records of {names[tp]}-{tp[1]}: {first_line(exc)}")
+                kind = int(AcknowledgeType.RELEASE)
             missing = [
                 o
                 for r in acquisition.acquired
                 for o in range(r.first_offset, r.last_offset + 1)
                 if o not in pushed
             ]
-            if missing:  # control records and compacted-away offsets: nothing to push
-                gaps[tp] = [AckBatch(o, o, (GAP,)) for o in missing]
-        if gaps:
-            await self._consumers.acknowledge(self.group_id, PUSH_MEMBER_ID, gaps)
+            if missing:
+                left[tp] = [AckBatch(o, o, (kind,)) for o in missing]
+        if left:
+            await self._consumers.acknowledge(self.group_id, PUSH_MEMBER_ID, left)
 
     async def _wait_for_room(self, paused_ms: int) -> None:
         self._changed.clear()
@@ -232,14 +238,17 @@ class GroupPusher:
             log.debug("a rejection's reason was not kept", extra={"why": first_line(exc)})
 
     async def _post(self, record: PushedRecord, timeout_ms: int) -> PushAnswer:
-        headers = http_headers(record)
-        if self.spec.authorization:
-            headers.append(("authorization", self.spec.authorization))
         try:
+            headers = http_headers(record)
+            if self.spec.authorization:
+                headers.append(("authorization", self.spec.authorization))
             answered = await self._connections.post(
                 self.spec.url, headers, record.value or b"", timeout_ms / 1000
             )
         except NO_ANSWER:  # time-out, refused, reset, a broken answer: no verdict
+            return judge(None, None, self._clock_ms())
+        except Exception as exc:  # a request that could not be made here: no verdict either
+            self._problem(f"a push could not be sent: {first_line(exc)}")
             return judge(None, None, self._clock_ms())
         return judge(answered.status, answered.retry_after, self._clock_ms())
 

@@ -15,6 +15,7 @@ from shareproxy.push.push_status import PushStatus
 from shareproxy.runtime.archive import ArchivedRecords
 from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.settings.push_targets import PushTargets
+from shareproxy.telemetry.logs import first_line
 
 if TYPE_CHECKING:
     from shareproxy.push.connections import Connections
@@ -41,6 +42,7 @@ class Pushers:
         self._running: dict[str, tuple[GroupPusher, Connections]] = {}
         self._wanted: dict[str, PushSpec] = {}
         self._changes: asyncio.Queue[None] = asyncio.Queue()
+        self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -61,9 +63,12 @@ class Pushers:
         self._task = asyncio.create_task(self._follow(), name="pushers")
 
     async def stop(self) -> None:
+        """Stop every push once the change under way (if any) is applied: a pusher is never
+        left half stopped."""
+        self._stopping = True
+        self._changes.put_nowait(None)
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await self._task
         for group_id in list(self._running):
             await self._stop(group_id)
 
@@ -71,13 +76,20 @@ class Pushers:
         """Apply each change in turn: one owner of the running pushers."""
         while True:
             await self._changes.get()
+            if self._stopping:
+                return
             wanted = self._wanted
             for group_id in list(self._running):
                 if wanted.get(group_id) != self._running[group_id][0].spec:
                     await self._stop(group_id)
             for group_id, spec in wanted.items():
                 if group_id not in self._running:
-                    self._start(group_id, spec)
+                    try:
+                        self._start(group_id, spec)
+                    except Exception as exc:  # (the CA bundle is checked at start already)
+                        log.warning(
+                            "push cannot start", extra={"group": group_id, "why": first_line(exc)}
+                        )
 
     def _start(self, group_id: str, spec: PushSpec) -> None:
         # the HTTP client loads with the first push, not with every node's start

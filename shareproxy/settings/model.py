@@ -9,6 +9,7 @@ value is reported as one line naming where it came from: the flag, the variable 
 from __future__ import annotations
 
 import os
+import ssl
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
@@ -336,6 +337,16 @@ class Settings(BaseSettings):
     @classmethod
     def _push_targets(cls, value: str) -> str:
         PushTargets.parse(value)  # PushTargetError is a ValueError: the setting is named
+        return value
+
+    @field_validator("push_ca_bundle")
+    @classmethod
+    def _push_ca_bundle(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ssl.create_default_context(cafile=value)
+            except (OSError, ssl.SSLError) as exc:
+                raise ValueError(f"cannot load CA certificates from {value!r}: {exc}") from None
         return value
 
     def push_targets(self) -> PushTargets:

@@ -46,9 +46,11 @@ def _target(url: str) -> _Target:
         )
     if parts.fragment:
         raise PushTargetError(f"{url!r} has a fragment, which a request cannot carry")
-    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
-        # a server resolves them: /in/../admin would leave the allowed path
-        raise PushTargetError(f"{url!r} has a '.' or '..' path segment")
+    segments = [unquote(segment) for segment in parts.path.split("/")]
+    if any(s in (".", "..") or "/" in s or "\\" in s for s in segments):
+        # a server resolves them: /in/../admin, or /in/x%2F..%2Fadmin where it decodes
+        # slashes first, would leave the allowed path
+        raise PushTargetError(f"{url!r} has a '.' or '..' path segment, or an encoded slash")
     return _Target(
         scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme], parts.path.rstrip("/")
     )

@@ -64,3 +64,13 @@ def test_a_record_without_a_text_key_a_timestamp_or_a_content_type_leaves_them_o
     headers = dict(http_headers(bare))
     assert "ce-time" not in headers and "ce-partitionkey" not in headers
     assert headers["content-type"] == DEFAULT_CONTENT_TYPE  # its own is not a header value
+
+
+def test_a_timestamp_no_date_holds_and_a_spaced_content_type_still_make_a_request():
+    """What HTTP or the calendar cannot carry is left out or trimmed, never a failed push."""
+    odd = PushedRecord("g", "t", 0, 1, 10**17, None, b"", [("content-type", b" text/plain ")], 1)
+    headers = dict(http_headers(odd))
+    assert "ce-time" not in headers
+    assert headers["content-type"] == "text/plain"
+    blank = PushedRecord("g", "t", 0, 1, 0, None, b"", [("content-type", b"   ")], 1)
+    assert dict(http_headers(blank))["content-type"] == DEFAULT_CONTENT_TYPE

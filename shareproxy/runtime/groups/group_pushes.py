@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.names import require_group_id
 from shareproxy.core.push_spec import PushSpec, PushSpecError, PushStore
 
@@ -35,13 +36,16 @@ class GroupPushes:
         """Every group's push as this node knows it now."""
         return dict(self._specs)
 
+    def has_push(self, group_id: str) -> bool:
+        return group_id in self._specs
+
     async def refresh(self) -> None:
         """Read the pushes again when the store's configs version moved."""
         version = await self._version_of()
         if version == self._version:
             return
-        self._version = version
         await self._read()
+        self._version = version  # only once read: a failed read is tried again
 
     async def _read(self) -> None:
         specs: dict[str, PushSpec] = {}
@@ -59,7 +63,14 @@ class GroupPushes:
         """The group's push as stored now (another node may have changed it a moment ago)."""
         require_group_id(group_id)
         stored = (await self._store.pushes()).get(group_id)
-        return None if stored is None else PushSpec.from_stored(stored)
+        if stored is None:
+            return None
+        try:
+            return PushSpec.from_stored(stored)
+        except (PushSpecError, KeyError, TypeError, ValueError) as exc:
+            raise ShareError(
+                ErrorCode.INVALID_CONFIG, f"the stored push cannot be read ({exc}): set it again"
+            ) from None
 
     async def set(self, group_id: str, spec: PushSpec) -> bool:
         """Store the push and start it here; True when the group had none."""

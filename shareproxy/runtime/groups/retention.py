@@ -35,13 +35,17 @@ class GroupRetention:
         retention_ms: int | None,
         clock_ms: Callable[[], int],
         every_ms: int,
+        pushed: Callable[[str], bool] = lambda group_id: False,
     ) -> None:
+        """``pushed``: whether a group has a push, a consumer that never joins: such a group
+        and its topics' state never expire."""
         self.store = store
         self.coordinator = coordinator
         self.partitions = partitions
         self.upstream = upstream
         self.retention_ms = retention_ms
         self.clock_ms = clock_ms
+        self.pushed = pushed
         self.rounds = Periodic(
             "group-retention", every_ms / 1000, self.sweep, "expiring share-group state"
         )
@@ -58,8 +62,8 @@ class GroupRetention:
             return
         names = {info.topic_id: name for name, info in self.upstream.topics.items()}
         for m in await self.store.memberships():
-            if not self.coordinator.coordinates(m.group_id):
-                continue  # its coordinator knows its members and expires it
+            if not self.coordinator.coordinates(m.group_id) or self.pushed(m.group_id):
+                continue  # its coordinator knows its members and expires it; a push consumes
             stored = {
                 k: names.get(k.topic_id) for k in await self.store.list_partitions(m.group_id)
             }
