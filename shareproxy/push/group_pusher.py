@@ -150,7 +150,9 @@ class GroupPusher:
             max_bytes=FETCH_MAX_BYTES,
             mode=AcquireMode.RECORD_LIMIT,
         )
-        acquired = await self._consumers.fetch(self.group_id, PUSH_MEMBER_ID, names, limits)
+        acquired = await self._consumers.fetch(
+            self.group_id, PUSH_MEMBER_ID, names, limits, group_stored=True
+        )
         left: dict[TopicPartition, list[AckBatch]] = {}
         for tp, acquisition in acquired.items():
             pushed: set[int] = set()

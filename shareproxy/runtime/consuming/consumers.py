@@ -302,15 +302,19 @@ class ShareConsumers:
         member_id: str,
         partitions: Iterable[TopicPartition],
         limits: FetchLimits,
+        *,
+        group_stored: bool = False,
     ) -> dict[TopicPartition, Acquisition]:
         """Acquire from the partitions this node leads (the others: from the nodes leading
-        them); the group is created if it is new, as HTTP consumers send no heartbeat."""
+        them); the group is created if it is new, as HTTP consumers send no heartbeat, unless
+        the caller knows it is stored (a push is stored with its group)."""
         leaders = [
             await self._partitions.leader(group_id, *tp)
             for tp in partitions
             if self._partitions.leads(*tp)
         ]
-        await self._store.ensure_group(group_id)
+        if not group_stored:
+            await self._store.ensure_group(group_id)
         return await self._acquire(leaders, member_id, limits)
 
     async def acknowledge(
