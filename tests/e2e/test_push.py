@@ -6,15 +6,17 @@ its delivery count raised), any other 4xx rejects."""
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 
 import httpx
-from confluent_kafka import Producer
+import pytest
+from confluent_kafka import AcknowledgeType, Producer
 
 from tests.support.certs import CertificateAuthority
 from tests.support.cli_runs import run_cli
 from tests.support.cluster import started
-from tests.support.consumers import wait_for
+from tests.support.consumers import share_consumer, wait_for
 from tests.support.proxy import ProxyProcess
 from tests.support.push_endpoint import Answer
 
@@ -47,6 +49,7 @@ def _status(p: ProxyProcess, group: str) -> dict[str, object]:
     return r.json()["status"]
 
 
+@pytest.mark.floors
 def test_every_record_is_posted_once_as_a_cloudevent_and_accepted_by_its_2xx(
     proxy, topic, endpoint
 ):
@@ -104,6 +107,7 @@ def test_every_record_is_posted_once_as_a_cloudevent_and_accepted_by_its_2xx(
     assert len(e.seen) == seen
 
 
+@pytest.mark.floors
 def test_the_status_decides_accept_release_or_reject(proxy, topic, endpoint):
     """As the table in the issue: 2xx accepts; 503 and a time-out release (the record comes
     back with its delivery count raised); 429 releases and its Retry-After holds pushes back;
@@ -349,6 +353,7 @@ def test_what_cannot_be_pushed_is_refused_with_its_reason_over_rest_and_the_cli(
     assert gone.returncode == 1 and "has no push" in gone.stderr
 
 
+@pytest.mark.floors
 def test_https_endpoints_are_verified_against_the_ca_bundle(proxy, topic, endpoint, tmp_path):
     """An endpoint whose certificate the proxy cannot verify gets nothing: its records are
     released, never sent in the clear; with the CA in --push-ca-bundle they go through."""
@@ -390,3 +395,32 @@ def test_a_refused_connection_releases_and_a_changed_url_takes_the_records(proxy
     assert status["outcomes"]["timed_out"] >= 1 and status["outcomes"]["accepted"] == 0
     assert _set_push(p, group, url=live.url, topics=[t]).status_code == 200
     wait_for(lambda: len(live.accepted()) == 10, 30, "every record at the live endpoint")
+
+
+def test_a_push_and_a_kafka_consumer_of_one_group_share_its_records(proxy, topic, endpoint):
+    """The push is one more consumer of the group: a librdkafka ShareConsumer of the same group
+    gets the records it does not, and no record goes to both."""
+    t = topic(1)
+    e = endpoint(lambda headers, body: Answer(200, delay_s=0.05))
+    p = proxy(push_allowed_urls=e.url)
+    count = 300
+    _produce(p.upstream, t, [b"r%d" % i for i in range(count)], partitions=1)
+    group = _group()
+    consumer = share_consumer(p, group, mode="explicit")
+    consumer.subscribe([t])
+    assert _set_push(p, group, url=e.url, topics=[t], max_in_flight=4).status_code == 201
+    consumed: list[int] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(consumed) + len(e.accepted()) < count and time.monotonic() < deadline:
+            for m in consumer.poll(0.5) or []:
+                assert m.error() is None, m.error()
+                consumed.append(m.offset())
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+            consumer.commit_sync()
+    finally:
+        consumer.close()
+    pushed = {int(i.rsplit("/", 1)[1]) for i in e.accepted()}
+    assert consumed and pushed, "both consumers of the group were handed records"
+    assert not pushed & set(consumed), "no record went to both"
+    assert pushed | set(consumed) == set(range(count))
