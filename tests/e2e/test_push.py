@@ -19,6 +19,7 @@ from tests.support.cluster import started
 from tests.support.consumers import share_consumer, wait_for
 from tests.support.proxy import ProxyProcess
 from tests.support.push_endpoint import Answer
+from tests.support.relay import TcpRelay
 
 
 def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = 3) -> None:
@@ -424,3 +425,33 @@ def test_a_push_and_a_kafka_consumer_of_one_group_share_its_records(proxy, topic
     assert consumed and pushed, "both consumers of the group were handed records"
     assert not pushed & set(consumed), "no record went to both"
     assert pushed | set(consumed) == set(range(count))
+
+
+def test_a_store_outage_pauses_the_push_without_a_traceback_and_loses_nothing(
+    broker, postgres, topic, endpoint
+):
+    """The state store out of reach: the status is a 503 in one line, the pusher warns and
+    retries, and once the store is back every record is accepted."""
+    relay = TcpRelay(postgres.port).start()
+    url = postgres.create_database(f"pushdown{uuid.uuid4().hex[:6]}", template="template_migrated")
+    url = url.replace(f":{postgres.port}/", f":{relay.port}/")
+    e = endpoint()
+    p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest", push_allowed_urls=e.url)
+    t = topic(1)
+    group = _group()
+    try:
+        p.start()
+        _produce(p.upstream, t, [b"a%d" % i for i in range(20)], partitions=1)
+        assert _set_push(p, group, url=e.url, topics=[t]).status_code == 201
+        wait_for(lambda: len(e.accepted()) == 20, 30, "the first records accepted")
+        relay.cut()
+        _produce(p.upstream, t, [b"b%d" % i for i in range(20)], partitions=1)
+        r = httpx.get(f"{p.admin_url}/v1/share-groups/{group}/push", timeout=30)
+        assert r.status_code == 503 and r.json()["error_code"] == "COORDINATOR_NOT_AVAILABLE"
+        wait_for(lambda: "push cannot go on" in p.log(), 30, "the pusher to say it waits")
+        relay.start()
+        wait_for(lambda: len(e.accepted()) == 40, 60, "every record once the store is back")
+    finally:
+        p.stop()
+        relay.cut()
+    assert "Traceback" not in p.log(), p.log_path
