@@ -52,16 +52,21 @@ class EndpointPacing:
         """Take in the answer to a request sent at ``sent_ms`` (None: now); the change in the
         endpoint's health it makes, if any. The failures of requests sent before the outage
         began are that outage's news, not more of it: only probes make the back-off grow,
-        so a full window of requests failing together pauses as long as one."""
+        so a full window of requests failing together pauses as long as one. Likewise only a
+        probe's success ends an outage: an older request's says nothing of the endpoint now,
+        and must not cut short the wait a Retry-After asked for."""
+        sent_before = (
+            self.down_since_ms is not None and sent_ms is not None and sent_ms < self.down_since_ms
+        )
         if not answer.endpoint_failing:  # (Retry-After comes only with a failing 429 or 503)
-            if self.down_since_ms is None:
+            if self.down_since_ms is None or sent_before:
                 return None
             self.down_since_ms = None
             self.failures = 0
             self.paused_until_ms = 0
             return EndpointChange.UP
         self.last_status = answer.status
-        if self.down_since_ms is not None and sent_ms is not None and sent_ms < self.down_since_ms:
+        if sent_before:
             self.paused_until_ms = max(self.paused_until_ms, now_ms + answer.retry_after_ms)
             return None
         self.failures += 1

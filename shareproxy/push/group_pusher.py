@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.push_outcome import PushAnswer, PushOutcome, judge, rejection_reason
 from shareproxy.core.push_pacing import EndpointChange, EndpointPacing
-from shareproxy.core.push_spec import PUSH_MEMBER_ID, PushSpec
+from shareproxy.core.push_spec import LOCK_MARGIN_MS, PUSH_MEMBER_ID, PushSpec
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.push.cloudevent import PushedRecord, http_headers
@@ -53,6 +54,15 @@ FETCH_MAX_BYTES = 16 * 1024 * 1024
 TOPICS_FRESH_MS = 10_000  # how long the topics' partitions are taken as known
 PROBLEM_RETRY_S = 2.0  # how soon a push that cannot go on (a topic missing, …) tries again
 GAP = 0  # ShareAcknowledge's type for an acquired offset that holds no record
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """An acquired record waiting for the endpoint's pace to allow its push."""
+
+    tp: TopicPartition
+    record: PushedRecord
+    lock_ends_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +96,8 @@ class GroupPusher:
         self._clock_ms = clock_ms
         self._pacing = EndpointPacing()
         self._pushes: set[asyncio.Task[None]] = set()
+        # acquired by the last fetch, not pushed yet: at most the room that fetch asked for
+        self._held: deque[_Held] = deque()
         self._topics: list[NamedTopic] = []
         self._topics_read_at: int | None = None
         self._task: asyncio.Task[None] | None = None
@@ -128,6 +140,9 @@ class GroupPusher:
     async def _round(self) -> None:
         now = self._clock_ms()
         room = self._pacing.in_flight_allowed(self.spec.max_in_flight) - len(self._pushes)
+        if self._held:
+            await self._send_held(now, room)
+            return
         if room <= 0 or not self._pacing.may_push(now):
             await self._wait_for_room(self._pacing.paused_until_ms - now)
             return
@@ -170,7 +185,7 @@ class GroupPusher:
                         rec.headers,
                         rec.delivery_count,
                     )
-                    self._start(tp, record, lock_ends_ms)
+                    self._held.append(_Held(tp, record, lock_ends_ms))
                 kind = GAP  # control records and compacted-away offsets: nothing to push
             except Exception as exc:  # batches that cannot be read: released, not held
                 self._problem(f"cannot read records of {names[tp]}-{tp[1]}: {first_line(exc)}")
@@ -185,6 +200,29 @@ class GroupPusher:
                 left[tp] = [AckBatch(o, o, (kind,)) for o in missing]
         if left:
             await self._consumers.acknowledge(self.group_id, PUSH_MEMBER_ID, left)
+
+    async def _send_held(self, now: int, room: int) -> None:
+        """Push what the last fetch acquired, as the endpoint's pace allows: the endpoint may
+        have failed, or asked to be left alone (Retry-After), while the fetch waited. A record
+        whose lock would end before it may be pushed is released instead (it comes back)."""
+        late = [h for h in self._held if self.spec.timeout_within(h.lock_ends_ms - now) <= 0]
+        if late:
+            self._held = deque(h for h in self._held if h not in late)
+            released = int(AcknowledgeType.RELEASE)
+            acks: dict[TopicPartition, list[AckBatch]] = {}
+            for h in late:
+                acks.setdefault(h.tp, []).append(
+                    AckBatch(h.record.offset, h.record.offset, (released,))
+                )
+            await self._consumers.acknowledge(self.group_id, PUSH_MEMBER_ID, acks)
+        if room > 0 and self._pacing.may_push(now):
+            for _ in range(min(room, len(self._held))):
+                h = self._held.popleft()
+                self._start(h.tp, h.record, h.lock_ends_ms)
+            return
+        if self._held:
+            first_lock = min(h.lock_ends_ms for h in self._held) - LOCK_MARGIN_MS
+            await self._wait_for_room(min(self._pacing.paused_until_ms, first_lock) - now)
 
     async def _wait_for_room(self, paused_ms: int) -> None:
         self._changed.clear()

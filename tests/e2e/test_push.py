@@ -147,6 +147,8 @@ def test_the_status_decides_accept_release_or_reject(proxy, topic, endpoint):
     assert by_body(b"ok") == [200]
     assert by_body(b"flaky") == [503, 201]
     assert by_body(b"busy") == [429, 200]
+    busy = sorted((x for x in e.seen if x.body == b"busy"), key=lambda x: x.began)
+    assert busy[1].began >= busy[0].ended + 0.95, "Retry-After: 1 held the pushes back"
     assert by_body(b"bad") == [400], "a rejected record is never pushed again"
     slow = wait_for(
         lambda: (

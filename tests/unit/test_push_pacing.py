@@ -59,3 +59,11 @@ def test_an_endpoint_that_answers_again_takes_pushes_at_once():
     assert not pace.may_push(T + 1000)
     assert pace.answered(judge(200, None, T), T + 1, T) is EndpointChange.UP
     assert pace.may_push(T + 1)
+
+
+def test_a_success_sent_before_the_outage_neither_ends_it_nor_cuts_a_retry_after_short():
+    pace = EndpointPacing()
+    assert pace.answered(judge(429, "10", T), T + 5, T) is EndpointChange.DOWN
+    assert pace.answered(judge(200, None, T), T + 6, T) is None  # sent with the 429's window
+    assert pace.down and not pace.may_push(T + 9_999) and pace.may_push(T + 10_005)
+    assert pace.answered(judge(200, None, T), T + 10_010, T + 10_005) is EndpointChange.UP
