@@ -9,13 +9,18 @@
 
 FROM python:3.11.11-slim-bookworm AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY shareproxy ./shareproxy
 COPY migrations ./migrations
 COPY spark ./spark
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11.11-slim-bookworm
+# the version is shareproxy.__version__'s (tests/unit/test_release_files.py holds them equal)
+LABEL org.opencontainers.image.title="shareproxy" \
+      org.opencontainers.image.description="Share groups (KIP-932) for Kafka clusters that do not have them" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
     && groupadd --system --gid 10001 shareproxy \

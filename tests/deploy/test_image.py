@@ -137,7 +137,17 @@ def test_the_wheel_carries_migrations_jobs_and_types_and_nothing_of_the_demo(ins
     assert (package / "py.typed").is_file()
     assert {p.name for p in (package / "_spark").glob("*.py")} >= {"reconcile.py", "report.py"}
     console = {p.name for p in (package / "admin" / "console").iterdir()}
-    assert console >= {"index.html", "console.css", "app.js", "api.js", "dom.js"}, console
+    assert console >= {"index.html", "console.css", "app.js", "api.js", "dom.js", "push.js"}, (
+        console
+    )
+    files = in_venv(
+        installed,
+        python,
+        "-c",
+        "from importlib import metadata; print([p.name for p in metadata.files('shareproxy')])",
+        cwd=outside,
+    )
+    assert "'LICENSE'" in files.stdout, files.stdout + files.stderr
     version = in_venv(installed, str(installed / "bin" / "shareproxy"), "--version", cwd=outside)
     assert version.stdout.strip() == __version__, version.stderr
     migrated = in_venv(

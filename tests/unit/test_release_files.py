@@ -3,8 +3,11 @@ the package declares, and the security policy says where to report a vulnerabili
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
+
+from shareproxy import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,3 +23,14 @@ def test_the_licence_file_is_the_licence_the_package_declares():
 def test_the_security_policy_says_how_to_report_a_vulnerability_privately():
     policy = (ROOT / "SECURITY.md").read_text()
     assert "Report a vulnerability" in policy and "privately" in policy
+
+
+def test_the_image_is_labelled_with_the_version_and_the_licence():
+    labels = dict(
+        re.findall(
+            r'org\.opencontainers\.image\.(\w+)="([^"]*)"', (ROOT / "Dockerfile").read_text()
+        )
+    )
+    assert labels["version"] == __version__
+    assert labels["licenses"] == "Apache-2.0"
+    assert labels["title"] == "shareproxy"
