@@ -203,7 +203,7 @@ def router(security: Security) -> APIRouter:
             raise ShareError(
                 ErrorCode.SECURITY_DISABLED,
                 "tokens are issued to authenticated users: enable SASL or TLS client "
-                "certificates on a listener (see README: Security)",
+                "certificates on a listener (see the documentation: Security)",
             )
         lifetime = (request or TokenRequest()).lifetime_s
         token = secrets.token_urlsafe(32)

@@ -1,6 +1,6 @@
-"""Exit codes of every ``shareproxy`` command (the README lists them), and the one table that
-gives each kind of failure its code. Only the entry points (the CLI, the batch jobs) import it;
-everything else raises the kinds in ``core/failures.py``."""
+"""Exit codes of every ``shareproxy`` command (the documentation's exit-codes page is generated
+from them), and the one table that gives each kind of failure its code. Only the entry points
+(the CLI, the batch jobs) import it; everything else raises the kinds in ``core/failures.py``."""
 
 from __future__ import annotations
 

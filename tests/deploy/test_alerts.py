@@ -1,6 +1,6 @@
 """The shipped alert rules (deploy/prometheus/alerts.yml): valid for Prometheus, their unit
 tests (alerts_test.yml) pass under promtool, the compose stack's Prometheus loads them, every
-metric they read is one the proxy serves, and the README's runbook covers each alert."""
+metric they read is one the proxy serves, and the monitoring page's runbook covers each alert."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _rules() -> list[dict]:
     return [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
 
 
-def test_every_alert_is_unit_tested_and_in_the_readme_runbook():
+def test_every_alert_is_unit_tested_and_in_the_runbook():
     alerts = {r["alert"] for r in _rules()}
     tested = {
         case["alertname"]
@@ -49,16 +49,16 @@ def test_every_alert_is_unit_tested_and_in_the_readme_runbook():
         if case.get("exp_alerts")
     }
     assert alerts <= tested, alerts - tested
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Alerts\n", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "operations" / "monitoring.md").read_text()
+    section = page.split("\n## Alerts\n", 1)[1].split("\n## ", 1)[0]
     assert alerts <= set(re.findall(r"`(\w+)`", section)), alerts
 
 
 def test_the_rules_read_only_metrics_the_proxy_serves():
-    """A metric misspelt in a rule would never fire: each name a rule reads is in the README's
-    metrics table (a counter's ``_total`` included) or is Prometheus's own ``up``."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("\n## Metrics\n", 1)[1].split("\n### ", 1)[0]
+    """A metric misspelt in a rule would never fire: each name a rule reads is in the
+    documented metrics table (a counter's ``_total`` included) or is Prometheus's own ``up``."""
+    page = (ROOT / "docs" / "operations" / "monitoring.md").read_text()
+    table = page.split("\n## Metrics\n", 1)[1].split("\n### ", 1)[0]
     served = set(re.findall(r"`([a-z_]+)`", table))
     for rule in _rules():
         expr = re.sub(r"\{[^}]*\}", "", rule["expr"])  # label matchers

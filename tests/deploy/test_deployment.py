@@ -173,23 +173,27 @@ def test_the_readme_compose_walkthrough_uses_the_published_ports(compose):
         assert f"localhost:{port}" in readme, port
 
 
-def test_what_the_files_say_of_the_readme_and_the_commands_is_there():
-    """A pointer to a README section names one that exists, and ARCHITECTURE.md names only
-    commands the CLI has."""
+def test_what_the_files_say_of_the_documents_and_the_commands_is_there():
+    """A pointer to a section of a document (``docs/page.md, "Heading"``) names a page and a
+    heading that exist, and ARCHITECTURE.md names only commands the CLI has."""
     import typer
     from typer.main import get_command
 
     from shareproxy.cli.app import app
 
-    headings = {
-        line.lstrip("#").strip()
-        for line in (ROOT / "README.md").read_text().splitlines()
-        if line.startswith("#")
-    }
+    pointers = 0
     for path in (ROOT / "docker-compose.yml", *sorted((ROOT / "deploy").rglob("*"))):
         if path.is_file():
-            for section in re.findall(r'README, "([^"]+)"', path.read_text()):
-                assert section in headings, f"{path.name} names README section {section!r}"
+            for page, section in re.findall(r'([\w/.-]+\.md), \\?"([^"\\]+)\\?"', path.read_text()):
+                pointers += 1
+                assert (ROOT / page).is_file(), f"{path.name} names a missing page {page}"
+                headings = {
+                    line.lstrip("#").strip()
+                    for line in (ROOT / page).read_text().splitlines()
+                    if line.startswith("#")
+                }
+                assert section in headings, f"{path.name} names {page} section {section!r}"
+    assert pointers, "no pointer found: the pattern no longer matches the files"
     root = get_command(app)
     commands = set(root.list_commands(typer.Context(root)))  # type: ignore[attr-defined]
     (row,) = [x for x in (ROOT / "ARCHITECTURE.md").read_text().splitlines() if "| `cli/` |" in x]

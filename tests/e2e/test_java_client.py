@@ -198,8 +198,9 @@ def test_a_share_group_is_no_classic_group_to_the_admin_client(java, endpoint, t
 def test_the_java_producer_schedules_and_the_share_consumer_gets_records_at_their_time(
     java, endpoint, topic
 ):
-    """The README's Java producer code through the proxy: records with an x-deliver-at header
-    reach Kafka's share consumer no earlier than that time, the others at once."""
+    """The scheduled-delivery page's Java producer code through the proxy: records with an
+    x-deliver-at header reach Kafka's share consumer no earlier than that time, the others at
+    once."""
     name = topic(1)
     group = f"java-scheduled-{uuid.uuid4().hex[:8]}"
     alter_group_configs(

@@ -1,5 +1,5 @@
 """Each mistake a user makes with the command line is one line naming what failed and the
-offending value, and the exit code the README documents: 2 usage or configuration, 3 a
+offending value, and the exit code the documentation lists: 2 usage or configuration, 3 a
 dependency that cannot be reached or used, 4 a listen address that cannot be bound."""
 
 from __future__ import annotations

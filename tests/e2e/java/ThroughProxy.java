@@ -318,7 +318,7 @@ public final class ThroughProxy {
 
     /**
      * Scheduled delivery: ``count`` records produced through the proxy, every other one with an
-     * x-deliver-at header ``delayMs`` ahead (as the README shows it), then read by a share
+     * x-deliver-at header ``delayMs`` ahead (as the scheduled-delivery page shows it), then read by a share
      * consumer, which notes how each came against its time.
      */
     private static void scheduled(

@@ -1,8 +1,8 @@
-"""The README's CLI examples print what the README shows. Each ``$ shareproxy …`` line of a
-fenced block whose output follows is run, in the README's order, against a proxy holding the
-data the README describes (under names of this test's own), and each table it prints must have
-the columns the README shows, in its order; where the README shows an error or an exit status,
-so must the command. Values that vary (ids, times, offsets) are not compared."""
+"""The documentation's CLI examples print what the pages show. Each ``$ shareproxy …`` line of
+a fenced block whose output follows is run, in the pages' order, against a proxy holding the
+data the pages describe (under names of this test's own), and each table it prints must have
+the columns the page shows, in its order; where a page shows an error or an exit status, so
+must the command. Values that vary (ids, times, offsets) are not compared."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ import pytest
 from tests.support.admin_api import cli
 from tests.support.consumers import accept_all, poll_until, share_consumer, wait_for
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PAGES = [DOCS / "groups.md", DOCS / "records.md"]  # in the order a reader meets the examples
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 
 
@@ -82,8 +83,8 @@ def exit_statuses(text: str) -> dict[int, int]:
 
 @dataclass
 class Scenario:
-    """The README's data under this test's names, each part set up just before the first
-    example that shows it, so a command listing every group sees the README's groups only."""
+    """The pages' data under this test's names, each part set up just before the first
+    example that shows it, so a command listing every group sees the pages' groups only."""
 
     proxy: Any
     topic: Callable[..., str]
@@ -155,7 +156,7 @@ class Scenario:
         [self.names["da95A9I2QK2mjdRyo/U5Qg"]] = self.members(self.names["billing"])
 
     def archive(self) -> None:
-        """Offsets 2 and 8 archived too, as the README's archive shows them."""
+        """Offsets 2 and 8 archived too, as the archive page shows them."""
         base = f"/v1/share-groups/{self.names['billing']}/partitions/{self.names['orders']}/0"
         for offset in (2, 8):
             answer = self.http.post(f"{base}/records/reject", json={"first_offset": offset})
@@ -175,8 +176,8 @@ class Scenario:
 
 
 @pytest.mark.long
-def test_each_readme_example_prints_the_tables_it_shows(proxy, topic, produce, tmp_path):
-    text = README.read_text()
+def test_each_documented_example_prints_the_tables_it_shows(proxy, topic, produce, tmp_path):
+    text = "\n".join(page.read_text() for page in PAGES)
     shown = examples(text)
     statuses = exit_statuses(text)
     assert len(shown) >= 10, [ex.argv for ex in shown]
@@ -205,13 +206,13 @@ def test_each_readme_example_prints_the_tables_it_shows(proxy, topic, produce, t
                 assert ran.returncode == statuses[n], where
             if ex.words in after:
                 after.pop(ex.words)()
-        assert not before, f"the README no longer shows {sorted(before)}"
+        assert not before, f"the pages no longer show {sorted(before)}"
     finally:
         s.close()
         s.http.close()
 
 
-def test_the_examples_are_read_as_the_readme_writes_them():
+def test_the_examples_are_read_as_the_pages_write_them():
     """The reading itself: commands, their output, a redirection and an exit status."""
     text = "\n".join(
         [
