@@ -1,7 +1,7 @@
 """The gauges the shipped alerts read (deploy/prometheus/alerts.yml) move with the real thing:
-a share-partition's SPSO and the age of its oldest waiting record, the state store cut off
-(store down, then the node's lease lapsed, both back once it answers), the upstream cluster
-stopped."""
+a share-partition's SPSO, its lag (also while no consumer fetches) and the age of its oldest
+waiting record, the state store cut off (store down, then the node's lease lapsed, both back
+once it answers), the upstream cluster stopped."""
 
 from __future__ import annotations
 
@@ -54,6 +54,14 @@ def test_spso_oldest_waiting_store_lease_and_upstream_gauges_move(postgres):
             for name in ("shareproxy_store_up", "shareproxy_upstream_up"):
                 assert value(s, name) == 1, name
             assert value(s, "shareproxy_node_lease_held") == 1
+
+            # nobody fetches now: records produced meanwhile still show as lag
+            produce_records(broker.bootstrap, t, 10, 1, 100)
+            wait_for(
+                lambda: value(scrape(p), "share_group_lag", **where) == 25,
+                30,
+                "share_group_lag == 25 with no consumer fetching",
+            )
 
             relay.cut()  # the lease renewals (every second) find the store gone
             _until(p, "shareproxy_store_up", 0, 10)

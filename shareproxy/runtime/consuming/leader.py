@@ -123,6 +123,10 @@ class SharePartitionLeader:
     def read_ahead_ended(self) -> None:
         self._reading_ahead = False
 
+    def heard_log_end(self, high_watermark: int) -> None:
+        """The log's end as a probe of an idle share-partition found it (``LogEnds``)."""
+        self._cache.heard_end(high_watermark)
+
     def took_in(self, data: PartitionData, fetch_offset: int | None = None) -> bool:
         """Batches read from upstream join the cache; requests waiting on this share-partition
         are woken when any was new. Whether any was."""

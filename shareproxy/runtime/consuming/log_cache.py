@@ -105,6 +105,10 @@ class LogCache:
         # the frames the batches are views into, counted against the node's bound
         self._frames = FrameRefs(budget, self)
 
+    def heard_end(self, high_watermark: int) -> None:
+        """A later log end than any read told, from a probe while nobody reads: lag grows."""
+        self.high_watermark = max(self.high_watermark, high_watermark)
+
     @property
     def end_offset(self) -> int:
         """One past the last cached offset (0 when empty)."""

@@ -24,6 +24,7 @@ from shareproxy.core.store import (
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.group_commit import GroupCommitter
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
+from shareproxy.runtime.consuming.log_ends import LogEnds
 from shareproxy.runtime.consuming.topic_retention import TopicRetention
 from shareproxy.runtime.jobs import Periodic, every
 from shareproxy.telemetry import metrics
@@ -73,6 +74,8 @@ class SharePartitions:
         self._leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
         self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
         self._swept_ms = clock_ms()  # when expire_due last looked
+        # idle share-partitions' log ends, so their lag grows while no consumer reads
+        self.log_ends = LogEnds(upstream, self.led)
         self._jobs = (
             Periodic(
                 "lock-expiry",
@@ -90,6 +93,7 @@ class SharePartitions:
                 "checking for replaced state",
                 at_once=False,
             ),
+            self.log_ends.job,
         )
 
     def start(self) -> None:
