@@ -5,23 +5,13 @@ metric they read is one the proxy serves, and the monitoring page's runbook cove
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-PROMETHEUS = ROOT / "deploy/prometheus"
+from tests.support.deploy_tools import PROMETHEUS, ROOT
+from tests.support.deploy_tools import promtool as _promtool
+
 RULES = PROMETHEUS / "alerts.yml"
-
-
-def _promtool(*args: str) -> None:
-    """Run promtool in deploy/prometheus; a missing promtool fails, it is never skipped."""
-    tool = shutil.which("promtool")
-    assert tool, "promtool is missing: apt-get install prometheus (.ci/run does)"
-    run = subprocess.run([tool, *args], capture_output=True, text=True, cwd=PROMETHEUS, timeout=120)
-    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_promtool_checks_the_rules_and_the_config_that_loads_them():

@@ -18,8 +18,8 @@ from prometheus_client.metrics_core import Metric
 
 from shareproxy.core.states import RecordState
 from shareproxy.telemetry.metrics import REGISTRY, LiveState, NodeFigures, PartitionLabels
-from tests.deploy.test_alerts import ROOT, _promtool
-from tests.deploy.test_kubernetes import KUBERNETES
+from tests.support.deploy_tools import KUBERNETES, ROOT
+from tests.support.deploy_tools import promtool as _promtool
 
 EXAMPLE = ROOT / "deploy" / "keda" / "scaledobject.yaml"
 

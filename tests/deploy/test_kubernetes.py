@@ -28,12 +28,10 @@ from shareproxy.demo.tansu import TansuBroker
 from shareproxy.host import exits
 from shareproxy.host.processes import free_port
 from shareproxy.settings.model import Settings
+from tests.support.deploy_tools import KUBERNETES
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy" / "kubernetes"
-# the version the manifests are checked against (they need 1.28, for the pod-index label):
-# kubernetes-validate ships its schemas from its own 1.32, the floor of its range
-KUBERNETES = "1.32.0"
 POD_INDEX = "metadata.labels['apps.kubernetes.io/pod-index']"
 SECRET = ("shareproxy-state", "state-url")  # the Secret and key holding the state store's URL
 
