@@ -110,7 +110,7 @@ def test_every_record_is_posted_once_as_a_cloudevent_and_accepted_by_its_2xx(
 
 @pytest.mark.floors
 def test_the_status_decides_accept_release_or_reject(proxy, topic, endpoint):
-    """As the table in the issue: 2xx accepts; 503 and a time-out release (the record comes
+    """As the push-delivery page's table: 2xx accepts; 503 and a time-out release (the record comes
     back with its delivery count raised); 429 releases and its Retry-After holds pushes back;
     400 rejects, once, and the archive keeps it; at the delivery limit a released record is
     archived too."""
