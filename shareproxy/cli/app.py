@@ -137,6 +137,9 @@ def migrate(
                         f"run `shareproxy migrate --state-url {shown}` to create it"
                     )
                     raise typer.Exit(exits.FAILED)
+                if migrations.is_newer(current):
+                    err.print(f"the state store {shown}: {migrations.newer_schema(current)}")
+                    raise typer.Exit(exits.FAILED)
                 err.print(
                     f"schema of {shown} is at {current}, expected {head}: run `shareproxy migrate`"
                 )

@@ -58,6 +58,9 @@ def upgrade(url: str, revision: str = "head") -> None:
     try:
         command.upgrade(alembic_config(url), revision)
     except CommandError as exc:  # e.g. a revision it does not know: a newer version's schema
+        current = asyncio.run(current_revision(url))
+        if is_newer(current):  # said whole: Alembic's innermost cause would be the line shown
+            raise SchemaUnknown(newer_schema(current)) from None
         raise SchemaUnknown(str(exc)) from exc
 
 
@@ -88,9 +91,27 @@ async def schema_is_current(url: str) -> bool:
     return await current_revision(url) == SCHEMA_HEAD
 
 
+def is_newer(revision: str | None) -> bool:
+    """Whether a later version of shareproxy migrated the store: revisions are numbers, each
+    migration's one more than the last."""
+    return revision is not None and revision.isdigit() and int(revision) > int(SCHEMA_HEAD)
+
+
+def newer_schema(revision: str | None) -> str:
+    """Why this version cannot use a store a later version migrated: said, since nothing here
+    can move it back, and a rolling upgrade's old node meets one when it restarts."""
+    return (
+        f"its schema {revision} is newer than this version's {SCHEMA_HEAD}: a later shareproxy "
+        "migrated it; run that version or a later one"
+    )
+
+
 async def require_current(url: str) -> None:
-    """SchemaBehind, saying how to fix it, unless the schema is the newest."""
+    """SchemaBehind, saying how to fix it, unless the schema is the newest; SchemaUnknown, which
+    says so, when a later version migrated it."""
     current, head = await current_revision(url), SCHEMA_HEAD
+    if is_newer(current):
+        raise SchemaUnknown(newer_schema(current))
     if current != head:
         raise SchemaBehind(
             f"the state store {shown_url(url)} has schema {current or 'none'}, expected {head}: "
