@@ -6,6 +6,7 @@ its delivery count raised), any other 4xx rejects."""
 from __future__ import annotations
 
 import itertools
+import signal
 import time
 import uuid
 
@@ -13,6 +14,8 @@ import httpx
 import pytest
 from confluent_kafka import AcknowledgeType, Producer
 
+from shareproxy.demo.tansu import TansuBroker
+from tests.support import metrics
 from tests.support.certs import CertificateAuthority
 from tests.support.cli_runs import run_cli
 from tests.support.cluster import started
@@ -20,6 +23,7 @@ from tests.support.consumers import share_consumer, wait_for
 from tests.support.proxy import ProxyProcess
 from tests.support.push_endpoint import Answer
 from tests.support.relay import TcpRelay
+from tests.support.topics import create_topic
 
 
 def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = 3) -> None:
@@ -42,6 +46,10 @@ def _set_push(p: ProxyProcess, group: str, **spec: object) -> httpx.Response:
 
 def _group() -> str:
     return f"push-{uuid.uuid4().hex[:6]}"
+
+
+def _upstream_up(p: ProxyProcess) -> float:
+    return metrics.value(metrics.scrape(p), "shareproxy_upstream_up")
 
 
 def _status(p: ProxyProcess, group: str) -> dict[str, object]:
@@ -456,4 +464,37 @@ def test_a_store_outage_pauses_the_push_without_a_traceback_and_loses_nothing(
     finally:
         p.stop()
         relay.cut()
+    assert "Traceback" not in p.log(), p.log_path
+
+
+def test_a_broker_outage_pauses_the_push_without_a_traceback_and_loses_nothing(postgres, endpoint):
+    """The Kafka cluster stops answering (its process paused, connections hanging): the push
+    waits without a traceback and without failing the endpoint, and once the cluster answers
+    again every record is accepted, none twice."""
+    broker = TansuBroker().start()
+    url = postgres.create_database(f"pushkf{uuid.uuid4().hex[:6]}", template="template_migrated")
+    e = endpoint()
+    p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest", push_allowed_urls=e.url)
+    group = _group()
+    try:
+        t = create_topic(broker.bootstrap, 1)
+        p.start()
+        _produce(broker.bootstrap, t, [b"a%d" % i for i in range(20)], partitions=1)
+        assert _set_push(p, group, url=e.url, topics=[t]).status_code == 201
+        wait_for(lambda: len(e.accepted()) == 20, 30, "the first records accepted")
+        assert broker.proc is not None
+        broker.proc.send_signal(signal.SIGSTOP)
+        try:
+            wait_for(lambda: _upstream_up(p) == 0, 60, "the proxy to find the cluster down")
+            assert len(e.accepted()) == 20
+        finally:
+            broker.proc.send_signal(signal.SIGCONT)
+        _produce(broker.bootstrap, t, [b"b%d" % i for i in range(20)], partitions=1)
+        wait_for(lambda: len(e.accepted()) == 40, 90, "every record once the cluster answers")
+        ids = [x.id for x in e.seen if x.status == 200]
+        assert len(ids) == len(set(ids)) == 40, "each record pushed once"
+        assert _status(p, group)["endpoint"] == "up", "the cluster's outage is not the endpoint's"
+    finally:
+        p.stop()
+        broker.stop()
     assert "Traceback" not in p.log(), p.log_path
