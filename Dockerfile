@@ -13,6 +13,7 @@ COPY pyproject.toml README.md LICENSE ./
 COPY shareproxy ./shareproxy
 COPY migrations ./migrations
 COPY spark ./spark
+COPY dashboards ./dashboards
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11.11-slim-bookworm

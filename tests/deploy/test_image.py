@@ -1,23 +1,31 @@
-"""The image without a container engine: the wheel is built from exactly the files the
-Dockerfile's build stage copies (by its own RUN line), installed into a clean virtualenv, and
-the compose service's command runs from it against a real broker and Postgres."""
+"""The release artifacts and the image without a container engine: the sdist and the wheel are
+built as a release builds them (``python -m build``: the sdist, then the wheel from it) and
+checked as PyPI checks them; the image's wheel is built from exactly the files the Dockerfile's
+build stage copies (by its own RUN line), holds the same files as the release's, is installed
+into a clean virtualenv, and the compose service's command runs from it against a real broker
+and Postgres."""
 
 from __future__ import annotations
 
+import email
 import fnmatch
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 import venv
+import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
+from packaging.specifiers import SpecifierSet
 
 from shareproxy import __version__
 from shareproxy.demo.tansu import TansuBroker
@@ -81,9 +89,100 @@ def stage_context(into: Path) -> str:
     return run
 
 
+def tree(top: str) -> set[str]:
+    """The files under a folder of the checkout, as paths relative to it."""
+    return {
+        p.relative_to(ROOT / top).as_posix()
+        for p in (ROOT / top).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def under(names: list[str], prefix: str) -> set[str]:
+    """The files of an archive's listing under ``prefix``, relative to it."""
+    return {n.removeprefix(prefix) for n in names if n.startswith(prefix) and not n.endswith("/")}
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """A clean virtualenv with the image's wheel, on the same dependency versions as this run."""
+def release(tmp_path_factory) -> tuple[Path, Path]:
+    """(sdist, wheel) as ``python -m build`` makes them: the wheel is built from the sdist."""
+    out = tmp_path_factory.mktemp("release")
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (sdist,) = out.glob("shareproxy-*.tar.gz")
+    (wheel,) = out.glob("shareproxy-*.whl")
+    assert sdist.name == f"shareproxy-{__version__}.tar.gz"
+    assert wheel.name == f"shareproxy-{__version__}-py3-none-any.whl"
+    return sdist, wheel
+
+
+def test_twine_passes_the_sdist_and_the_wheel_strictly(release):
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, release)],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2, checked.stdout
+
+
+def test_the_sdist_holds_the_sources_the_wheel_is_built_from(release):
+    sdist, _ = release
+    top = f"shareproxy-{__version__}/"
+    with tarfile.open(sdist) as archive:
+        names = [m.name for m in archive.getmembers() if m.isfile()]
+    assert {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"} <= under(names, top)
+    for folder in ("shareproxy", "migrations", "spark", "dashboards"):
+        assert under(names, f"{top}{folder}/") >= tree(folder), folder
+
+
+def test_the_wheel_carries_migrations_console_dashboards_jobs_and_licence(release):
+    _, wheel = release
+    info = f"shareproxy-{__version__}.dist-info/"
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        licence = archive.read(f"{info}licenses/LICENSE")
+        metadata = archive.read(f"{info}METADATA").decode()
+        entry_points = archive.read(f"{info}entry_points.txt").decode()
+    assert under(names, "shareproxy/_migrations/") == tree("migrations")
+    assert under(names, "shareproxy/admin/console/") == tree("shareproxy/admin/console")
+    assert under(names, "shareproxy/_dashboards/") == tree("dashboards")
+    assert tree("dashboards") >= {"overview.json", "share-group.json"}
+    assert under(names, "shareproxy/_spark/") == tree("spark")
+    assert licence == (ROOT / "LICENSE").read_bytes()
+    assert f"\nVersion: {__version__}\n" in metadata
+    assert "shareproxy = shareproxy.cli.launch:main" in entry_points
+
+
+def test_the_wheel_declares_exactly_the_pythons_ci_runs(release):
+    """Requires-Python and the classifiers name the same minor versions, and
+    .ci/python-versions has an interpreter for each (it runs the unit tier on every one that
+    is not CI's own)."""
+    _, wheel = release
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = email.message_from_bytes(
+            archive.read(f"shareproxy-{__version__}.dist-info/METADATA")
+        )
+    allowed = SpecifierSet(metadata["Requires-Python"])
+    minors = [f"3.{m}" for m in range(30) if f"3.{m}" in allowed]
+    assert minors, str(allowed)
+    prefix = "Programming Language :: Python :: 3."
+    classified = [
+        c.rpartition(" ")[2] for c in metadata.get_all("Classifier") if c.startswith(prefix)
+    ]
+    assert classified == minors, (classified, str(allowed))
+    script = (ROOT / ".ci" / "python-versions").read_text()
+    (sources,) = re.findall(r"^declare -A SOURCE=\((.*)\)$", script, re.MULTILINE)
+    assert set(minors) <= set(re.findall(r"\[(3\.\d+)\]=", sources)), sources
+
+
+@pytest.fixture(scope="module")
+def image_wheel(tmp_path_factory) -> Path:
+    """The wheel the image's build stage makes, from the files it copies."""
     base = tmp_path_factory.mktemp("image")
     context, wheels = base / "src", base / "wheels"
     run = stage_context(context)
@@ -98,6 +197,25 @@ def installed(tmp_path_factory) -> Path:
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = wheels.glob("shareproxy-*.whl")
     assert wheel.name.startswith(f"shareproxy-{__version__}-")
+    return wheel
+
+
+def test_the_image_wheel_is_the_release_wheel(image_wheel, release):
+    """The same files with the same metadata: what the image's tests prove holds for the
+    release too, and the image carries everything a release does."""
+    _, wheel = release
+    with zipfile.ZipFile(image_wheel) as image, zipfile.ZipFile(wheel) as published:
+        assert sorted(image.namelist()) == sorted(published.namelist())
+        for name in published.namelist():
+            if not name.endswith("/RECORD"):
+                assert image.read(name) == published.read(name), name
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory, image_wheel) -> Path:
+    """A clean virtualenv with the image's wheel, on the same dependency versions as this run."""
+    base = tmp_path_factory.mktemp("installed")
+    wheel = image_wheel
     env_dir = base / "venv"
     venv.create(env_dir, with_pip=True)  # no system site-packages: only what the wheel needs
     frozen = subprocess.run(
@@ -150,6 +268,15 @@ def test_the_wheel_carries_migrations_jobs_and_types_and_nothing_of_the_demo(ins
     assert "'LICENSE'" in files.stdout, files.stdout + files.stderr
     version = in_venv(installed, str(installed / "bin" / "shareproxy"), "--version", cwd=outside)
     assert version.stdout.strip() == __version__, version.stderr
+    declared = in_venv(
+        installed,
+        python,
+        "-c",
+        "from importlib import metadata; print(metadata.version('shareproxy'))",
+        cwd=outside,
+    )
+    assert declared.stdout.strip() == version.stdout.strip(), declared.stderr
+    assert (package / "_dashboards" / "overview.json").is_file()
     migrated = in_venv(
         installed, "shareproxy", "migrate", "--state-url", f"sqlite:///{outside}/s.db", cwd=outside
     )
