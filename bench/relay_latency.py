@@ -1,0 +1,167 @@
+"""What a relayed request waits through the proxy, against the same request sent straight to the
+broker, in the same run.
+
+A librdkafka producer that flushes after every two records (as test suites and request/response
+services do) times each flush, directly and through the proxy, the two sides interleaved pair by
+pair so neither has the warmer broker or the quieter machine; a plain consumer (assign, no group)
+at the log's end times each produced pair's arrival too, so a relayed Fetch is measured beside
+the Produce. With ``--share-load N``, N share consumers read another topic through the proxy
+meanwhile, which a producer keeps filling: the relay's latency while the proxy is busy with the
+share path.
+
+    python -m bench.relay_latency [--pairs 2000] [--size 100] [--share-load 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.table import Table
+
+from bench import throughput
+from shareproxy.demo.tansu import TansuBroker
+from tests.support.proxy import ProxyProcess
+
+
+def new_topic(admin: AdminClient, partitions: int = 1) -> str:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result(30)
+    return name
+
+
+class Side:
+    """One way to the broker: a producer and a tail-reading consumer on one topic."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 10,  # a short long poll: what is timed is the relay
+                "fetch.error.backoff.ms": 10,
+            }
+        )
+        self.topic = topic
+        self.consumer.assign([TopicPartition(topic, 0, 0)])  # a new topic: all that comes
+        self.flushes: list[float] = []
+        self.arrivals: list[float] = []
+
+    def pair(self, payload: bytes) -> None:
+        """Two records, one flush: the flush's wait, then how long until both were read."""
+        start = time.perf_counter()
+        self.producer.produce(self.topic, value=payload)
+        self.producer.produce(self.topic, value=payload)
+        self.producer.flush(30)
+        self.flushes.append(time.perf_counter() - start)
+        read = 0
+        while read < 2:
+            for m in self.consumer.consume(2 - read, 5):
+                if m.error() is None:
+                    read += 1
+            assert time.perf_counter() - start < 30, "a pair was not read back within 30 s"
+        self.arrivals.append(time.perf_counter() - start)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def share_load(
+    bootstrap: str, upstream: str, topic: str, consumers: int, stop: threading.Event
+) -> None:
+    """Share consumers accepting records through the proxy until ``stop``, while a producer
+    writes more straight to the broker, so the share path stays busy throughout."""
+
+    def feed() -> None:
+        while not stop.is_set():
+            throughput.produce(upstream, topic, 50_000, 1024)
+
+    def drain(index: int) -> None:
+        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": f"bench-load-{topic}"})
+        c.subscribe([topic])
+        try:
+            while not stop.is_set():
+                c.poll(0.5)
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(consumers)]
+    threads.append(threading.Thread(target=feed, daemon=True))
+    for t in threads:
+        t.start()
+
+
+def ms(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--share-load", type=int, default=0, metavar="N")
+    args = parser.parse_args()
+    console = Console(width=120)
+    payload = b"x" * args.size
+    stop = threading.Event()
+    with TansuBroker() as broker:
+        state = tempfile.mkdtemp(prefix="bench-relay-")
+        proxy = ProxyProcess(
+            broker.bootstrap, f"sqlite+aiosqlite:///{state}/state.db", auto_offset_reset="earliest"
+        ).start()
+        try:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            if args.share_load:
+                backlog = new_topic(admin, 3)
+                throughput.produce(broker.bootstrap, backlog, 200_000, 1024)
+                share_load(proxy.bootstrap, broker.bootstrap, backlog, args.share_load, stop)
+                time.sleep(3)  # the consumers joined and fetching
+            direct = Side(broker.bootstrap, new_topic(admin))
+            proxied = Side(proxy.bootstrap, new_topic(admin))
+            for side in (direct, proxied):  # connections made, metadata known
+                for _ in range(20):
+                    side.pair(payload)
+                side.flushes.clear()
+                side.arrivals.clear()
+            for i in range(args.pairs):
+                first, second = (direct, proxied) if i % 2 else (proxied, direct)
+                first.pair(payload)
+                second.pair(payload)
+            direct.close()
+            proxied.close()
+        finally:
+            stop.set()
+            proxy.stop()
+    load = f", {args.share_load} share consumers draining" if args.share_load else ", idle"
+    table = Table(title=f"{args.pairs:,} pairs of {args.size} B records{load}")
+    for column in ("", "direct p50", "proxy p50", "added", "direct p99", "proxy p99", "added"):
+        table.add_column(column, justify="right")
+    for label, d, p in (
+        ("produce (flush of 2)", direct.flushes, proxied.flushes),
+        ("produced → read", direct.arrivals, proxied.arrivals),
+    ):
+        d50, p50, d99, p99 = ms(d, 50), ms(p, 50), ms(d, 99), ms(p, 99)
+        table.add_row(
+            label,
+            f"{d50:.2f} ms",
+            f"{p50:.2f} ms",
+            f"{p50 - d50:+.2f} ms",
+            f"{d99:.2f} ms",
+            f"{p99:.2f} ms",
+            f"{p99 - d99:+.2f} ms",
+        )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
