@@ -20,7 +20,7 @@ from shareproxy.admin.forwarding import FORWARDED_HEADER
 from shareproxy.cli.admin_client import seg
 from shareproxy.cli.app import app
 from shareproxy.core import group_config as gc
-from tests.support.cluster import LEASE_MS, owned, wait_for_view
+from tests.support.cluster import LEASE_MS, owned, wait_for_agreement, wait_for_view
 from tests.support.consumers import wait_for
 from tests.support.dead_letters import new_topic
 from tests.support.group_configs import alter_group_configs
@@ -73,7 +73,9 @@ def nodes(broker, postgres) -> Iterator[list[ProxyProcess]]:
 def _member(
     nodes: list[ProxyProcess], topic: str, group: str = ""
 ) -> tuple[ShareConsumer, str, ProxyProcess]:
-    """A share group with one member, and the node that coordinates it."""
+    """A share group with one member, and the node that coordinates it, once the nodes agree
+    which one that is."""
+    wait_for_agreement(nodes)
     group = group or f"g-{uuid.uuid4().hex[:6]}"
     c = ShareConsumer({"bootstrap.servers": nodes[0].bootstrap, "group.id": group})
     c.subscribe([topic])

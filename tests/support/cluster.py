@@ -25,17 +25,22 @@ def owned(node: ProxyProcess) -> dict:
     return httpx.get(f"{node.admin_url}/readyz", timeout=10).json()["node"]
 
 
-def wait_for_view(nodes: list[ProxyProcess], topic: str) -> dict[int, int]:
-    """The partition leaders, once every node has seen the same live set (within a renewal,
-    a third of the lease: until then a client may be told either placement)."""
+def wait_for_agreement(nodes: list[ProxyProcess]) -> None:
+    """Until every node has seen the same live set, these nodes (within a renewal, a third of
+    the lease: until then a client, or a call passed on, may be told either placement)."""
     ids = sorted(int(n.options["node_id"]) for n in nodes)
     deadline = time.monotonic() + 30
     while True:
         seen = [(o["live_nodes"], o["generation"]) for o in map(owned, nodes)]
         if seen[0][0] == ids and all(v == seen[0] for v in seen):
-            break
+            return
         assert time.monotonic() < deadline, f"the nodes never agreed: {seen}"
         time.sleep(0.2)
+
+
+def wait_for_view(nodes: list[ProxyProcess], topic: str) -> dict[int, int]:
+    """The partition leaders, once every node has seen the same live set."""
+    wait_for_agreement(nodes)
     views = [view(n, topic) for n in nodes]
     assert all(v == views[0] for v in views), views
     return views[0][1]
