@@ -8,11 +8,12 @@ the lowest one no live node holds."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Protocol
+from uuid import UUID
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,16 +24,19 @@ class ProxyNode:
     lease_expires_at: datetime
     seen_generation: int = 0  # the newest cluster generation the node acts on
     admin_url: str | None = None  # where its REST admin API answers (None: none advertised)
+    placement_rule: int = 1  # the newest rule its build places by (core/placement.py)
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    """The live nodes and the cluster's generation: a number raised in the same transaction as
-    every change of the live set (a node registering, leaving, or its lapsed lease being
-    reaped), so two views with one generation list the same nodes."""
+    """The live nodes, the topic catalogue and the cluster's generation: a number raised in the
+    same transaction as every change of the live set (a node registering, leaving, or its
+    lapsed lease being reaped) or of the catalogue, so two views with one generation list the
+    same nodes and topics."""
 
     generation: int
     nodes: tuple[ProxyNode, ...]
+    topics: tuple[tuple[UUID, int], ...] = ()  # (topic id, partitions), in the order they entered
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,13 @@ class NodeRegistry(Protocol):
 
     async def live(self) -> ClusterView:
         """Reap the leases that passed, then the live nodes (by node id) and the generation."""
+        ...
+
+    async def catalogue(self, seen: Mapping[UUID, int], retired: Collection[UUID]) -> bool:
+        """Bring the topic catalogue up to what a node's upstream metadata shows: topics it
+        lacks enter at its end (by id), partition counts only grow, and retired ids (deleted,
+        or replaced under their name) become tombstones that are never entered again; a new
+        generation if anything changed, which this answers."""
         ...
 
     async def leave(self, node_id: int, incarnation: str) -> None:

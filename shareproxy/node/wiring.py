@@ -22,7 +22,7 @@ from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.runtime.archive.dead_letters import DeadLetterWriter
 from shareproxy.runtime.archive.record_copies import CopyProducer
 from shareproxy.runtime.archive.redrive import ArchivedRecords
-from shareproxy.runtime.cluster import ClusterNodes
+from shareproxy.runtime.cluster import CatalogueSource, ClusterNodes
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.consumers import ShareConsumers
 from shareproxy.runtime.consuming.consumption import Consumption
@@ -250,4 +250,12 @@ def build_runtime(
     )
     nodes.on_change(lambda placement: runtime.placement_changed())
     nodes.on_lease_lost(runtime.lease_lost)
+    nodes.catalogue_source = lambda: _catalogue_of(upstream)
     return runtime
+
+
+def _catalogue_of(upstream: Upstream) -> CatalogueSource:
+    """The upstream topics as this node's metadata shows them, for placement's catalogue."""
+    return {
+        t: len(info.leaders) for t, info in upstream.topics_by_id.items()
+    }, upstream.retired.keys()

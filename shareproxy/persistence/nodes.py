@@ -6,19 +6,22 @@ of the live set is counted exactly once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.nodes import ClusterView, ProxyNode, Registration, Renewal
+from shareproxy.core.placement import PLACEMENT_RULE
+from shareproxy.core.store import StoreUnavailable
 from shareproxy.persistence.boundary import store_boundary
 from shareproxy.persistence.engine import aware_utc
 from shareproxy.persistence.sql import dialect_insert
-from shareproxy.persistence.tables import proxy_cluster, proxy_nodes
+from shareproxy.persistence.tables import proxy_cluster, proxy_nodes, proxy_topics
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,13 @@ def _node(row: Any) -> ProxyNode:
     expires = aware_utc(row.lease_expires_at)
     assert expires is not None
     return ProxyNode(
-        row.node_id, row.incarnation, listeners, expires, row.seen_generation, row.admin_url
+        row.node_id,
+        row.incarnation,
+        listeners,
+        expires,
+        row.seen_generation,
+        row.admin_url,
+        row.placement_rule,
     )
 
 
@@ -57,10 +66,17 @@ async def _next_generation(conn: AsyncConnection) -> None:
     )
 
 
+# reads of the live nodes and of the catalogue that saw two generations (a change committed
+# between them) before the catalogue is given up on for this read
+_CATALOGUE_READS = 5
+
+
 @store_boundary
 class NodeRecords:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        # the catalogue as last read, with its generation: read again only when that moved
+        self._catalogue: tuple[int, tuple[tuple[UUID, int], ...]] = (-1, ())
 
     async def register(
         self,
@@ -139,16 +155,82 @@ class NodeRecords:
             )
             if reaped.rowcount > 0:
                 await _next_generation(conn)
-            # the rows and the generation from one statement: one snapshot of both
-            generation = select(proxy_cluster.c.generation).scalar_subquery().label("generation")
-            rows = (
-                await conn.execute(select(proxy_nodes, generation).order_by(proxy_nodes.c.node_id))
-            ).all()
-            if not rows:
-                return ClusterView(
-                    int(await conn.scalar(select(proxy_cluster.c.generation)) or 0), ()
+            for _ in range(_CATALOGUE_READS):
+                generation, nodes = await _live_nodes(conn)
+                topics = await self._topics_at(conn, generation)
+                if topics is not None:
+                    return ClusterView(generation, nodes, topics)
+            raise StoreUnavailable(
+                f"the topic catalogue changed under {_CATALOGUE_READS} reads in a row"
+            )
+
+    async def _topics_at(
+        self, conn: AsyncConnection, generation: int
+    ) -> tuple[tuple[UUID, int], ...] | None:
+        """The catalogue at ``generation``; None when it moved on since (read both again). On
+        Postgres each statement sees what committed before it began, and every change of the
+        catalogue raises the generation in its own transaction, so one generation read with the
+        catalogue pins it."""
+        if self._catalogue[0] == generation:
+            return self._catalogue[1]
+        rows = (
+            await conn.execute(
+                select(proxy_topics.c.topic_id, proxy_topics.c.partitions, _generation())
+                .where(proxy_topics.c.deleted.is_(False))
+                .order_by(proxy_topics.c.entered, proxy_topics.c.topic_id)
+            )
+        ).all()
+        read_at = (
+            int(rows[0].generation or 0)
+            if rows
+            else int(await conn.scalar(select(proxy_cluster.c.generation)) or 0)
+        )
+        if read_at != generation:
+            return None
+        topics = tuple((r.topic_id, int(r.partitions)) for r in rows)
+        self._catalogue = (generation, topics)
+        return topics
+
+    async def catalogue(self, seen: Mapping[UUID, int], retired: Collection[UUID]) -> bool:
+        async with self.engine.begin() as conn:
+            changed = False
+            gone = set(retired)
+            if gone:
+                marked = await conn.execute(
+                    update(proxy_topics)
+                    .where(proxy_topics.c.topic_id.in_(gone))
+                    .where(proxy_topics.c.deleted.is_(False))
+                    .values(deleted=True)
                 )
-            return ClusterView(int(rows[0].generation or 0), tuple(map(_node, rows)))
+                changed = marked.rowcount > 0
+            entered = int(await conn.scalar(select(proxy_cluster.c.generation)) or 0) + 1
+            tombstones = [
+                {"topic_id": t, "partitions": 0, "entered": entered, "deleted": True} for t in gone
+            ]
+            fresh = [
+                {"topic_id": t, "partitions": n, "entered": entered, "deleted": False}
+                for t, n in sorted(seen.items(), key=lambda item: item[0].bytes)
+                if t not in gone
+            ]
+            for rows in (tombstones, fresh):
+                if rows:
+                    stmt = dialect_insert(conn)(proxy_topics).values(rows)
+                    added = await conn.execute(stmt.on_conflict_do_nothing())
+                    changed = changed or (added.rowcount > 0 and rows is fresh)
+            for topic_id, partitions in seen.items():
+                if topic_id in gone:
+                    continue
+                grown = await conn.execute(
+                    update(proxy_topics)
+                    .where(proxy_topics.c.topic_id == topic_id)
+                    .where(proxy_topics.c.partitions < partitions)
+                    .where(proxy_topics.c.deleted.is_(False))
+                    .values(partitions=partitions)
+                )
+                changed = changed or grown.rowcount > 0
+            if changed:
+                await _next_generation(conn)
+            return changed
 
     async def leave(self, node_id: int, incarnation: str) -> None:
         async with self.engine.begin() as conn:
@@ -159,6 +241,20 @@ class NodeRecords:
             )
             if gone.rowcount > 0:
                 await _next_generation(conn)
+
+
+def _generation() -> Any:
+    return select(proxy_cluster.c.generation).scalar_subquery().label("generation")
+
+
+async def _live_nodes(conn: AsyncConnection) -> tuple[int, tuple[ProxyNode, ...]]:
+    """The generation and the live nodes, from one statement: one snapshot of both."""
+    rows = (
+        await conn.execute(select(proxy_nodes, _generation()).order_by(proxy_nodes.c.node_id))
+    ).all()
+    if not rows:
+        return int(await conn.scalar(select(proxy_cluster.c.generation)) or 0), ()
+    return int(rows[0].generation or 0), tuple(map(_node, rows))
 
 
 async def _live_holder(conn: AsyncConnection, node_id: int, now: datetime) -> ProxyNode | None:
@@ -207,6 +303,7 @@ async def _upsert(
         "registered_at": now,
         "lease_expires_at": now + timedelta(milliseconds=lease_ms),
         "seen_generation": 0,
+        "placement_rule": PLACEMENT_RULE,
     }
     stmt = dialect_insert(conn)(proxy_nodes).values(node_id=node_id, **values)
     taken = await conn.execute(

@@ -8,6 +8,7 @@ and every N updates are folded into a new snapshot.
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     ForeignKey,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
     Uuid,
+    false,
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -191,6 +193,22 @@ proxy_nodes = Table(
     Column("seen_generation", BigInteger, nullable=False, server_default="0"),
     # where its REST admin API answers other nodes (null: a node that advertises none)
     Column("admin_url", String(2048), nullable=True),
+    # the newest placement rule the node's build knows (core/placement.py): a fleet places by
+    # the oldest rule of its live nodes; 1 for builds that predate the column
+    Column("placement_rule", SmallInteger, nullable=False, server_default="1"),
+)
+
+# the topic catalogue placement spreads partitions by, raising the generation with each change:
+# each upstream topic's partition count, in the order topics entered it (the generation they
+# entered at, then their id); a topic deleted from the upstream cluster stays as a tombstone, so
+# a node whose metadata is older cannot add it again (topic ids are never reused)
+proxy_topics = Table(
+    "proxy_topics",
+    metadata,
+    Column("topic_id", Uuid(), primary_key=True),
+    Column("partitions", Integer, nullable=False),
+    Column("entered", BigInteger, nullable=False),
+    Column("deleted", Boolean, nullable=False, server_default=false()),
 )
 
 # one row (id 1): the generation of the live node set, raised with each change of it

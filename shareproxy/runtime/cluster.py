@@ -13,14 +13,14 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
 from shareproxy.core.failures import BadInput
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
-from shareproxy.core.placement import Placement
+from shareproxy.core.placement import BALANCED, PLACEMENT_RULE, Placement
 from shareproxy.core.store import StoreUnavailable
 from shareproxy.runtime.jobs import Periodic
 from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
@@ -36,6 +36,11 @@ POLL_S = 0.2
 
 
 _NEVER = datetime.min.replace(tzinfo=UTC)  # a lease not read from the store: this node's own
+
+
+# a node's upstream topics as placement's catalogue takes them: each topic's partition count,
+# and the ids the upstream cluster no longer has
+CatalogueSource = tuple[Mapping[UUID, int], Collection[UUID]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,11 @@ class ClusterNodes:
         self._settling: asyncio.Task[None] | None = None
         self._others: Placement | None = None  # the placement without this node
         self._watchers: list[Callable[[Placement], None]] = []
+        # the topics this node's upstream metadata shows, and those it no longer has: what it
+        # brings the store's catalogue up to (None: not wired, it publishes nothing)
+        self.catalogue_source: Callable[[], CatalogueSource] | None = None
+        self._catalogued: dict[UUID, int] = {}  # the catalogue of the newest view
+        self._published: object = None  # the last change asked of it: not asked again
         self._lost: list[Callable[[], None]] = []
         self.rounds = Periodic("node-lease", lease_ms / 3000, self.renew, "renewing the node lease")
 
@@ -244,6 +254,7 @@ class ClusterNodes:
             )
         await self._see(await self.registry.live())
         self._held_from(started)  # from the start of a renewal whose view is now in force
+        await self._catalogue()
         log.info(
             "node %d joined the cluster",
             self.node_id,
@@ -283,6 +294,29 @@ class ClusterNodes:
                 watcher()
         await self._see(await self.registry.live())
         self._held_from(started)
+        await self._catalogue()
+
+    async def _catalogue(self) -> None:
+        """Bring the store's topic catalogue up to what this node's upstream metadata shows:
+        topics it lacks, partitions added, topics deleted. A change the store refused (a node
+        whose metadata is older than another's) is not asked again until it differs."""
+        if self.catalogue_source is None:
+            return
+        counts, retired = self.catalogue_source()
+        known = self._catalogued
+        grown = {t: n for t, n in counts.items() if known.get(t, 0) < n}
+        gone = sorted(t for t in retired if t in known)
+        asked = (sorted(grown.items()), gone)
+        if not (grown or gone) or asked == self._published:
+            return
+        try:
+            if await self.registry.catalogue(grown, gone):
+                await self._see(await self.registry.live())
+            self._published = asked
+        except StoreUnavailable as exc:  # asked again at the next renewal
+            STORE_OUTAGE.failed("recording the topic catalogue", first_line(exc))
+        except Exception as exc:
+            log.warning("recording the topic catalogue failed: %s", exc)
 
     async def _see(self, view: ClusterView) -> None:
         if view.generation < self.placement.generation:
@@ -294,9 +328,14 @@ class ClusterNodes:
         # this node counts itself even when the store's view lacks it (its lease lapsed
         # while it was cut off): the others may already lead what it led, and the state
         # epoch fences whichever of them is behind
-        placement = Placement([*ids, self.node_id], view.generation)
+        # the oldest rule a live node knows: nodes of two builds place alike while a fleet
+        # is upgraded one node at a time
+        rule = min([PLACEMENT_RULE, *(n.placement_rule for n in view.nodes)])
+        catalogue = view.topics if rule >= BALANCED else ()
+        self._catalogued = dict(view.topics)
+        placement = Placement([*ids, self.node_id], view.generation, catalogue)
         others = [i for i in ids if i != self.node_id]
-        self._others = Placement(others, view.generation) if others else None
+        self._others = Placement(others, view.generation, catalogue) if others else None
         if placement != self.placement:
             self.placement = placement
             for watcher in self._watchers:

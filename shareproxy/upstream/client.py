@@ -113,6 +113,9 @@ class Upstream:
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[UUID, TopicInfo] = {}
         self._gone: dict[str, UUID] = {}  # the last id of names the metadata no longer has
+        # ids the cluster no longer has (deleted, or replaced under their name), newest last:
+        # placement's catalogue drops them (ids are never reused)
+        self.retired: dict[UUID, None] = {}
         self.cluster_id: str | None = None
         self.controller_id = -1  # -1: unknown (a KRaft broker forwards controller requests)
         # whether the latest request to the cluster was answered (a gauge reads it)
@@ -252,9 +255,13 @@ class Upstream:
                 {p.partition_index: int(p.leader_epoch) for p in t.partitions},
             )
             found[t.name] = info
+        for name, info in found.items():
+            if name in self.topics and self.topics[name].topic_id != info.topic_id:
+                self._retire(self.topics[name].topic_id)
         for name in self.topics.keys() - found.keys() if topics is None else set(topics):
             if name not in found and name in self.topics:
                 self._gone[name] = self.topics[name].topic_id
+                self._retire(self.topics[name].topic_id)
                 if len(self._gone) > MAX_GONE_TOPICS:  # deleted for good: forget the oldest
                     del self._gone[next(iter(self._gone))]
         if topics is None:
@@ -269,6 +276,11 @@ class Upstream:
         known = {b.node_id for b in response.brokers}
         if any(node not in self._known_nodes() for node in known):
             await self.client.force_metadata_update()
+
+    def _retire(self, topic_id: UUID) -> None:
+        self.retired[topic_id] = None
+        if len(self.retired) > MAX_GONE_TOPICS:
+            del self.retired[next(iter(self.retired))]
 
     def _replaced_at(self, name: str, topic_id: UUID) -> float | None:
         """When this id replaced another under ``name`` (now, if this read shows it first)."""

@@ -138,8 +138,10 @@ ROWS: dict[str, dict[str, Any]] = {
         "lease_expires_at": _LATER,
         "seen_generation": 9,
         "admin_url": "http://10.0.0.2:8080",
+        "placement_rule": 2,
     },
     "proxy_cluster": {"id": 1, "generation": 9, "configs_version": 4},
+    "proxy_topics": {"topic_id": _TOPIC, "partitions": 6, "entered": 8, "deleted": False},
 }
 
 _ANY = object()  # a column whose default is an SQL expression (now()): any value will do

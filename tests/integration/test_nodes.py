@@ -250,3 +250,105 @@ async def test_each_node_tells_the_others_where_its_admin_api_answers(registry: 
     finally:
         await two.leave()
         await one.leave()
+
+
+def _ids(*ints: int) -> list[UUID]:
+    return [UUID(int=i) for i in ints]
+
+
+async def test_the_topic_catalogue_keeps_entry_order_grows_and_keeps_deleted_ids_out(
+    registry: NodeRecords,
+):
+    a, b, c, d = _ids(1, 2, 3, 4)
+    start = await registry.live()
+    assert start.topics == ()
+    assert await registry.catalogue({b: 3, a: 2}, [])  # one change: entered by id
+    first = await registry.live()
+    assert first.topics == ((a, 2), (b, 3)) and first.generation == start.generation + 1
+    assert await registry.catalogue({c: 1, a: 2}, [])
+    assert (await registry.live()).topics == ((a, 2), (b, 3), (c, 1))  # entered at the end
+    unchanged = (await registry.live()).generation
+    assert not await registry.catalogue({a: 1, c: 1}, [])  # counts only grow
+    assert (await registry.live()).generation == unchanged
+    assert await registry.catalogue({a: 4}, [])  # a partition added: its place is kept
+    assert (await registry.live()).topics == ((a, 4), (b, 3), (c, 1))
+    assert await registry.catalogue({}, [b])  # deleted upstream
+    assert (await registry.live()).topics == ((a, 4), (c, 1))
+    # a node whose metadata is older shows it, and one deleted before it ever entered
+    assert not await registry.catalogue({b: 3}, [])
+    assert not await registry.catalogue({}, [d])
+    assert not await registry.catalogue({d: 2}, [])
+    assert (await registry.live()).topics == ((a, 4), (c, 1))
+
+
+async def test_nodes_adding_one_topic_at_once_enter_it_once_and_read_one_catalogue(
+    state_url: str,
+):
+    engines = [create_engine(state_url) for _ in range(2)]
+    try:
+        one, two = (NodeRecords(e) for e in engines)
+        [t] = _ids(7)
+        await one.live()  # read (and remembered) before the other node changes it
+        changed = await asyncio.gather(one.catalogue({t: 3}, []), two.catalogue({t: 3}, []))
+        assert True in changed
+        views = [await one.live(), await two.live()]
+        assert views[0] == views[1] and views[0].topics == ((t, 3),)
+    finally:
+        for engine in engines:
+            await engine.dispose()
+
+
+async def test_nodes_spread_catalogued_topics_evenly_and_place_by_the_oldest_rule_live(
+    registry: NodeRecords, state_url: str
+):
+    topics = {UUID(int=100 + i): 6 for i in range(4)}
+    upstream: tuple[dict[UUID, int], list[UUID]] = (topics, [])
+    one = ClusterNodes(registry, 1, 60_000, lambda why: None)
+    two = ClusterNodes(registry, 2, 60_000, lambda why: None)
+    for node, port in ((one, 9092), (two, 9093)):
+        node.catalogue_source = lambda: upstream
+        await node.join({"PLAINTEXT": ("127.0.0.1", port)})
+        await node.rounds.stop()
+    try:
+        await one.renew()
+        await two.renew()
+        assert one.placement == two.placement and one.placement.catalogue == tuple(
+            sorted(topics.items(), key=lambda item: item[0].bytes)
+        )
+        for t in topics:  # three partitions of each on each node
+            assert (
+                sorted(one.placement.partition_leader(t, p) for p in range(6)) == [1] * 3 + [2] * 3
+            )
+            assert sum(one.leads(t, p) for p in range(6)) == sum(two.leads(t, p) for p in range(6))
+        # a node of an older build joins: every node places by rendezvous hashing again
+        older = ClusterNodes(registry, 3, 60_000, lambda why: None)
+        await older.join({"PLAINTEXT": ("127.0.0.1", 9094)})
+        await older.rounds.stop()
+        await _placement_rule(state_url, 3, 1)
+        await one.renew()
+        assert one.placement.catalogue == () and one.placement.nodes == (1, 2, 3)
+        await older.leave()
+        await one.renew()
+        assert len(one.placement.catalogue) == len(topics)
+    finally:
+        await one.leave()
+        await two.leave()
+
+
+async def _placement_rule(state_url: str, node_id: int, rule: int) -> None:
+    """Register a node as a build that knows only ``rule`` would (builds before the column
+    get its default, 1)."""
+    from sqlalchemy import update
+
+    from shareproxy.persistence.tables import proxy_nodes
+
+    engine = create_engine(state_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                update(proxy_nodes)
+                .where(proxy_nodes.c.node_id == node_id)
+                .values(placement_rule=rule)
+            )
+    finally:
+        await engine.dispose()

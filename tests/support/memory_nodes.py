@@ -7,12 +7,14 @@ real stores. ``cut_off`` gives a node a view of it that fails as a store out of 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from shareproxy.core.nodes import ClusterView, ProxyNode, Registration, Renewal
+from shareproxy.core.placement import PLACEMENT_RULE
 from shareproxy.core.store import StoreUnavailable
 
 
@@ -21,6 +23,9 @@ class MemoryNodes:
         self.now = now
         self.generation = 0
         self._nodes: dict[int, ProxyNode] = {}
+        self.rule = PLACEMENT_RULE  # the placement rule the nodes registered here know
+        self._topics: dict[UUID, int] = {}  # in the order they entered
+        self._deleted: set[UUID] = set()
 
     def _live_holder(self, node_id: int) -> ProxyNode | None:
         node = self._nodes.get(node_id)
@@ -36,7 +41,7 @@ class MemoryNodes:
     ) -> None:
         expires = self.now() + timedelta(milliseconds=lease_ms)
         self._nodes[node_id] = ProxyNode(
-            node_id, incarnation, dict(listeners), expires, 0, admin_url
+            node_id, incarnation, dict(listeners), expires, 0, admin_url, self.rule
         )
         self.generation += 1
 
@@ -103,7 +108,20 @@ class MemoryNodes:
             del self._nodes[node_id]
         if lapsed:
             self.generation += 1
-        return ClusterView(self.generation, tuple(self._nodes[i] for i in sorted(self._nodes)))
+        nodes = tuple(self._nodes[i] for i in sorted(self._nodes))
+        return ClusterView(self.generation, nodes, tuple(self._topics.items()))
+
+    async def catalogue(self, seen: Mapping[UUID, int], retired: Collection[UUID]) -> bool:
+        await asyncio.sleep(0)  # a round trip
+        changed = any(self._topics.pop(t, None) is not None for t in retired)
+        self._deleted.update(retired)
+        for topic_id, partitions in sorted(seen.items(), key=lambda item: item[0].bytes):
+            if topic_id not in self._deleted and self._topics.get(topic_id, -1) < partitions:
+                self._topics[topic_id] = partitions
+                changed = True
+        if changed:
+            self.generation += 1
+        return changed
 
     async def leave(self, node_id: int, incarnation: str) -> None:
         await asyncio.sleep(0)  # a round trip
