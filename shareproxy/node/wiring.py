@@ -22,7 +22,8 @@ from shareproxy.core.store import SharePartitionKey, ShareStateStore
 from shareproxy.runtime.archive.dead_letters import DeadLetterWriter
 from shareproxy.runtime.archive.record_copies import CopyProducer
 from shareproxy.runtime.archive.redrive import ArchivedRecords
-from shareproxy.runtime.cluster import CatalogueSource, ClusterNodes
+from shareproxy.runtime.catalogue import CatalogueSource
+from shareproxy.runtime.cluster import ClusterNodes
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.consumers import ShareConsumers
 from shareproxy.runtime.consuming.consumption import Consumption
@@ -250,8 +251,13 @@ def build_runtime(
     )
     nodes.on_change(lambda placement: runtime.placement_changed())
     nodes.on_lease_lost(runtime.lease_lost)
-    nodes.catalogue_source = lambda: _catalogue_of(upstream)
+    nodes.cataloguing.source = lambda: _catalogue_of(upstream)
+    upstream.after_metadata = lambda: nodes.catalogue(wait_s=CATALOGUE_WAIT_S)
     return runtime
+
+
+# the longest a metadata read waits for the topics it found to be catalogued
+CATALOGUE_WAIT_S = 1.0
 
 
 def _catalogue_of(upstream: Upstream) -> CatalogueSource:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
@@ -22,6 +22,7 @@ from shareproxy.core.failures import BadInput
 from shareproxy.core.nodes import ClusterView, NodeRegistry, ProxyNode, Renewal
 from shareproxy.core.placement import BALANCED, PLACEMENT_RULE, Placement
 from shareproxy.core.store import StoreUnavailable
+from shareproxy.runtime.catalogue import Cataloguing
 from shareproxy.runtime.jobs import Periodic
 from shareproxy.telemetry.logs import STORE_OUTAGE, first_line
 
@@ -36,11 +37,6 @@ POLL_S = 0.2
 
 
 _NEVER = datetime.min.replace(tzinfo=UTC)  # a lease not read from the store: this node's own
-
-
-# a node's upstream topics as placement's catalogue takes them: each topic's partition count,
-# and the ids the upstream cluster no longer has
-CatalogueSource = tuple[Mapping[UUID, int], Collection[UUID]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +85,7 @@ class ClusterNodes:
         self._settling: asyncio.Task[None] | None = None
         self._others: Placement | None = None  # the placement without this node
         self._watchers: list[Callable[[Placement], None]] = []
-        # the topics this node's upstream metadata shows, and those it no longer has: what it
-        # brings the store's catalogue up to (None: not wired, it publishes nothing)
-        self.catalogue_source: Callable[[], CatalogueSource] | None = None
-        self._catalogued: dict[UUID, int] = {}  # the catalogue of the newest view
-        self._published: object = None  # the last change asked of it: not asked again
+        self.cataloguing = Cataloguing(registry, self._reread)
         self._lost: list[Callable[[], None]] = []
         self.rounds = Periodic("node-lease", lease_ms / 3000, self.renew, "renewing the node lease")
 
@@ -254,7 +246,7 @@ class ClusterNodes:
             )
         await self._see(await self.registry.live())
         self._held_from(started)  # from the start of a renewal whose view is now in force
-        await self._catalogue()
+        await self.catalogue()
         log.info(
             "node %d joined the cluster",
             self.node_id,
@@ -294,29 +286,22 @@ class ClusterNodes:
                 watcher()
         await self._see(await self.registry.live())
         self._held_from(started)
-        await self._catalogue()
+        await self.catalogue()
 
-    async def _catalogue(self) -> None:
+    async def catalogue(self, wait_s: float | None = None) -> None:
         """Bring the store's topic catalogue up to what this node's upstream metadata shows:
-        topics it lacks, partitions added, topics deleted. A change the store refused (a node
-        whose metadata is older than another's) is not asked again until it differs."""
-        if self.catalogue_source is None:
+        after every renewal, and after every metadata read (waiting ``wait_s`` at most), so a
+        client is first told a new topic's leaders as the catalogue places them; a store slow
+        or out of reach only leaves them to rendezvous hashing meanwhile."""
+        if not self.live:
             return
-        counts, retired = self.catalogue_source()
-        known = self._catalogued
-        grown = {t: n for t, n in counts.items() if known.get(t, 0) < n}
-        gone = sorted(t for t in retired if t in known)
-        asked = (sorted(grown.items()), gone)
-        if not (grown or gone) or asked == self._published:
-            return
-        try:
-            if await self.registry.catalogue(grown, gone):
-                await self._see(await self.registry.live())
-            self._published = asked
-        except StoreUnavailable as exc:  # asked again at the next renewal
-            STORE_OUTAGE.failed("recording the topic catalogue", first_line(exc))
-        except Exception as exc:
-            log.warning("recording the topic catalogue failed: %s", exc)
+        if wait_s is None:
+            await self.cataloguing.bring_up()
+        elif self.holds_lease() and self.cataloguing.lacking():
+            await self.cataloguing.within(wait_s)
+
+    async def _reread(self) -> None:
+        await self._see(await self.registry.live())
 
     async def _see(self, view: ClusterView) -> None:
         if view.generation < self.placement.generation:
@@ -332,7 +317,7 @@ class ClusterNodes:
         # is upgraded one node at a time
         rule = min([PLACEMENT_RULE, *(n.placement_rule for n in view.nodes)])
         catalogue = view.topics if rule >= BALANCED else ()
-        self._catalogued = dict(view.topics)
+        self.cataloguing.known = dict(view.topics)
         placement = Placement([*ids, self.node_id], view.generation, catalogue)
         others = [i for i in ids if i != self.node_id]
         self._others = Placement(others, view.generation, catalogue) if others else None
@@ -372,6 +357,7 @@ class ClusterNodes:
         """Give the lease up (a clean stop): the others take over at once. A store out of
         reach only delays that until the lease passes, so a stop never fails on it."""
         await self.rounds.stop()
+        await self.cataloguing.stop()
         if self._settling is not None:
             self._settling.cancel()
             await asyncio.gather(self._settling, return_exceptions=True)

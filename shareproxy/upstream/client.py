@@ -9,7 +9,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -121,6 +121,9 @@ class Upstream:
         # whether the latest request to the cluster was answered (a gauge reads it)
         self.answering = True
         self._metadata_reads = SharedReads(self._read_metadata)
+        # what a metadata read is followed by before its caller goes on: placement's catalogue
+        # takes in the topics it found, so no one is told a new topic's leader before that
+        self.after_metadata: Callable[[], Awaitable[None]] | None = None
 
     def connection_options(self) -> dict[str, Any]:
         """How to reach and authenticate to an upstream broker, for aiokafka."""
@@ -221,6 +224,8 @@ class Upstream:
         """Topic ids and partition leaders (all topics when ``topics`` is None), as a Metadata
         request sent after this call began read them; concurrent calls share requests."""
         await self._metadata_reads.read(topics)
+        if self.after_metadata is not None:
+            await self.after_metadata()
         if topics is None:
             return dict(self.topics)
         return {name: self.topics[name] for name in topics if name in self.topics}

@@ -306,7 +306,7 @@ async def test_nodes_spread_catalogued_topics_evenly_and_place_by_the_oldest_rul
     one = ClusterNodes(registry, 1, 60_000, lambda why: None)
     two = ClusterNodes(registry, 2, 60_000, lambda why: None)
     for node, port in ((one, 9092), (two, 9093)):
-        node.catalogue_source = lambda: upstream
+        node.cataloguing.source = lambda: upstream
         await node.join({"PLAINTEXT": ("127.0.0.1", port)})
         await node.rounds.stop()
     try:

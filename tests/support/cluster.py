@@ -39,7 +39,9 @@ def wait_for_agreement(nodes: list[ProxyProcess]) -> None:
 
 
 def wait_for_view(nodes: list[ProxyProcess], topic: str) -> dict[int, int]:
-    """The partition leaders, once every node has seen the same live set."""
+    """The partition leaders, once every node has seen the same live set and topic catalogue
+    (the first node asked about a topic new to the proxy catalogues it: a new generation)."""
+    view(nodes[0], topic)
     wait_for_agreement(nodes)
     views = [view(n, topic) for n in nodes]
     assert all(v == views[0] for v in views), views
