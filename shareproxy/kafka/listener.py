@@ -278,9 +278,7 @@ class KafkaListener:
             answer = await answers.get()
             try:
                 if isinstance(answer, asyncio.Task):
-                    await asyncio.wait({answer})  # its own failure or cancellation: no answer
-                    ready = not answer.cancelled() and answer.exception() is None
-                    chunks = answer.result() if ready else None
+                    chunks = await _outcome(answer)
                 else:
                     chunks = answer
                 if chunks and not broken:
@@ -392,3 +390,18 @@ class KafkaListener:
             ok.inc()
         seconds.observe(time.perf_counter() - started)
         return chunks
+
+
+async def _outcome(answer: asyncio.Task[Chunks | None]) -> Chunks | None:
+    """What a pending answer came to: its own failure or cancellation is no answer, while this
+    task's own cancellation goes on up (awaited directly, not through ``asyncio.wait``, which
+    costs a future and a callback per answer)."""
+    try:
+        return await answer
+    except asyncio.CancelledError:
+        me = asyncio.current_task()
+        if me is not None and me.cancelling():
+            raise
+        return None
+    except Exception:
+        return None

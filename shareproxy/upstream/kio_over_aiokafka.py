@@ -8,7 +8,9 @@ response, so a kio message fits through it unchanged and the response keeps the 
 
 from __future__ import annotations
 
+import functools
 import io
+import struct
 from typing import Any
 
 from shareproxy.protocol.codec import (
@@ -127,15 +129,28 @@ class _PreparedRaw(_PreparedKio):
         self._request_cls = request_type(request.api_key, request.api_version)
 
     def build_request_header(self, correlation_id: int, client_id: str) -> _Header:
-        buf = io.BytesIO()
-        write_request_header(buf, self._request_cls, correlation_id, self.body.client_id)
-        return _Header(buf.getvalue())
+        before, after = _header_around(self._request_cls, self.body.client_id)
+        return _Header(before + _CORRELATION.pack(correlation_id) + after)
 
     def encode(self) -> bytes:
         return bytes(self.body.raw_body)
 
     def __repr__(self) -> str:
         return f"relayed api key {self.API_KEY} v{self.API_VERSION}"
+
+
+_CORRELATION = struct.Struct(">i")
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_around(cls: type[KioPayloadSchema], client_id: str | None) -> tuple[bytes, bytes]:
+    """A request header's bytes before and after its correlation id, which is all that
+    changes from one relayed request of a client to the next: encoded once per request type
+    and client id (a header starts with api key and version, then the correlation id)."""
+    buf = io.BytesIO()
+    write_request_header(buf, cls, 0, client_id)
+    header = buf.getvalue()
+    return header[:4], header[8:]
 
 
 class RawRequest:

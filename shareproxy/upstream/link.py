@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
@@ -27,12 +28,20 @@ def answer_within_s(body: Any, request_timeout_ms: int) -> float:
     """How long an upstream may take to answer ``body``: as long as the request itself lets a
     broker hold it (at most RELAY_TIMEOUT_MS), plus the proxy's upstream request timeout. A
     broker still silent then is sick; the client is told so, retriably, instead of waiting."""
-    names = {f.name for f in dataclasses.fields(body)}
-    held = [getattr(body, n) for n in _HELD_FOR if n in names]
-    if not held and _HELD_FOR_V0 in names and "protocols" in names:  # JoinGroup v0
-        held = [getattr(body, _HELD_FOR_V0)]
+    held = [getattr(body, n) for n in _held_fields(body.__class__)]
     ms = max((_ms(v) for v in held), default=0)
     return (min(max(ms, 0), RELAY_TIMEOUT_MS) + request_timeout_ms) / 1000
+
+
+@functools.cache
+def _held_fields(cls: Any) -> tuple[str, ...]:
+    """The fields of a request type that say how long a broker may hold it: asked for every
+    relayed request, so read from the type once."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    held = tuple(n for n in _HELD_FOR if n in names)
+    if not held and _HELD_FOR_V0 in names and "protocols" in names:  # JoinGroup v0
+        held = (_HELD_FOR_V0,)
+    return held
 
 
 def _ms(value: Any) -> int:
@@ -65,7 +74,12 @@ class UpstreamLink:
         reach the broker in the order they were started, and several may be on their way."""
         within = self._within(request.body)
         try:
-            conn = await asyncio.wait_for(self._conn(node_id), within)
+            ready = self._conns.get(node_id)
+            conn = (
+                ready
+                if ready is not None and ready.connected()
+                else await asyncio.wait_for(self._conn(node_id), within)
+            )
             waiting = conn.send(RawRequest(request))
         except UpstreamError:
             raise
@@ -77,7 +91,8 @@ class UpstreamLink:
 
     async def _answer(self, node_id: int, waiting: Awaitable[Any], within: float) -> RawResponse:
         try:
-            return await asyncio.wait_for(waiting, within)
+            async with asyncio.timeout(within):  # no task of its own, unlike wait_for
+                return await waiting
         except TimeoutError as exc:
             raise self._timed_out(node_id, within) from exc
         except Exception as exc:
