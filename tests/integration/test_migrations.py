@@ -45,7 +45,7 @@ def test_cli_migrates_a_fresh_postgres_database_and_reports_it(postgres: Tempora
         "fresh_cli",
     ).strip()
     assert tables == (
-        "acls,alembic_version,api_tokens,proxy_cluster,proxy_nodes,scram_credentials,"
+        "acls,alembic_version,api_tokens,proxy_cluster,proxy_nodes,proxy_topics,scram_credentials,"
         "share_archived,share_group_push,share_groups,share_snapshots,share_updates"
     )
 
