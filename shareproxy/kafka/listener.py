@@ -23,6 +23,7 @@ from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
 from shareproxy.host.sockets import bind_socket
 from shareproxy.kafka.acceptor import Acceptor
+from shareproxy.kafka.answer_order import Answer, AnswersInOrder, Chunks
 from shareproxy.kafka.connection_state import ConnectionState
 from shareproxy.kafka.context import BrokerContext, Connection, Pending
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
@@ -58,9 +59,6 @@ _UNKNOWN_PEER = ("?", 0)  # a client gone before its address was read
 PIPELINED = frozenset({ApiKey.PRODUCE, ApiKey.FETCH})
 MAX_PIPELINED = 4  # each may be a whole upstream Fetch answer: bounded memory
 
-Chunks = list[bytes | bytearray | memoryview]
-Answer = Chunks | asyncio.Task[Chunks | None]
-
 
 class _Close(enum.Enum):
     """What ``_answer`` returns instead of an answer when the connection must end."""
@@ -69,23 +67,6 @@ class _Close(enum.Enum):
 
 
 CLOSE = _Close.CLOSE
-
-
-class _Answers(asyncio.Queue[Answer]):
-    """The answers owed to one client, in request order; ``owed`` counts those put and not
-    yet written (what ``join`` waits for)."""
-
-    def __init__(self, maxsize: int) -> None:
-        super().__init__(maxsize)
-        self.owed = 0
-
-    def put_nowait(self, item: Answer) -> None:  # put() ends here too
-        super().put_nowait(item)
-        self.owed += 1
-
-    def task_done(self) -> None:
-        super().task_done()
-        self.owed -= 1
 
 
 log = logging.getLogger(__name__)
@@ -187,8 +168,7 @@ class KafkaListener:
         # once; Produce/Fetch answers still on their way upstream (several may be, as to a
         # broker a client pipelines them) go through a queue and a writer task, made at the
         # first of them: a node holds one connection per member, and most never pipeline.
-        answers: _Answers | None = None
-        writing: asyncio.Task[None] | None = None
+        answers: AnswersInOrder | None = None
         try:
             while not self._closing:
                 self._awaiting.add(writer)
@@ -220,9 +200,15 @@ class KafkaListener:
                         return
                 elif response is not None:
                     if answers is None:
-                        answers = _Answers(MAX_PIPELINED)
-                        writing = asyncio.create_task(self._write_in_order(answers, writer))
+                        answers = AnswersInOrder(
+                            writer,
+                            MAX_PIPELINED,
+                            functools.partial(self._all_written, writer),
+                            functools.partial(self._peer, writer),
+                        )
                     await answers.put(response)
+                    if answers.broken:
+                        return
                 if state.closing:
                     break
             if answers is not None:
@@ -234,8 +220,8 @@ class KafkaListener:
         except Exception:
             log.exception("connection %s failed", peer)
         finally:
-            if writing is not None:
-                writing.cancel()
+            if answers is not None:
+                answers.close()
             self._connections.pop(task, None)
             writer.close()
             if conn.link is not None:
@@ -269,26 +255,13 @@ class KafkaListener:
             return False
         return True
 
-    async def _write_in_order(self, answers: _Answers, writer: asyncio.StreamWriter) -> None:
-        """Write each answer when it is ready, in the order of the requests. A connection that
-        broke is left to the reader; what is still owed is only counted off, so the reader
-        never waits on this task for ever."""
-        broken = False
-        while True:
-            answer = await answers.get()
-            try:
-                if isinstance(answer, asyncio.Task):
-                    chunks = await _outcome(answer)
-                else:
-                    chunks = answer
-                if chunks and not broken:
-                    broken = not await self._send(writer, chunks)
-            finally:
-                answers.task_done()
-            if not answers.owed and writer in self._awaiting:
-                self._idle.add(writer)  # waiting for a request, owing nothing
-                if self._closing:
-                    writer.close()  # shutting down: every answer owed has been written
+    def _all_written(self, writer: asyncio.StreamWriter) -> None:
+        """A connection's last answer owed was written: idle if it waits for a request, and
+        closed at once if the listener is stopping."""
+        if writer in self._awaiting:
+            self._idle.add(writer)  # waiting for a request, owing nothing
+            if self._closing:
+                writer.close()  # shutting down: every answer owed has been written
 
     @staticmethod
     def _peer(writer: asyncio.StreamWriter) -> Any:
@@ -390,18 +363,3 @@ class KafkaListener:
             ok.inc()
         seconds.observe(time.perf_counter() - started)
         return chunks
-
-
-async def _outcome(answer: asyncio.Task[Chunks | None]) -> Chunks | None:
-    """What a pending answer came to: its own failure or cancellation is no answer, while this
-    task's own cancellation goes on up (awaited directly, not through ``asyncio.wait``, which
-    costs a future and a callback per answer)."""
-    try:
-        return await answer
-    except asyncio.CancelledError:
-        me = asyncio.current_task()
-        if me is not None and me.cancelling():
-            raise
-        return None
-    except Exception:
-        return None

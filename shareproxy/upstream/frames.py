@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -63,6 +64,8 @@ class FrameReader(asyncio.StreamReader):
         self._held = 0  # bytes in _chunks not read yet
         self._head = 0  # bytes of _chunks[0] already read
         self._want = 0  # bytes the waiting readexactly needs
+        # takes a whole frame at once while nothing is held before it (see ``feed_frame``)
+        self.direct: Callable[[bytes | memoryview], None] | None = None
 
     @classmethod
     def adopt(cls, reader: asyncio.StreamReader) -> FrameReader:
@@ -94,6 +97,15 @@ class FrameReader(asyncio.StreamReader):
         assert not self._eof, "feed_frame after feed_eof"
         if not frame:
             self.feed_data(header)
+            return
+        if self.direct is not None and not self._held and self._exception is None:
+            # the read loop waits for a frame's size with nothing before this one: the frame
+            # is handled here and now, not after a wake-up of the loop's task (each answer
+            # relayed saves a round of the event loop)
+            try:
+                self.direct(frame)
+            except Exception as exc:  # as the read loop fails: its task's end handles it
+                self.set_exception(exc)
             return
         self._chunks.append(header)
         self._held += len(header)
@@ -200,6 +212,7 @@ class FrameConnection(AIOKafkaConnection):
         transport = self._writer.transport
         if transport.get_extra_info("sslcontext") is None:
             transport.set_protocol(FrameProtocol(self._protocol, reader))
+            reader.direct = _handler(self)
         return super()._create_reader_task()
 
     def _handle_frame(self, resp: bytes | memoryview) -> None:
@@ -219,6 +232,19 @@ class FrameConnection(AIOKafkaConnection):
             fut.set_result(decode(resp, at))
         self._last_action = time.monotonic()
         self._requests.popleft()
+
+
+def _handler(conn: FrameConnection) -> Callable[[bytes | memoryview], None]:
+    """``conn._handle_frame``, held weakly as aiokafka's read loop holds its connection, so a
+    connection nobody closed can still be collected."""
+    ref = weakref.WeakMethod(conn._handle_frame)
+
+    def handle(frame: bytes | memoryview) -> None:
+        method = ref()
+        if method is not None:
+            method(frame)
+
+    return handle
 
 
 async def open_connection(host: str, port: int, **options: Any) -> AIOKafkaConnection:

@@ -305,3 +305,28 @@ async def test_a_big_answer_reaches_its_reader_as_the_view_it_was_received_into(
                     assert answer[0] == "decode"
         finally:
             await conn.close()
+
+
+async def test_a_whole_frame_with_nothing_before_it_is_handled_at_once_and_order_is_kept():
+    handled: list[bytes | memoryview] = []
+    reader = FrameReader()
+    reader.direct = handled.append
+    reader.feed_frame(b"\x00\x00\x00\x01", b"a")  # nothing held: handled here and now
+    assert handled == [b"a"] and not reader._held
+    reader.feed_data(b"\x00\x00")  # half a size prefix waits in the reader
+    reader.feed_frame(b"\x00\x00\x00\x01", b"b")  # so this one queues behind it, in order
+    assert handled == [b"a"]
+    assert await reader.readexactly(6) == b"\x00\x00\x00\x00\x00\x01"
+    assert await reader.readexactly(1) == b"b"
+
+
+async def test_a_frame_handled_at_once_that_fails_fails_the_read_loop():
+    reader = FrameReader()
+
+    def broken(frame: bytes | memoryview) -> None:
+        raise IndexError("an answer to no request")
+
+    reader.direct = broken
+    reader.feed_frame(b"\x00\x00\x00\x01", b"a")
+    with pytest.raises(IndexError):
+        await reader.readexactly(4)

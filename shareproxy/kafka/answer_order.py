@@ -1,0 +1,115 @@
+"""The answers one client connection is owed, written in the order of its requests, each as
+soon as it and every answer before it are ready.
+
+A client may pipeline Produce and Fetch requests, as to a broker, and their answers come back
+from the upstream in any order across brokers. Each pending answer is a task; when it is done
+its callback writes it, and whatever was waiting behind it, there and then: no writer task to
+wake, no queue to pass through, one round of the event loop less per relayed request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Callable
+from typing import Any
+
+# the listener's own logger (and its rate limit): these lines are about its connections
+log = logging.getLogger("shareproxy.kafka.listener")
+
+Chunks = list[bytes | bytearray | memoryview]
+Answer = Chunks | asyncio.Task[Chunks | None]
+
+
+class AnswersInOrder:
+    """``owed`` counts the answers put and not yet written; ``put`` waits while ``limit`` are
+    owed (each may be a whole upstream Fetch answer: bounded memory), and ``join`` until none
+    is. A connection that broke is written no more; what is owed is only counted off."""
+
+    def __init__(
+        self,
+        writer: asyncio.StreamWriter,
+        limit: int,
+        all_written: Callable[[], None],
+        peer: Callable[[], Any],
+    ) -> None:
+        """``all_written``: called each time the last answer owed has been written."""
+        self.writer = writer
+        self.limit = limit
+        self.all_written = all_written
+        self.peer = peer
+        self.broken = False
+        self._owed: collections.deque[Answer] = collections.deque()
+        self._moved: asyncio.Future[None] | None = None  # resolved when answers are written
+
+    @property
+    def owed(self) -> int:
+        return len(self._owed)
+
+    async def put(self, answer: Answer) -> None:
+        while len(self._owed) >= self.limit:
+            await self._written()
+        self._owed.append(answer)
+        if isinstance(answer, asyncio.Task):
+            answer.add_done_callback(self._ready)
+        self._flush()
+        if self.broken:
+            return
+        try:
+            await self.writer.drain()  # a client that does not read holds back its requests
+        except Exception as exc:  # not a cancellation: the connection ended
+            self._broke(exc)
+
+    async def join(self) -> None:
+        while self._owed:
+            await self._written()
+
+    def close(self) -> None:
+        """The connection ended: nothing more is written, and answers still on their way are
+        cancelled (their clients are gone)."""
+        self.broken = True
+        for answer in self._owed:
+            if isinstance(answer, asyncio.Task):
+                if not answer.done():
+                    answer.cancel()
+                elif not answer.cancelled():
+                    answer.exception()  # retrieved: never logged as unretrieved
+
+    def _broke(self, exc: Exception) -> None:
+        log.info("connection to %s broke while answering: %r", self.peer(), exc)
+        self.broken = True
+
+    async def _written(self) -> None:
+        if self._moved is None or self._moved.done():
+            self._moved = asyncio.get_running_loop().create_future()
+        await self._moved
+
+    def _ready(self, _: asyncio.Task[Chunks | None]) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        """Write every answer at the head that is ready."""
+        owed, wrote = self._owed, False
+        while owed:
+            head = owed[0]
+            if isinstance(head, asyncio.Task):
+                if not head.done():
+                    break
+                # its own failure or cancellation: no answer (the listener answered or logged)
+                ready = not head.cancelled() and head.exception() is None
+                chunks = head.result() if ready else None
+            else:
+                chunks = head
+            owed.popleft()
+            wrote = True
+            if chunks and not self.broken:
+                try:
+                    self.writer.writelines(chunks)
+                except Exception as exc:  # not a cancellation: the connection ended
+                    self._broke(exc)
+        if wrote:
+            if self._moved is not None and not self._moved.done():
+                self._moved.set_result(None)
+            if not owed:
+                self.all_written()
