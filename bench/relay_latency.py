@@ -9,6 +9,8 @@ the Produce. With ``--share-load N``, N share consumers read another topic throu
 meanwhile, which a producer keeps filling: the relay's latency while the proxy is busy with the
 share path.
 
+The proxy's CPU over the timed pairs, divided by the pairs, is printed too.
+
     python -m bench.relay_latency [--pairs 2000] [--size 100] [--share-load 0]
 """
 
@@ -27,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import throughput
+from bench.cpu import cpu_seconds
 from shareproxy.demo.tansu import TansuBroker
 from tests.support.proxy import ProxyProcess
 
@@ -133,10 +136,13 @@ def main() -> None:
                     side.pair(payload)
                 side.flushes.clear()
                 side.arrivals.clear()
+            assert proxy.proc is not None
+            before = sum(cpu_seconds([proxy.proc.pid]))
             for i in range(args.pairs):
                 first, second = (direct, proxied) if i % 2 else (proxied, direct)
                 first.pair(payload)
                 second.pair(payload)
+            cpu_per_pair = (sum(cpu_seconds([proxy.proc.pid])) - before) / args.pairs
             direct.close()
             proxied.close()
         finally:
@@ -161,6 +167,11 @@ def main() -> None:
             f"{p99 - d99:+.2f} ms",
         )
     console.print(table)
+    extra = " (and the share consumers')" if args.share_load else ""
+    console.print(
+        f"proxy CPU per proxied pair (its Produce and the reads that fetch it{extra}): "
+        f"{cpu_per_pair * 1e6:.0f} µs"
+    )
 
 
 if __name__ == "__main__":
