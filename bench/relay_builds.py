@@ -1,0 +1,113 @@
+"""What a relayed Produce costs the proxy and adds to a producer's wait, for two or more builds
+in one call, on one Tansu broker.
+
+Each round starts each build's proxy in turn (a fresh SQLite store each), and a librdkafka
+producer that flushes after every two records of 100 B times each flush through it and, pair by
+pair, directly; the figures are the proxy's CPU per flush and what it added to the flush at the
+median and the 99th percentile. Builds alternate round by round, so neither gets the quieter
+machine. A build is a checkout of the repository (``git worktree add /tmp/old <commit>``):
+
+    python -m bench.relay_builds --build old=/tmp/old --build new=. [--rounds 5] [--flushes 3000]
+
+A proxy is started with its build first on ``PYTHONPATH`` and from a directory outside every
+checkout (``python -m`` puts the current directory before ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.table import Table
+
+from bench.cpu import cpu_seconds
+from shareproxy.demo.tansu import TansuBroker
+from tests.support.proxy import ProxyProcess
+
+PAYLOAD = b"x" * 100
+
+
+def flush_pair(producer: Producer, topic: str) -> float:
+    start = time.perf_counter()
+    producer.produce(topic, value=PAYLOAD)
+    producer.produce(topic, value=PAYLOAD)
+    producer.flush(30)
+    return time.perf_counter() - start
+
+
+def ms(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] * 1000
+
+
+def one_round(
+    bootstrap: str, topic: str, direct: Producer, build: Path, flushes: int
+) -> tuple[float, float, float]:
+    """(proxy CPU per flush in µs, added p50 ms, added p99 ms) of one build."""
+    state = tempfile.mkdtemp(prefix="bench-relay-builds-")
+    proxy = ProxyProcess(bootstrap, f"sqlite+aiosqlite:///{state}/state.db")
+    proxy.start(env={"PYTHONPATH": str(build)})
+    try:
+        proxied = Producer({"bootstrap.servers": proxy.bootstrap, "linger.ms": 0})
+        for producer in (proxied, direct):  # connections made, metadata known
+            for _ in range(100):
+                flush_pair(producer, topic)
+        assert proxy.proc is not None
+        before = sum(cpu_seconds([proxy.proc.pid]))
+        through: list[float] = []
+        straight: list[float] = []
+        for i in range(flushes):
+            sides = [(proxied, through), (direct, straight)]
+            for producer, waits in sides if i % 2 else reversed(sides):
+                waits.append(flush_pair(producer, topic))
+        cpu = (sum(cpu_seconds([proxy.proc.pid])) - before) / flushes
+    finally:
+        proxy.stop()
+    return cpu * 1e6, ms(through, 50) - ms(straight, 50), ms(through, 99) - ms(straight, 99)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--flushes", type=int, default=3000)
+    args = parser.parse_args()
+    builds = {}
+    for given in args.build:
+        name, _, path = given.partition("=")
+        root = Path(path).resolve()
+        if not (root / "shareproxy" / "__init__.py").exists():
+            parser.error(f"--build {given}: {root} is not a checkout of shareproxy")
+        builds[name] = root
+    os.chdir(tempfile.mkdtemp(prefix="bench-relay-builds-"))  # no checkout before PYTHONPATH
+    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in builds}
+    with TansuBroker() as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            f.result(30)
+        direct = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+        for r in range(args.rounds):
+            for name, root in builds.items():
+                found = one_round(broker.bootstrap, topic, direct, root, args.flushes)
+                results[name].append(found)
+                cpu, p50, p99 = found
+                print(f"round {r + 1} {name}: {cpu:.0f} µs, {p50:+.3f} / {p99:+.3f} ms")
+    table = Table(title=f"{args.flushes:,} flushes of two 100 B records, {args.rounds} rounds")
+    for column in ("build", "proxy CPU per flush", "added p50", "added p99"):
+        table.add_column(column, justify="left" if column == "build" else "right")
+    for name, rows in results.items():
+        cpu, p50, p99 = (statistics.median(column) for column in zip(*rows, strict=True))
+        table.add_row(name, f"{cpu:.0f} µs", f"{p50:+.3f} ms", f"{p99:+.3f} ms")
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
