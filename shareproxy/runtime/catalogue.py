@@ -34,32 +34,34 @@ class Cataloguing:
         self._waited_on: asyncio.Task[None] | None = None  # what a metadata read waits on
 
     def lacking(self) -> bool:
-        """Whether this node's metadata shows what the catalogue lacks."""
+        """Whether this node's metadata shows what the catalogue lacks (and was not refused)."""
+        return self._change() is not None
+
+    def _change(self) -> tuple[dict[UUID, int], list[UUID]] | None:
+        """What to ask of the store: topics entered or grown, and ids deleted; None when there
+        is nothing, or it is what the store refused last (a node whose metadata is older than
+        another's), which is not asked again until it differs."""
         if self.source is None:
-            return False
+            return None
         counts, retired = self.source()
         known = self.known
-        return any(known.get(t, 0) < n for t, n in counts.items()) or any(
-            t in known for t in retired
-        )
+        grown = {t: n for t, n in counts.items() if known.get(t, 0) < n}
+        gone = sorted(t for t in retired if t in known)
+        if not (grown or gone) or (sorted(grown.items()), gone) == self._asked:
+            return None
+        return grown, gone
 
     async def bring_up(self) -> None:
-        """Ask the store for what the catalogue lacks; a change it refused (a node whose
-        metadata is older than another's) is not asked again until it differs."""
-        if self.source is None:
-            return
+        """Ask the store for what the catalogue lacks."""
         async with self._one_at_a_time:
-            counts, retired = self.source()
-            known = self.known
-            grown = {t: n for t, n in counts.items() if known.get(t, 0) < n}
-            gone = sorted(t for t in retired if t in known)
-            asked = (sorted(grown.items()), gone)
-            if not (grown or gone) or asked == self._asked:
+            change = self._change()
+            if change is None:
                 return
+            grown, gone = change
             try:
                 if await self.registry.catalogue(grown, gone):
                     await self.reread()
-                self._asked = asked
+                self._asked = (sorted(grown.items()), gone)
             except StoreUnavailable as exc:  # asked again at the next renewal
                 STORE_OUTAGE.failed("recording the topic catalogue", first_line(exc))
             except Exception as exc:
