@@ -4,7 +4,9 @@ Same run, same Tansu broker subprocess: a librdkafka producer writes ``--records
 fresh topic directly, then another fresh topic through the proxy; a plain consumer (assign, no
 group) reads each topic back, directly and through the proxy. Each pair alternates the order
 per run so neither side always has the warmer broker. The ratios are what the transparent
-endpoint costs (a Java pass-through proxy measures 0.94-0.97).
+endpoint costs (a Java pass-through proxy measures 0.94-0.97). The proxy's CPU per record read
+through it is the floor of the share path: the same bytes in from the broker and out to a client,
+with no share-group work around them.
 
     python -m bench.passthrough [--records 200000] [--size 1024] [--runs 5]
 """
@@ -23,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import throughput
+from bench.cpu import CpuPerRecord
 from shareproxy.demo.tansu import TansuBroker
 from tests.support.proxy import ProxyProcess
 
@@ -74,6 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     console = Console()
     rows: list[tuple[float, float, float, float]] = []
+    cpu_us: list[tuple[float, float]] = []  # the proxy's µs per record relayed: produce, consume
     with TansuBroker() as broker:
         state = tempfile.mkdtemp(prefix="bench-passthrough-")
         proxy = ProxyProcess(broker.bootstrap, f"sqlite+aiosqlite:///{state}/state.db").start()
@@ -86,24 +90,35 @@ def main() -> None:
                 if run % 2:
                     order.reverse()
                 rates: dict[str, tuple[float, float]] = {}
+                assert proxy.proc is not None
                 for side, bootstrap, name in order:
-                    wrote = produce(bootstrap, name, args.records, args.size)
-                    read = consume(bootstrap, name, args.records)
+                    with CpuPerRecord([proxy.proc.pid]) as producing:
+                        wrote = produce(bootstrap, name, args.records, args.size)
+                    with CpuPerRecord([proxy.proc.pid]) as consuming:
+                        read = consume(bootstrap, name, args.records)
                     rates[side] = (wrote, read)
+                    if side == "proxy":
+                        cpu_us.append(
+                            (
+                                producing.per_record_us(args.records),
+                                consuming.per_record_us(args.records),
+                            )
+                        )
                 (dp, dc), (pp, pc) = rates["direct"], rates["proxy"]
                 rows.append((dp, pp, dc, pc))
                 console.print(
                     f"run {run + 1}: produce {pp:,.0f}/{dp:,.0f} = {pp / dp:.2f}; "
-                    f"consume {pc:,.0f}/{dc:,.0f} = {pc / dc:.2f}"
+                    f"consume {pc:,.0f}/{dc:,.0f} = {pc / dc:.2f}; proxy CPU µs/record "
+                    f"produce {cpu_us[-1][0]:.2f}, consume {cpu_us[-1][1]:.2f}"
                 )
         finally:
             proxy.stop()
     table = Table(title=f"{args.records:,} records of {args.size} B, {args.runs} runs (median)")
-    for column in ("", "direct rec/s", "proxy rec/s", "proxy ÷ direct"):
+    for column in ("", "direct rec/s", "proxy rec/s", "proxy ÷ direct", "proxy CPU µs/record"):
         table.add_column(column, justify="right")
-    for label, d, p in (
-        ("produce", [r[0] for r in rows], [r[1] for r in rows]),
-        ("plain consume", [r[2] for r in rows], [r[3] for r in rows]),
+    for label, d, p, cpu in (
+        ("produce", [r[0] for r in rows], [r[1] for r in rows], [c[0] for c in cpu_us]),
+        ("plain consume", [r[2] for r in rows], [r[3] for r in rows], [c[1] for c in cpu_us]),
     ):
         ratios = [b / a for a, b in zip(d, p, strict=True)]
         table.add_row(
@@ -111,6 +126,7 @@ def main() -> None:
             f"{statistics.median(d):,.0f}",
             f"{statistics.median(p):,.0f}",
             f"{statistics.median(ratios):.2f}",
+            f"{statistics.median(cpu):.2f}",
         )
     console.print(table)
 
