@@ -19,6 +19,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from shareproxy.host.sockets import LISTEN_BACKLOG
+from shareproxy.upstream.frames import FrameReader
 
 # Out of file descriptors (or kernel memory): a retry at the next wake would only spin, so
 # accepting pauses this long while the connections the proxy has go on being served.
@@ -102,7 +103,10 @@ class Acceptor:
             self._loop.add_reader(self._sock.fileno(), self._accept_waiting)
 
     async def _connect(self, conn: socket.socket) -> None:
-        reader = asyncio.StreamReader()
+        # a client's request is read with one copy at most: a plain StreamReader copies every
+        # chunk into its buffer, copies the frame out of it, and pauses and resumes the socket
+        # on each chunk of a frame past 128 KiB (a Produce of a megabyte of records)
+        reader = FrameReader()
         protocol = asyncio.StreamReaderProtocol(reader, self._serve)
         try:
             await self._loop.connect_accepted_socket(lambda: protocol, conn, ssl=self._ssl)

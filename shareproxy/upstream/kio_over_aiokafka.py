@@ -135,6 +135,10 @@ class _PreparedRaw(_PreparedKio):
     def encode(self) -> bytes:
         return bytes(self.body.raw_body)
 
+    def encode_parts(self) -> list[bytes | memoryview]:
+        """The body as the client sent it, not copied (``FrameConnection.send`` writes it)."""
+        return [self.body.raw_body]
+
     def __repr__(self) -> str:
         return f"relayed api key {self.API_KEY} v{self.API_VERSION}"
 
@@ -155,6 +159,8 @@ def _header_around(cls: type[KioPayloadSchema], client_id: str | None) -> tuple[
 
 class RawRequest:
     """Pass to ``AIOKafkaConnection.send(RawRequest(request))``: the answer is a RawResponse."""
+
+    ENCODES_IN_PARTS = True  # FrameConnection.send writes its body as a view
 
     def __init__(self, request: Request) -> None:
         self.request = request

@@ -18,16 +18,18 @@ from aiokafka.protocol.admin import ApiVersionRequest, ApiVersionResponse_v0
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.api_versions.v0.response import ApiVersionsResponse
 
+from shareproxy.protocol.codec import decode_request, encode_request
 from shareproxy.upstream.frame_protocol import SCRATCH_BYTES, FrameProtocol
 from shareproxy.upstream.frames import FrameConnection, FrameReader, open_connection
-from shareproxy.upstream.kio_over_aiokafka import KioRequest
+from shareproxy.upstream.kio_over_aiokafka import KioRequest, RawRequest
 
 # aiokafka 0.14.0's sources that FrameConnection relies on (connect makes a plain reader and
 # starts the read task before sending anything; the read loop calls only readexactly; connected
-# calls at_eof; _handle_frame answers the left of _requests and pops it). A new aiokafka must be
-# read again.
+# calls at_eof; _handle_frame answers the left of _requests and pops it; send, which
+# FrameConnection.send repeats for a relayed request). A new aiokafka must be read again.
 PINNED = {
     "connect": "b0f9ba7f0cf6b432",
+    "send": "5909ea32f4efca49",
     "_read": "7b892995c0b81468",
     "_handle_frame": "46a7d9b8cf7ca222",
     "connected": "e392e7f6dadb2368",
@@ -193,6 +195,51 @@ async def test_a_frame_connection_speaks_to_a_broker_as_aiokafkas_does(entries):
             await ours.close()
             await theirs.close()
         assert not ours.connected()
+
+
+async def test_a_relayed_request_reaches_the_broker_as_aiokafka_would_send_it():
+    """A client's request relayed goes out as its size, header and the client's own body view
+    (no copy), byte for byte what aiokafka's ``send`` would write, and is answered."""
+    received: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                size = await reader.readexactly(4)
+                request = await reader.readexactly(struct.unpack(">i", size)[0])
+                received.append(size + request)
+                frame = request[4:8] + ApiVersionResponse_v0(error_code=0, api_versions=[]).encode()
+                writer.write(struct.pack(">i", len(frame)) + frame)
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        conn = await open_connection("127.0.0.1", port, request_timeout_ms=5000)
+        try:
+            frame = encode_request(7, "a-client", ApiVersionsRequest())[4:]
+            request = decode_request(frame, {18: (0, 0)})
+            written: list[list[object]] = []
+            write = conn._writer.writelines
+
+            def writelines(parts: list[object]) -> None:
+                written.append(list(parts))
+                write(parts)
+
+            conn._writer.writelines = writelines  # type: ignore[method-assign]
+            received.clear()
+            answer = await conn.send(RawRequest(request))
+            assert answer.api_key == 18
+            assert written[0][-1] is request.raw_body  # the client's bytes, not a copy
+            prepared = RawRequest(request).prepare(conn._versions)
+            correlation_id = conn._correlation_id  # the one this send took
+            header = prepared.build_request_header(correlation_id, conn._client_id).encode()
+            message = header + prepared.encode()
+            assert received == [struct.pack(">i", len(message)) + message]
+        finally:
+            await conn.close()
 
 
 async def test_an_adopted_reader_keeps_what_it_had_buffered():
