@@ -34,7 +34,6 @@ from typing import Any
 
 from aiokafka import errors as kafka_errors
 from aiokafka.conn import READER_LIMIT, AIOKafkaConnection, CloseReason
-from aiokafka.util import wait_for
 
 from shareproxy.upstream.frame_protocol import FrameProtocol
 
@@ -225,7 +224,8 @@ class FrameConnection(AIOKafkaConnection):
         """aiokafka's ``send``, but a request marked ``ENCODES_IN_PARTS`` (a client's request
         relayed: its body a view of the client's frame) is written as its size and header,
         then its prepared form's ``encode_parts``, in one ``writelines``: aiokafka joins header
-        and body, then size and message, two copies of a Produce's megabyte of records."""
+        and body, then size and message, two copies of a Produce's megabyte of records. The
+        sender of such a request times its answer."""
         if self._writer is None or not getattr(request, "ENCODES_IN_PARTS", False):
             return super().send(request, expect_response)
         prepared = request.prepare(self._versions)
@@ -246,7 +246,10 @@ class FrameConnection(AIOKafkaConnection):
             return self._writer.drain()
         fut = self._loop.create_future()
         self._requests.append((correlation_id, prepared, fut))
-        return wait_for(fut, self._request_timeout)
+        # the answer itself: aiokafka would wrap it in a timer of the connection's timeout,
+        # which for a relayed request is only a backstop, as its sender (UpstreamLink) gives
+        # every request its own deadline
+        return fut
 
     def _handle_frame(self, resp: bytes | memoryview) -> None:
         """A big frame arrives as a view of its own buffer. aiokafka would copy it into a
