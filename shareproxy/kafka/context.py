@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -22,6 +24,12 @@ from shareproxy.upstream.coordinators import Coordinators
 from shareproxy.upstream.link import UpstreamLink
 
 T = TypeVar("T")
+
+# How long a client's Metadata (or DescribeTopicPartitions) waits on the upstream's read when
+# every topic it asks about is known already; then it is answered from what is known, as a
+# broker answers from its cache, rather than after the upstream's whole request timeout (30 s,
+# longer than clients wait) when the cluster hangs. A slower read goes on for later requests.
+KNOWN_TOPICS_WAIT_S = 2.0
 
 
 @dataclass
@@ -113,8 +121,16 @@ class BrokerContext:
         return list(self.upstream.topics.values())
 
     async def refresh_metadata(self, topics: list[str] | None = None) -> None:
-        """Topic ids and partition leaders read again (all topics when ``topics`` is None)."""
-        await self.upstream.refresh_metadata(topics)
+        """Topic ids and partition leaders read again (all topics when ``topics`` is None); when
+        every topic asked about is known, for ``KNOWN_TOPICS_WAIT_S`` at most."""
+        known = self.upstream.topics
+        if not known or (topics is not None and any(t not in known for t in topics)):
+            await self.upstream.refresh_metadata(topics)
+            return
+        read = asyncio.ensure_future(self.upstream.refresh_metadata(topics))
+        read.add_done_callback(_failure_retrieved)  # also of a read left to go on
+        with contextlib.suppress(TimeoutError):  # answered from what is known
+            await asyncio.wait_for(asyncio.shield(read), KNOWN_TOPICS_WAIT_S)
 
     def link(self, conn: Connection) -> UpstreamLink:
         """The connection's own upstream connections, opened on first use."""
@@ -223,3 +239,10 @@ class Connection:
     number: int = 0  # unique in the process (from 1): the share sessions it opens end with it
     link: UpstreamLink | None = None  # its own upstream connections for forwarded requests
     one_leader_at_a_time: bool = False  # a librdkafka client (kafka.client_software)
+
+
+def _failure_retrieved(read: asyncio.Future[Any]) -> None:
+    """A metadata read nobody awaits any more fails quietly: its caller answered already, and
+    the upstream's failure is the upstream client's to report."""
+    if not read.cancelled():
+        read.exception()

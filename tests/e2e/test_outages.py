@@ -1,20 +1,25 @@
 """A dependency out of reach while the proxy runs: the views that need the state store answer a
 retriable error in one line (REST 503, CLI exit 3), the log says so once per outage rather than
 once per retry, and everything works again once it is back; the offsets views answer what the
-store has while the upstream cluster is away, with the lag unknown."""
+store has while the upstream cluster is away, with the lag unknown; while the cluster hangs,
+Metadata for topics the proxy knows is answered from what it knows, as a broker's cache answers."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
+from confluent_kafka.admin import AdminClient
 from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets
 
 from shareproxy.demo.tansu import TansuBroker
+from shareproxy.kafka.context import KNOWN_TOPICS_WAIT_S
 from tests.support.kafka_client import call
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay
@@ -136,6 +141,37 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
             [row] = rest.json()["partitions"]
             assert (row["start_offset"], row["lag"], row["high_watermark"]) == (5, None, None)
             assert rest.json()["total_lag"] is None
+    finally:
+        p.stop()
+        broker.stop()
+    problems = [x for x in p.log().splitlines() if " ERROR shareproxy" in x or "Traceback" in x]
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_metadata_of_known_topics_is_answered_from_what_is_known_while_the_cluster_hangs(
+    tmp_path: Path,
+) -> None:
+    """A cluster that accepts requests and never answers (the broker stopped, not dead) would
+    hold a Metadata request for the upstream's whole request timeout, longer than a client
+    waits; a topic the proxy knows is answered after ``KNOWN_TOPICS_WAIT_S`` instead."""
+    broker = TansuBroker().start()
+    p = ProxyProcess(broker.bootstrap, f"sqlite+aiosqlite:///{tmp_path}/state.db")
+    try:
+        t = create_topic(broker.bootstrap, 2)
+        p.start()
+        assert t in AdminClient({"bootstrap.servers": p.bootstrap}).list_topics(t, 30).topics
+        assert broker.proc is not None
+        broker.proc.send_signal(signal.SIGSTOP)
+        try:
+            admin = AdminClient({"bootstrap.servers": p.bootstrap})
+            started = time.monotonic()
+            answer = admin.list_topics(t, timeout=20).topics[t]
+            took = time.monotonic() - started
+        finally:
+            broker.proc.send_signal(signal.SIGCONT)
+        assert answer.error is None, answer.error
+        assert sorted(answer.partitions) == [0, 1]
+        assert took < KNOWN_TOPICS_WAIT_S + 5, took
     finally:
         p.stop()
         broker.stop()
