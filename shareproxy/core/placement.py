@@ -21,6 +21,7 @@ it no longer does.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from uuid import UUID
@@ -69,20 +70,41 @@ def extras(catalogue: Catalogue, nodes: Sequence[int]) -> dict[UUID, frozenset[i
     """For each topic whose partitions do not divide evenly, the nodes that lead one more:
     those that took fewest extras so far (ties to the higher draw for the topic), so that the
     extras, and with them every node's total, stay within one of each other. Worked out for
-    the whole catalogue at once, so a draw costs a few integer operations, not a hash."""
-    taken = dict.fromkeys(nodes, 0)
-    salts = {n: _mix(n) for n in nodes}
+    the whole catalogue at each change of it or of the nodes, on the event loop; each topic's
+    nodes ranked by draw are remembered across changes (``_ranked``), so a new topic costs the
+    others a stable sort of a few nodes by how many they took."""
+    members = tuple(nodes)
+    taken = dict.fromkeys(members, 0)
+    count_taken = taken.__getitem__
     found: dict[UUID, frozenset[int]] = {}
     for topic_id, count in catalogue:
-        extra = count % len(nodes)
+        extra = count % len(members)
         if extra == 0:
             continue
-        seed = weight(0, topic_key(topic_id))
-        ranked = sorted(nodes, key=lambda n: (taken[n], -_mix(seed ^ salts[n]), n))[:extra]
-        for n in ranked:
+        # stable: among nodes that took as many, the ranking by draw decides
+        chosen = sorted(_ranked(topic_id, members), key=count_taken)[:extra]
+        for n in chosen:
             taken[n] += 1
-        found[topic_id] = frozenset(ranked)
+        found[topic_id] = frozenset(chosen)
     return found
+
+
+# topics whose rankings are remembered, for the live nodes now and the set before (a few MiB
+# at most); past it, rankings are worked out again, as for a new set of live nodes
+_RANKINGS_REMEMBERED = 65_536
+
+
+@functools.lru_cache(maxsize=_RANKINGS_REMEMBERED)
+def _ranked(topic_id: UUID, nodes: tuple[int, ...]) -> tuple[int, ...]:
+    """The nodes by their draw for the topic, highest first (equal draws: the lower id)."""
+    seed = weight(0, topic_key(topic_id))
+    salts = _salts(nodes)
+    return tuple(sorted(nodes, key=lambda n: (-_mix(seed ^ salts[n]), n)))
+
+
+@functools.lru_cache(maxsize=8)
+def _salts(nodes: tuple[int, ...]) -> dict[int, int]:
+    return {n: _mix(n) for n in nodes}
 
 
 _MASK = (1 << 64) - 1
