@@ -17,7 +17,6 @@ checkout (``python -m`` puts the current directory before ``PYTHONPATH``).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -30,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import throughput
+from bench.builds import checkouts, outside_checkouts
 from bench.cpu import CpuPerRecord, cpu_seconds
 from shareproxy.demo.tansu import TansuBroker
 from tests.support.proxy import ProxyProcess
@@ -88,14 +88,8 @@ def main() -> None:
     parser.add_argument("--flushes", type=int, default=3000)
     parser.add_argument("--bulk-records", type=int, default=100_000)
     args = parser.parse_args()
-    builds = {}
-    for given in args.build:
-        name, _, path = given.partition("=")
-        root = Path(path).resolve()
-        if not (root / "shareproxy" / "__init__.py").exists():
-            parser.error(f"--build {given}: {root} is not a checkout of shareproxy")
-        builds[name] = root
-    os.chdir(tempfile.mkdtemp(prefix="bench-relay-builds-"))  # no checkout before PYTHONPATH
+    builds = checkouts(parser, args.build)
+    outside_checkouts("bench-relay-builds-")
     results: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in builds}
     with TansuBroker() as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})

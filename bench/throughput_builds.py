@@ -20,9 +20,7 @@ each build's median over the first build's.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import throughput
+from bench.builds import checkouts, outside_checkouts
 from bench.cpu import CpuPerRecord
 from shareproxy.demo.tansu import TansuBroker
 from tests.support.postgres import TemporaryPostgres
@@ -71,14 +70,8 @@ def main() -> None:
     modes = [m for m in args.modes.split(",") if m]
     if not modes or set(modes) - set(throughput.MODES):
         parser.error(f"--modes: a comma-separated list of {', '.join(throughput.MODES)}")
-    builds: dict[str, Path] = {}
-    for given in args.build:
-        name, _, path = given.partition("=")
-        root = Path(path).resolve()
-        if not (root / "shareproxy" / "__init__.py").exists():
-            parser.error(f"--build {given}: {root} is not a checkout of shareproxy")
-        builds[name] = root
-    os.chdir(tempfile.mkdtemp(prefix="bench-throughput-builds-"))  # no checkout on the path
+    builds = checkouts(parser, args.build)
+    outside_checkouts("bench-throughput-builds-")
     results: dict[str, dict[str, list[float]]] = {n: {m: [] for m in modes} for n in builds}
     with TansuBroker() as broker, TemporaryPostgres(fsync=True) as pg:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
