@@ -233,7 +233,9 @@ class FrameConnection(AIOKafkaConnection):
         header = prepared.build_request_header(
             correlation_id=correlation_id, client_id=self._client_id
         ).encode()
-        parts = prepared.encode_parts()
+        # no empty part: asyncio's transports from Python 3.12 keep an empty view left at the
+        # end of a sendmsg as unsent data for ever, and a close then waits on it
+        parts = [p for p in prepared.encode_parts() if len(p)]
         size = len(header) + sum(len(p) for p in parts)
         try:
             self._writer.writelines([_SIZE.pack(size) + header, *parts])
