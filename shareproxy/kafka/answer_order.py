@@ -48,8 +48,12 @@ class AnswersInOrder:
         return len(self._owed)
 
     async def put(self, answer: Answer) -> None:
-        while len(self._owed) >= self.limit:
-            await self._written()
+        try:
+            while len(self._owed) >= self.limit:
+                await self._written()
+        except BaseException:  # the connection ends while the answer waits for room
+            self._owed.append(answer)  # so ``close`` cancels it with the rest
+            raise
         self._owed.append(answer)
         if isinstance(answer, asyncio.Task):
             answer.add_done_callback(self._ready)
@@ -65,16 +69,26 @@ class AnswersInOrder:
         while self._owed:
             await self._written()
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """The connection ended: nothing more is written, and answers still on their way are
-        cancelled (their clients are gone)."""
+        cancelled (their clients are gone) before the caller closes the upstream link.
+
+        Each is cancelled on the loop's next round, by when a task made this round has started:
+        a task cancelled before its first step never starts the coroutines it was given, which
+        would leave the upstream answer they await unawaited and its failure unretrieved. The
+        one round waited here lets the cancellations reach those answers, so closing the link
+        then fails none of them."""
         self.broken = True
+        cancelling = False
         for answer in self._owed:
             if isinstance(answer, asyncio.Task):
                 if not answer.done():
-                    answer.cancel()
+                    answer.get_loop().call_soon(answer.cancel)
+                    cancelling = True
                 elif not answer.cancelled():
                     answer.exception()  # retrieved: never logged as unretrieved
+        if cancelling:
+            await asyncio.sleep(0)
 
     def _broke(self, exc: Exception) -> None:
         log.info("connection to %s broke while answering: %r", self.peer(), exc)

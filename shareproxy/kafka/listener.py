@@ -221,7 +221,7 @@ class KafkaListener:
             log.exception("connection %s failed", peer)
         finally:
             if answers is not None:
-                answers.close()
+                await answers.close()
             self._connections.pop(task, None)
             writer.close()
             if conn.link is not None:

@@ -2,7 +2,8 @@
 retriable error in one line (REST 503, CLI exit 3), the log says so once per outage rather than
 once per retry, and everything works again once it is back; the offsets views answer what the
 store has while the upstream cluster is away, with the lag unknown; while the cluster hangs,
-Metadata for topics the proxy knows is answered from what it knows, as a broker's cache answers."""
+Metadata for topics the proxy knows is answered from what it knows, as a broker's cache answers,
+and Produce requests its clients gave up on end without a trace in the log."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kio.schema.describe_share_group_offsets.v1 import request as describe_offsets
 
@@ -148,18 +150,24 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
     assert not problems, "\n".join(problems[:40])
 
 
-def test_metadata_of_known_topics_is_answered_from_what_is_known_while_the_cluster_hangs(
+def test_while_the_cluster_hangs_known_metadata_is_answered_and_produce_gives_up_cleanly(
     tmp_path: Path,
 ) -> None:
     """A cluster that accepts requests and never answers (the broker stopped, not dead) would
     hold a Metadata request for the upstream's whole request timeout, longer than a client
-    waits; a topic the proxy knows is answered after ``KNOWN_TOPICS_WAIT_S`` instead."""
+    waits; a topic the proxy knows is answered after ``KNOWN_TOPICS_WAIT_S`` instead. Produce
+    requests meanwhile stay on their way upstream until the client gives up on them and
+    drops its connection: their answers are cancelled then, and nothing is left unawaited or
+    failing unread, neither then nor when the proxy stops with one still in flight."""
     broker = TansuBroker().start()
     p = ProxyProcess(broker.bootstrap, f"sqlite+aiosqlite:///{tmp_path}/state.db")
     try:
         t = create_topic(broker.bootstrap, 2)
         p.start()
         assert t in AdminClient({"bootstrap.servers": p.bootstrap}).list_topics(t, 30).topics
+        producer = Producer({"bootstrap.servers": p.bootstrap, "message.timeout.ms": 3000})
+        producer.produce(t, b"before")
+        assert producer.flush(30) == 0
         assert broker.proc is not None
         broker.proc.send_signal(signal.SIGSTOP)
         try:
@@ -167,13 +175,28 @@ def test_metadata_of_known_topics_is_answered_from_what_is_known_while_the_clust
             started = time.monotonic()
             answer = admin.list_topics(t, timeout=20).topics[t]
             took = time.monotonic() - started
+            for i in range(30):  # one request each, more than a connection may owe at once
+                producer.produce(t, b"while stopped %d" % i)
+                producer.poll(0.05)
+            assert producer.flush(15) == 0  # each timed out in the client, which dropped them
         finally:
             broker.proc.send_signal(signal.SIGCONT)
         assert answer.error is None, answer.error
         assert sorted(answer.partitions) == [0, 1]
         assert took < KNOWN_TOPICS_WAIT_S + 5, took
+        producer.produce(t, b"after")
+        assert producer.flush(30) == 0
+        broker.proc.send_signal(signal.SIGSTOP)
+        producer.produce(t, b"in flight at shutdown")
+        producer.poll(1)
     finally:
         p.stop()
+        if broker.proc is not None:
+            broker.proc.send_signal(signal.SIGCONT)
         broker.stop()
-    problems = [x for x in p.log().splitlines() if " ERROR shareproxy" in x or "Traceback" in x]
+    problems = [
+        x
+        for x in p.log().splitlines()
+        if " ERROR " in x or "Traceback" in x or "never awaited" in x or "never retrieved" in x
+    ]
     assert not problems, "\n".join(problems[:40])

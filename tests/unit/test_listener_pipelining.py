@@ -2,18 +2,21 @@
 answers are does not matter here, only when and in which order they are written): Produce
 answers still on their way upstream let the next requests in, answers leave in request order
 (those ready at once among them), a connection that breaks while answering never leaves its
-task hanging, and shutting down waits for no connection that owes nothing."""
+task hanging nor an upstream answer unawaited, and shutting down waits for no connection that
+owes nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import struct
 import time
+import warnings
 
 import pytest
 
-from shareproxy.kafka.listener import KafkaListener
+from shareproxy.kafka.listener import MAX_PIPELINED, KafkaListener
 from tests.support.listener_context import listener_only
 
 PRODUCE, METADATA = 0, 3
@@ -131,4 +134,86 @@ async def test_shutdown_answers_what_is_owed_before_closing(handled):
     stopping = asyncio.create_task(listener.stop(grace_s=3))
     assert await answers(reader, 2) == [1, 2]
     await stopping
+    writer.close()
+
+
+@pytest.fixture
+def upstream(monkeypatch) -> list[asyncio.Future[list[bytes]]]:
+    """Every Produce's upstream answer, never given: each is awaited, as a relayed answer is,
+    by a coroutine handed to the answer's task (the listener's own ``_finish`` takes one)."""
+    owed: list[asyncio.Future[list[bytes]]] = []
+
+    async def relayed(answer):
+        return await answer
+
+    async def finish(answer):
+        return await answer
+
+    async def answer(self, conn, data):
+        api_key, _, cid = struct.unpack_from(">hhi", data)
+        if api_key != PRODUCE:
+            return [struct.pack(">ii", 4, cid)]
+        owed.append(asyncio.get_running_loop().create_future())
+        return asyncio.create_task(finish(relayed(owed[-1])))
+
+    monkeypatch.setattr(KafkaListener, "_answer", answer)
+    return owed
+
+
+async def _done(tasks, within: float = 3) -> None:
+    deadline = time.monotonic() + within
+    while any(not t.done() for t in tasks) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
+async def test_answers_cancelled_as_their_connection_breaks_leave_nothing_unawaited(
+    upstream, monkeypatch
+):
+    """The answer is cancelled in the very round its task was made: had the task not started
+    first, the coroutines it was given would never run, their upstream answer would be left
+    unawaited, and closing the upstream link would fail it with no one to read the failure."""
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
+    await listener.start()
+    _reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    real_drain = asyncio.StreamWriter.drain
+
+    async def drain(self):
+        if self is not writer:  # the proxy's side: the client is gone
+            raise ConnectionResetError("reset")
+        return await real_drain(self)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "drain", drain)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        writer.write(frame(PRODUCE, 1))
+        await writer.drain()
+        deadline = time.monotonic() + 3
+        while not upstream and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        tasks = list(listener._connections)
+        await _done(tasks)
+        gc.collect()
+    assert len(upstream) == 1
+    assert all(t.done() for t in tasks), "the connection's task hangs"
+    assert upstream[0].cancelled(), "the upstream answer was left to fail unread"
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+    monkeypatch.setattr(asyncio.StreamWriter, "drain", real_drain)
+    writer.close()
+    await listener.stop(grace_s=3)
+
+
+async def test_an_answer_waiting_for_room_is_cancelled_when_its_connection_ends(upstream):
+    """A client pipelines more Produce requests than a connection may owe answers for; the last
+    waits for room, and at shutdown it is cancelled with those owed, not left to fail."""
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
+    await listener.start()
+    _reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    writer.write(b"".join(frame(PRODUCE, cid) for cid in range(1, MAX_PIPELINED + 2)))
+    await writer.drain()
+    deadline = time.monotonic() + 3
+    while len(upstream) <= MAX_PIPELINED and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert len(upstream) == MAX_PIPELINED + 1
+    await listener.stop(grace_s=0.1)
+    assert all(answer.cancelled() for answer in upstream)
     writer.close()
