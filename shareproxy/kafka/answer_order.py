@@ -2,9 +2,10 @@
 soon as it and every answer before it are ready.
 
 A client may pipeline Produce and Fetch requests, as to a broker, and their answers come back
-from the upstream in any order across brokers. Each pending answer is a task; when it is done
-its callback writes it, and whatever was waiting behind it, there and then: no writer task to
-wake, no queue to pass through, one round of the event loop less per relayed request.
+from the upstream in any order across brokers. A pending answer is a task, or, for a request
+relayed whole, a ``Slot`` filled by a callback as the broker's answer arrives; once it is ready
+it is written, and whatever was waiting behind it, there and then: no writer task to wake, no
+queue to pass through.
 """
 
 from __future__ import annotations
@@ -19,7 +20,49 @@ from typing import Any
 log = logging.getLogger("shareproxy.kafka.listener")
 
 Chunks = list[bytes | bytearray | memoryview]
-Answer = Chunks | asyncio.Task[Chunks | None]
+
+
+class Slot:
+    """An answer on its way that says when it is ready (``fill``), so it is written in that
+    same round of the loop; ``cancel`` gives up on it (its connection ended)."""
+
+    __slots__ = ("_cancel", "chunks", "on_ready", "ready")
+
+    def __init__(self, cancel: Callable[[], None]) -> None:
+        self.ready = False
+        self.chunks: Chunks | None = None  # None: no answer to write
+        self.on_ready: Callable[[], None] | None = None
+        self._cancel = cancel
+
+    def fill(self, chunks: Chunks | None) -> None:
+        if self.ready:  # cancelled meanwhile
+            return
+        self.ready = True
+        self.chunks = chunks
+        if self.on_ready is not None:
+            self.on_ready()
+
+    def wait_for(self, task: asyncio.Task[Chunks | None]) -> None:
+        """Filled by ``task`` instead, which its cancellation then cancels, on the loop's next
+        round (``AnswersInOrder.close`` says why)."""
+
+        def cancel() -> None:
+            task.get_loop().call_soon(task.cancel)
+
+        self._cancel = cancel
+        task.add_done_callback(self._finished)
+
+    def cancel(self) -> None:
+        if not self.ready:
+            self.ready = True
+            self._cancel()
+
+    def _finished(self, task: asyncio.Task[Chunks | None]) -> None:
+        ok = not task.cancelled() and task.exception() is None
+        self.fill(task.result() if ok else None)
+
+
+Answer = Chunks | asyncio.Task[Chunks | None] | Slot
 
 
 class AnswersInOrder:
@@ -55,7 +98,9 @@ class AnswersInOrder:
             self._owed.append(answer)  # so ``close`` cancels it with the rest
             raise
         self._owed.append(answer)
-        if isinstance(answer, asyncio.Task):
+        if type(answer) is Slot:
+            answer.on_ready = self._flush
+        elif isinstance(answer, asyncio.Task):
             answer.add_done_callback(self._ready)
         self._flush()
         if self.broken:
@@ -73,15 +118,19 @@ class AnswersInOrder:
         """The connection ended: nothing more is written, and answers still on their way are
         cancelled (their clients are gone) before the caller closes the upstream link.
 
-        Each is cancelled on the loop's next round, by when a task made this round has started:
-        a task cancelled before its first step never starts the coroutines it was given, which
+        A slot waiting on the broker is cancelled at once, with the upstream's future. A task
+        is cancelled on the loop's next round, by when a task made this round has started: a
+        task cancelled before its first step never starts the coroutines it was given, which
         would leave the upstream answer they await unawaited and its failure unretrieved. The
         one round waited here lets the cancellations reach those answers, so closing the link
         then fails none of them."""
         self.broken = True
         cancelling = False
         for answer in self._owed:
-            if isinstance(answer, asyncio.Task):
+            if type(answer) is Slot:
+                cancelling = cancelling or not answer.ready
+                answer.cancel()
+            elif isinstance(answer, asyncio.Task):
                 if not answer.done():
                     answer.get_loop().call_soon(answer.cancel)
                     cancelling = True
@@ -107,14 +156,19 @@ class AnswersInOrder:
         owed, wrote = self._owed, False
         while owed:
             head = owed[0]
-            if isinstance(head, asyncio.Task):
+            chunks: Chunks | None
+            if type(head) is Slot:
+                if not head.ready:
+                    break
+                chunks = head.chunks
+            elif isinstance(head, asyncio.Task):
                 if not head.done():
                     break
                 # its own failure or cancellation: no answer (the listener answered or logged)
                 ready = not head.cancelled() and head.exception() is None
                 chunks = head.result() if ready else None
             else:
-                chunks = head
+                chunks = head  # type: ignore[assignment]  # neither: the chunks themselves
             owed.popleft()
             wrote = True
             if chunks and not self.broken:

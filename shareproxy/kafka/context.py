@@ -13,15 +13,16 @@ from shareproxy.core.acl import CLUSTER_NAME, Operation, ResourceType
 from shareproxy.core.group_settings import GroupSettings
 from shareproxy.kafka.connection_state import ConnectionState
 from shareproxy.kafka.responses import node_endpoints
+from shareproxy.protocol.codec import RawResponse
 from shareproxy.runtime.cluster import ClusterNodes
 from shareproxy.runtime.consuming import ShareConsumers
 from shareproxy.runtime.groups import Coordinator, GroupAdmin
 from shareproxy.security.credentials import ScramCredential
 from shareproxy.security.guard import Security
 from shareproxy.settings.model import LIBRDKAFKA_FETCH_WAIT_MS
-from shareproxy.upstream.client import TopicInfo, Upstream
+from shareproxy.upstream.client import TopicInfo, Upstream, UpstreamError
 from shareproxy.upstream.coordinators import Coordinators
-from shareproxy.upstream.link import UpstreamLink
+from shareproxy.upstream.link import InFlight, UpstreamLink
 
 T = TypeVar("T")
 
@@ -225,6 +226,18 @@ class Pending:
     and writes the answers in the order of the requests."""
 
     answer: Awaitable[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Relayed:
+    """A request relayed whole, its answer on its way: once ``answer.future`` is done,
+    ``finish`` makes the response body of its outcome (the broker's answer, or the
+    UpstreamError there is instead), or a ``Pending`` one where more must be asked first. The
+    listener calls it as the answer arrives and writes the response in that same round of the
+    loop, with no task: what a relayed Produce or Fetch waits for beyond the broker."""
+
+    answer: InFlight
+    finish: Callable[[RawResponse | UpstreamError], Any]
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from shareproxy.kafka.context import BrokerContext, Connection, Pending
+from shareproxy.kafka.context import BrokerContext, Connection, Pending, Relayed
 from shareproxy.kafka.handlers import (
     acl_rpcs,
     api_versions,
@@ -30,7 +30,7 @@ from shareproxy.protocol.codec import EncodedResponse, RawResponse, Request, kio
 
 # what a handler answers: a kio response, an upstream's answer relayed as bytes, one still on
 # its way, or nothing (Produce with acks=0)
-Answer = KioEntity | RawResponse | EncodedResponse | Pending | None
+Answer = KioEntity | RawResponse | EncodedResponse | Pending | Relayed | None
 Handler = Callable[[BrokerContext, Connection, Request], Awaitable[Answer]]
 
 # Before a SASL listener's connection has authenticated, only these are answered.

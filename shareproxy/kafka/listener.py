@@ -23,15 +23,16 @@ from shareproxy.core.errors import ErrorCode
 from shareproxy.core.store import COORDINATOR_UNAVAILABLE, StoreUnavailable
 from shareproxy.host.sockets import bind_socket
 from shareproxy.kafka.acceptor import Acceptor
-from shareproxy.kafka.answer_order import Answer, AnswersInOrder, Chunks
+from shareproxy.kafka.answer_order import Answer, AnswersInOrder, Chunks, Slot
 from shareproxy.kafka.connection_state import ConnectionState
-from shareproxy.kafka.context import BrokerContext, Connection, Pending
+from shareproxy.kafka.context import BrokerContext, Connection, Pending, Relayed
 from shareproxy.kafka.dispatch import BEFORE_AUTHENTICATION, api_name, handler_for
 from shareproxy.kafka.handlers import api_versions
 from shareproxy.kafka.responses import KioEntity
 from shareproxy.protocol.api_keys import ApiKey
 from shareproxy.protocol.codec import (
     MalformedRequest,
+    RawResponse,
     Request,
     UnsupportedRequest,
     decode_request,
@@ -50,6 +51,7 @@ from shareproxy.protocol.framing import (
 )
 from shareproxy.telemetry import metrics
 from shareproxy.telemetry.logs import STORE_OUTAGE, RateLimit, first_line
+from shareproxy.upstream.client import UpstreamError
 
 _SEND_BUFFER = 4 * 1024 * 1024
 _UNKNOWN_PEER = ("?", 0)  # a client gone before its address was read
@@ -303,9 +305,43 @@ class KafkaListener:
             body = await handler_for(request.api_key)(self.ctx, conn, request)
         except Exception as exc:
             body = self._failed(conn, request, exc)
+        if type(body) is Relayed:
+            return self._relayed(conn, request, started, body)
         if isinstance(body, Pending):
             return asyncio.create_task(self._finish(conn, request, started, body.answer))
         return self._chunks(conn, request, started, body)
+
+    def _relayed(
+        self, conn: Connection, request: Request, started: float, relayed: Relayed
+    ) -> Slot:
+        """A slot the upstream's answer fills from its future's callback: no task, and the
+        response is written in the round the answer arrives."""
+        answer = relayed.answer
+        slot = Slot(answer.cancel)
+
+        def arrived(_: Any) -> None:
+            if slot.ready:  # cancelled with its connection
+                return
+            try:
+                outcome: RawResponse | UpstreamError = answer.outcome()
+            except UpstreamError as exc:
+                outcome = exc
+            except asyncio.CancelledError:
+                slot.fill(None)
+                return
+            try:
+                body = relayed.finish(outcome)
+            except Exception as exc:
+                body = self._failed(conn, request, exc)
+            if isinstance(body, Pending):  # more to ask first
+                slot.wait_for(
+                    asyncio.create_task(self._finish(conn, request, started, body.answer))
+                )
+                return
+            slot.fill(self._chunks(conn, request, started, body))
+
+        answer.future.add_done_callback(arrived)
+        return slot
 
     async def _finish(
         self, conn: Connection, request: Request, started: float, answer: Awaitable[Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from collections.abc import Awaitable
+from collections.abc import Generator
 from datetime import timedelta
 from typing import Any
 
@@ -69,9 +69,9 @@ class UpstreamLink:
         """A client's request sent as it was encoded; the node's response body as it came."""
         return await (await self.start_relay(node_id, request))
 
-    async def start_relay(self, node_id: int, request: Request) -> Awaitable[RawResponse]:
-        """Send the request now and return its answer to await later: a client's requests
-        reach the broker in the order they were started, and several may be on their way."""
+    async def start_relay(self, node_id: int, request: Request) -> InFlight:
+        """Send the request now and return its answer on its way: a client's requests reach
+        the broker in the order they were started, and several may be on their way."""
         within = self._within(request.body)
         try:
             ready = self._conns.get(node_id)
@@ -87,16 +87,7 @@ class UpstreamLink:
             raise self._timed_out(node_id, within) from exc
         except Exception as exc:
             raise self._failed(node_id, exc) from exc
-        return self._answer(node_id, waiting, within)
-
-    async def _answer(self, node_id: int, waiting: Awaitable[Any], within: float) -> RawResponse:
-        try:
-            async with asyncio.timeout(within):  # no task of its own, unlike wait_for
-                return await waiting
-        except TimeoutError as exc:
-            raise self._timed_out(node_id, within) from exc
-        except Exception as exc:
-            raise self._failed(node_id, exc) from exc
+        return InFlight(self, node_id, within, waiting)
 
     async def _send(self, node_id: int, request: KioRequest | RawRequest, body: Any) -> Any:
         within = self._within(body)
@@ -116,10 +107,7 @@ class UpstreamLink:
 
     def _timed_out(self, node_id: int, within: float) -> UpstreamError:
         self._drop(node_id)
-        return UpstreamError(
-            f"upstream node {node_id} did not answer within {within:g}s",
-            ErrorCode.REQUEST_TIMED_OUT,
-        )
+        return _timeout(node_id, within)
 
     def _failed(self, node_id: int, exc: Exception) -> UpstreamError:
         self._drop(node_id)
@@ -157,3 +145,62 @@ class UpstreamLink:
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             conn.close(reason=CloseReason.SHUTDOWN)
+
+
+class InFlight:
+    """A relayed request's answer on its way: ``future`` is done when the broker answers, the
+    connection fails, or ``answer_within_s`` passes (its timer then fails it with the retriable
+    REQUEST_TIMED_OUT and drops the connection), and ``outcome`` reads it then. A caller may
+    await it, or, as the listener does, read it in a callback of ``future``: an answer written
+    in the round it arrives, with no task of its own."""
+
+    __slots__ = ("_link", "_node_id", "_timer", "future")
+
+    def __init__(
+        self, link: UpstreamLink, node_id: int, within: float, future: asyncio.Future[Any]
+    ) -> None:
+        self._link = link
+        self._node_id = node_id
+        self.future = future
+        self._timer = future.get_loop().call_later(within, self._expired, within)
+
+    def outcome(self) -> RawResponse:
+        """The broker's answer; UpstreamError where there is none. Only once ``future`` is
+        done; CancelledError where it was cancelled."""
+        self._timer.cancel()
+        exc = self.future.exception()
+        if exc is None:
+            answer: RawResponse = self.future.result()
+            return answer
+        if isinstance(exc, UpstreamError | asyncio.CancelledError) or not isinstance(
+            exc, Exception
+        ):
+            raise exc
+        raise self._link._failed(self._node_id, exc) from exc
+
+    def cancel(self) -> None:
+        """Nobody waits for the answer any more (its client left)."""
+        self._timer.cancel()
+        self.future.cancel()
+
+    def __await__(self) -> Generator[Any, None, RawResponse]:
+        try:
+            yield from self.future.__await__()
+        except asyncio.CancelledError:
+            self._timer.cancel()
+            raise
+        except Exception:
+            pass  # read by outcome
+        return self.outcome()
+
+    def _expired(self, within: float) -> None:
+        if not self.future.done():
+            # failed first: dropping the connection fails what it still owes with its own error
+            self.future.set_exception(_timeout(self._node_id, within))
+            self._link._drop(self._node_id)
+
+
+def _timeout(node_id: int, within: float) -> UpstreamError:
+    return UpstreamError(
+        f"upstream node {node_id} did not answer within {within:g}s", ErrorCode.REQUEST_TIMED_OUT
+    )

@@ -16,7 +16,9 @@ import warnings
 
 import pytest
 
+from shareproxy.kafka.context import Pending, Relayed
 from shareproxy.kafka.listener import MAX_PIPELINED, KafkaListener
+from shareproxy.protocol.codec import RawResponse, Request
 from tests.support.listener_context import listener_only
 
 PRODUCE, METADATA = 0, 3
@@ -216,4 +218,89 @@ async def test_an_answer_waiting_for_room_is_cancelled_when_its_connection_ends(
     assert len(upstream) == MAX_PIPELINED + 1
     await listener.stop(grace_s=0.1)
     assert all(answer.cancelled() for answer in upstream)
+    writer.close()
+
+
+class _InFlight:
+    """An upstream answer on its way, as ``UpstreamLink.start_relay`` returns it."""
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[RawResponse] = asyncio.get_running_loop().create_future()
+
+    def outcome(self) -> RawResponse:
+        return self.future.result()
+
+    def cancel(self) -> None:
+        self.future.cancel()
+
+
+@pytest.fixture
+def relayed(monkeypatch) -> list[_InFlight]:
+    """Every Produce relayed whole, its answer given by the test (``future.set_result``):
+    the listener's own ``_relayed`` writes it; ``finish`` asks for more first where the
+    broker's answer says ``"look again"``, as a Produce to a deleted topic does."""
+    owed: list[_InFlight] = []
+
+    async def looked_again():
+        await asyncio.sleep(0.05)
+        return RawResponse(PRODUCE, 9, b"looked")
+
+    def finish(outcome):
+        return Pending(looked_again()) if outcome.body == b"look again" else outcome
+
+    async def answer(self, conn, data):
+        api_key, _, cid = struct.unpack_from(">hhi", data)
+        if api_key != PRODUCE:
+            return [struct.pack(">ii", 4, cid)]
+        owed.append(_InFlight())
+        request = Request(PRODUCE, 9, cid, "c", None)
+        return self._relayed(conn, request, time.perf_counter(), Relayed(owed[-1], finish))
+
+    monkeypatch.setattr(KafkaListener, "_answer", answer)
+    return owed
+
+
+async def framed(reader: asyncio.StreamReader, n: int) -> list[tuple[int, bytes]]:
+    """(correlation id, body) of each of the next ``n`` answers: flexible ones (a tag byte
+    after the correlation id) for Produce, plain ones for the rest."""
+    out = []
+    for _ in range(n):
+        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 5))
+        frame = await asyncio.wait_for(reader.readexactly(size), 5)
+        (cid,) = struct.unpack_from(">i", frame)
+        out.append((cid, frame[5:] if size > 4 else b""))
+    return out
+
+
+async def test_relayed_answers_are_written_as_they_arrive_in_request_order(relayed):
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
+    await listener.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    writer.write(frame(PRODUCE, 1) + frame(PRODUCE, 2) + frame(PRODUCE, 3) + frame(METADATA, 4))
+    await writer.drain()
+    deadline = time.monotonic() + 3
+    while len(relayed) < 3 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    relayed[2].future.set_result(RawResponse(PRODUCE, 9, b"third"))
+    relayed[1].future.set_result(RawResponse(PRODUCE, 9, b"look again"))
+    await asyncio.sleep(0.1)
+    assert not reader._buffer, "an answer overtook the first"  # type: ignore[attr-defined]
+    relayed[0].future.set_result(RawResponse(PRODUCE, 9, b"first"))
+    assert await framed(reader, 4) == [(1, b"first"), (2, b"looked"), (3, b"third"), (4, b"")]
+    writer.close()
+    await listener.stop(grace_s=3)
+
+
+async def test_a_connection_that_ends_gives_up_its_relayed_answers_at_once(relayed):
+    listener = KafkaListener(listener_only(), "127.0.0.1", 0)
+    await listener.start()
+    _reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+    writer.write(b"".join(frame(PRODUCE, cid) for cid in range(1, MAX_PIPELINED + 2)))
+    await writer.drain()
+    deadline = time.monotonic() + 3
+    while len(relayed) <= MAX_PIPELINED and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert len(relayed) == MAX_PIPELINED + 1  # the last waits for room
+    await listener.stop(grace_s=0.1)
+    assert all(answer.future.cancelled() for answer in relayed)
     writer.close()

@@ -53,7 +53,7 @@ def _heartbeat() -> hb_req.HeartbeatRequest:
     )
 
 
-@pytest.mark.parametrize("how", ["relayed", "sent"])
+@pytest.mark.parametrize("how", ["relayed", "read as it arrives", "sent"])
 async def test_a_silent_upstream_times_out_retriably_instead_of_hanging(how):
     server, port = await _silent_broker()
     link = UpstreamLink(_upstream(port))  # type: ignore[arg-type]
@@ -61,9 +61,14 @@ async def test_a_silent_upstream_times_out_retriably_instead_of_hanging(how):
     started = time.monotonic()
     try:
         with pytest.raises(UpstreamError) as failed:
+            request = Request(ApiKey.HEARTBEAT, 4, 7, "c", body, raw_body=b"")
             if how == "relayed":
-                request = Request(ApiKey.HEARTBEAT, 4, 7, "c", body, raw_body=b"")
                 await asyncio.wait_for(link.relay(1, request), 20)
+            elif how == "read as it arrives":  # as the listener reads it: in a callback
+                answer = await link.start_relay(1, request)
+                await asyncio.wait_for(asyncio.wait([answer.future]), 20)
+                assert 1 not in link._conns, "the silent connection is kept"
+                answer.outcome()
             else:
                 await asyncio.wait_for(link.send(1, body), 20)
     finally:

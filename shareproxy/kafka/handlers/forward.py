@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import struct
 from collections import defaultdict
-from collections.abc import Awaitable
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -20,7 +20,7 @@ from uuid import UUID
 from shareproxy.core.acl import Operation, ResourceType
 from shareproxy.core.errors import ErrorCode
 from shareproxy.core.names import topic_name_problem
-from shareproxy.kafka.context import Connection, Pending
+from shareproxy.kafka.context import Connection, Pending, Relayed
 from shareproxy.kafka.contexts import RelayContext
 from shareproxy.kafka.handlers import produce_errors
 from shareproxy.kafka.responses import KioEntity, build_loose, error, schema_module
@@ -59,7 +59,7 @@ Failed = tuple[Any, list[Any], int, str]
 
 async def handle(
     ctx: RelayContext, conn: Connection, request: Request
-) -> KioEntity | Pending | None:
+) -> KioEntity | Relayed | None:
     topics_f, name_f, parts_f, index_f, resp_f = _SHAPES[request.api_key]
     body = request.body
     if request.api_key == ApiKey.FETCH and request.api_version >= 7:  # v7 brought fetch sessions
@@ -109,10 +109,9 @@ async def handle(
             answer = await link.start_relay(leader, request)
         except UpstreamError as e:
             return _relay_failed(request, topics, parts_f, e)
-        relayed = _relayed(answer, request, topics, parts_f)
         if request.api_key == ApiKey.PRODUCE:
-            return Pending(produce_errors.awaited(ctx, relayed, routed))
-        return Pending(relayed)
+            return Relayed(answer, functools.partial(_produced, ctx, request, topics, routed))
+        return Relayed(answer, functools.partial(_fetched, request, topics, parts_f))
     if acks_zero:  # sent with acks=1 and the answer dropped: an upstream that answers acks=0
         body = dataclasses.replace(body, acks=1)  # anyway would otherwise desynchronise the link
     subs = [
@@ -193,13 +192,27 @@ _NOTHING = {
 }
 
 
-async def _relayed(
-    answer: Awaitable[RawResponse], request: Request, topics: Any, parts_f: str
+def _fetched(
+    request: Request, topics: Any, parts_f: str, outcome: RawResponse | UpstreamError
 ) -> RawResponse | KioEntity:
-    try:
-        return await answer
-    except UpstreamError as e:
-        return _relay_failed(request, topics, parts_f, e)
+    """A relayed request's response body: the broker's answer, or every partition failed with
+    the upstream's retriable error."""
+    if isinstance(outcome, UpstreamError):
+        return _relay_failed(request, topics, parts_f, outcome)
+    return outcome
+
+
+def _produced(
+    ctx: RelayContext,
+    request: Request,
+    topics: Any,
+    routed: dict[str, UUID | None],
+    outcome: RawResponse | UpstreamError,
+) -> RawResponse | KioEntity | Pending:
+    """``_fetched``, with a write failed by a deletion of its topic made retriable."""
+    if isinstance(outcome, UpstreamError):
+        return _relay_failed(request, topics, "partition_data", outcome)
+    return produce_errors.checked(ctx, outcome, routed)
 
 
 def _relay_failed(request: Request, topics: Any, parts_f: str, e: UpstreamError) -> KioEntity:

@@ -22,11 +22,12 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
 from shareproxy.core.errors import ErrorCode
+from shareproxy.kafka.context import Pending
 from shareproxy.kafka.contexts import RelayContext
 from shareproxy.kafka.responses import KioEntity, error
 from shareproxy.protocol.codec import RawResponse, reader_for, response_type
@@ -44,13 +45,15 @@ _LOOKS = (0.0, 0.2, 0.5, 1.0)  # seconds before each look at the topic's metadat
 _JUST_CREATED_S = 10.0
 
 
-async def awaited(
-    ctx: RelayContext,
-    answer: Awaitable[RawResponse | KioEntity],
-    routed: Mapping[str, UUID | None],
-) -> RawResponse | KioEntity:
-    """``retriable_if_deleted`` of an answer still on its way."""
-    return await retriable_if_deleted(ctx, await answer, routed)
+def checked(
+    ctx: RelayContext, answer: RawResponse | KioEntity, routed: Mapping[str, UUID | None]
+) -> RawResponse | KioEntity | Pending:
+    """``answer`` as it came where no partition failed with UNKNOWN_SERVER_ERROR (read at
+    once, as the answer arrives); else ``retriable_if_deleted`` of it, still to be worked out."""
+    read, failed = _failures(answer)
+    if not failed:
+        return answer
+    return Pending(_remapped(ctx, answer, read, failed, routed))
 
 
 async def retriable_if_deleted(
@@ -58,17 +61,35 @@ async def retriable_if_deleted(
 ) -> RawResponse | KioEntity:
     """``answer`` with each UNKNOWN_SERVER_ERROR of a topic deleted since ``routed`` (the
     topic ids when the request was routed) turned into Kafka's retriable code."""
+    read, failed = _failures(answer)
+    if not failed:
+        return answer
+    return await _remapped(ctx, answer, read, failed, routed)
+
+
+def _failures(answer: RawResponse | KioEntity) -> tuple[Any, set[str]]:
+    """The answer read, and the topics with a partition failed UNKNOWN_SERVER_ERROR."""
     read = _read(answer)
     if read is None:
-        return answer
+        return None, set()
     failed = {
         t.name
         for t in read.responses
         for p in t.partition_responses
         if p.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     }
-    if not failed:
-        return answer
+    return read, failed
+
+
+async def _remapped(
+    ctx: RelayContext,
+    answer: RawResponse | KioEntity,
+    read: Any,
+    failed: set[str],
+    routed: Mapping[str, UUID | None],
+) -> RawResponse | KioEntity:
+    """``read`` (``answer`` read) with the codes of the deleted topics among ``failed`` made
+    Kafka's; ``answer`` as it came where none was deleted."""
     codes: dict[str, tuple[int, str]] = {}
     with contextlib.suppress(UpstreamError):  # not known afresh: passed on as it came
         for pause in _LOOKS:
@@ -84,9 +105,10 @@ async def retriable_if_deleted(
                 break
     if not codes:
         return answer
-    return dataclasses.replace(
+    entity: KioEntity = dataclasses.replace(
         read, responses=tuple(_mapped(t, codes.get(t.name)) for t in read.responses)
     )
+    return entity
 
 
 def _read(answer: RawResponse | KioEntity) -> Any:
