@@ -222,10 +222,13 @@ class KafkaListener:
         except Exception:
             log.exception("connection %s failed", peer)
         finally:
-            if answers is not None:
-                await answers.close()
             self._connections.pop(task, None)
             writer.close()
+            if answers is not None:  # before the link closes under what they wait for
+                # its one round of waiting may meet the cancellation of a shutdown's grace
+                # period running out: the connection closes all the same
+                with contextlib.suppress(asyncio.CancelledError):
+                    await answers.close()
             if conn.link is not None:
                 await conn.link.close()
             if not self._closing:  # at shutdown another node takes over what was acquired
@@ -333,12 +336,16 @@ class KafkaListener:
                 body = relayed.finish(outcome)
             except Exception as exc:
                 body = self._failed(conn, request, exc)
-            if isinstance(body, Pending):  # more to ask first
-                slot.wait_for(
-                    asyncio.create_task(self._finish(conn, request, started, body.answer))
-                )
-                return
-            slot.fill(self._chunks(conn, request, started, body))
+            try:
+                if isinstance(body, Pending):  # more to ask first
+                    slot.wait_for(
+                        asyncio.create_task(self._finish(conn, request, started, body.answer))
+                    )
+                    return
+                slot.fill(self._chunks(conn, request, started, body))
+            except Exception:  # never left unfilled: the connection's later answers wait on it
+                log.exception("answering %s failed", api_name(request.api_key))
+                slot.fill(None)
 
         answer.future.add_done_callback(arrived)
         return slot
