@@ -3,9 +3,12 @@ name being the Kafka error the same refusal gets on the Kafka listener."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from shareproxy.admin.auth import CHALLENGE, Unauthenticated
@@ -48,11 +51,54 @@ STATUS = {
 REFUSED = 400
 
 
+class Error(BaseModel):
+    """Every error's body."""
+
+    error_code: str = Field(
+        description="The Kafka error the same refusal gets on the Kafka listener (e.g. "
+        "GROUP_ID_NOT_FOUND), or what HTTP itself refused (INVALID_REQUEST, MALFORMED_JSON, "
+        "NOT_FOUND, METHOD_NOT_ALLOWED)"
+    )
+    message: str = Field(description="What failed, in one line")
+
+
 def body(code: str, message: str) -> dict[str, str]:
-    return {"error_code": code, "message": message}
+    return Error(error_code=code, message=message).model_dump()
+
+
+_INVALID = "The request does not fit the schemas: INVALID_REQUEST, its message naming each field"
+_OTHER = "Refused or failed: the status and error_code say why"
+
+
+def document(app: FastAPI) -> None:
+    """The OpenAPI document says what the errors are: FastAPI lists its own validation-error
+    schema for each operation's 422, a body this app never sends (``install`` answers every
+    error with ``Error``); and every other error status is ``default``, with the same body."""
+    made = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = made()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        if "Error" in components:  # made and corrected before
+            return schema
+        ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+        for item in schema.get("paths", {}).values():
+            for operation in item.values():
+                responses = operation.setdefault("responses", {})
+                if "422" in responses:
+                    responses["422"] = {"description": _INVALID, "content": ref}
+                responses["default"] = {"description": _OTHER, "content": ref}
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        components["Error"] = Error.model_json_schema()
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def install(app: FastAPI) -> None:
+    document(app)
+
     @app.exception_handler(ShareError)
     async def share_error(_: Request, exc: ShareError) -> JSONResponse:
         return JSONResponse(body(exc.code.name, exc.message), STATUS.get(exc.code, REFUSED))

@@ -103,9 +103,9 @@ def _errors() -> list[str]:
         "",
         f"Any other refusal is {errors.REFUSED}: the request met a rule. A call without valid "
         "credentials is 401, one an ACL refuses 403. A request that does not fit the schemas "
-        "below is 422 `INVALID_REQUEST`, its message naming each field (the body is the one "
-        "above, not the validation error schema the responses list), and a body that is not "
-        "JSON 400 `MALFORMED_JSON`.",
+        "below is 422 `INVALID_REQUEST`, its message naming each field, and a body that is not "
+        "JSON 400 `MALFORMED_JSON`. Every error has the body [Error](#schema-error); each "
+        "operation lists its 422 and, as `default`, every other error status.",
         "",
     ]
     return lines
