@@ -2,10 +2,10 @@
 soon as it and every answer before it are ready.
 
 A client may pipeline Produce and Fetch requests, as to a broker, and their answers come back
-from the upstream in any order across brokers. A pending answer is a task, or, for a request
-relayed whole, a ``Slot`` filled by a callback as the broker's answer arrives; once it is ready
-it is written, and whatever was waiting behind it, there and then: no writer task to wake, no
-queue to pass through.
+from the upstream in any order across brokers. A pending answer is a ``Slot``: filled by a
+callback as the broker's answer arrives (a request relayed whole), or by a task; once it is
+ready it is written, and whatever was waiting behind it, there and then: no writer task to wake,
+no queue to pass through.
 """
 
 from __future__ import annotations
@@ -42,9 +42,18 @@ class Slot:
         if self.on_ready is not None:
             self.on_ready()
 
+    @classmethod
+    def of(cls, task: asyncio.Task[Chunks | None]) -> Slot:
+        """A slot that ``task`` fills."""
+        slot = cls(_nothing)
+        slot.wait_for(task)
+        return slot
+
     def wait_for(self, task: asyncio.Task[Chunks | None]) -> None:
-        """Filled by ``task`` instead, which its cancellation then cancels, on the loop's next
-        round (``AnswersInOrder.close`` says why)."""
+        """Filled by ``task`` instead, which cancelling the slot cancels on the loop's next
+        round, by when a task made this round has started: a task cancelled before its first
+        step never starts the coroutines it was given, which would leave the upstream answer
+        they await unawaited and its failure unretrieved."""
 
         def cancel() -> None:
             task.get_loop().call_soon(task.cancel)
@@ -58,11 +67,16 @@ class Slot:
             self._cancel()
 
     def _finished(self, task: asyncio.Task[Chunks | None]) -> None:
+        # its own failure or cancellation: no answer (the listener answered or logged)
         ok = not task.cancelled() and task.exception() is None
         self.fill(task.result() if ok else None)
 
 
-Answer = Chunks | asyncio.Task[Chunks | None] | Slot
+def _nothing() -> None:
+    pass
+
+
+Answer = Chunks | Slot
 
 
 class AnswersInOrder:
@@ -100,8 +114,6 @@ class AnswersInOrder:
         self._owed.append(answer)
         if type(answer) is Slot:
             answer.on_ready = self._flush
-        elif isinstance(answer, asyncio.Task):
-            answer.add_done_callback(self._ready)
         self._flush()
         if self.broken:
             return
@@ -116,26 +128,16 @@ class AnswersInOrder:
 
     async def close(self) -> None:
         """The connection ended: nothing more is written, and answers still on their way are
-        cancelled (their clients are gone) before the caller closes the upstream link.
-
-        A slot waiting on the broker is cancelled at once, with the upstream's future. A task
-        is cancelled on the loop's next round, by when a task made this round has started: a
-        task cancelled before its first step never starts the coroutines it was given, which
-        would leave the upstream answer they await unawaited and its failure unretrieved. The
-        one round waited here lets the cancellations reach those answers, so closing the link
-        then fails none of them."""
+        cancelled (their clients are gone) before the caller closes the upstream link. A slot
+        waiting on the broker cancels its upstream future at once, one waiting on a task
+        cancels it on the loop's next round (``Slot.wait_for`` says why): the one round waited
+        here lets the cancellations reach those answers, so closing the link fails none."""
         self.broken = True
         cancelling = False
         for answer in self._owed:
-            if type(answer) is Slot:
-                cancelling = cancelling or not answer.ready
+            if type(answer) is Slot and not answer.ready:
                 answer.cancel()
-            elif isinstance(answer, asyncio.Task):
-                if not answer.done():
-                    answer.get_loop().call_soon(answer.cancel)
-                    cancelling = True
-                elif not answer.cancelled():
-                    answer.exception()  # retrieved: never logged as unretrieved
+                cancelling = True
         if cancelling:
             await asyncio.sleep(0)
 
@@ -148,9 +150,6 @@ class AnswersInOrder:
             self._moved = asyncio.get_running_loop().create_future()
         await self._moved
 
-    def _ready(self, _: asyncio.Task[Chunks | None]) -> None:
-        self._flush()
-
     def _flush(self) -> None:
         """Write every answer at the head that is ready."""
         owed, wrote = self._owed, False
@@ -161,14 +160,8 @@ class AnswersInOrder:
                 if not head.ready:
                     break
                 chunks = head.chunks
-            elif isinstance(head, asyncio.Task):
-                if not head.done():
-                    break
-                # its own failure or cancellation: no answer (the listener answered or logged)
-                ready = not head.cancelled() and head.exception() is None
-                chunks = head.result() if ready else None
             else:
-                chunks = head  # type: ignore[assignment]  # neither: the chunks themselves
+                chunks = head  # type: ignore[assignment]  # not a slot: the chunks themselves
             owed.popleft()
             wrote = True
             if chunks and not self.broken:

@@ -311,7 +311,7 @@ class KafkaListener:
         if type(body) is Relayed:
             return self._relayed(conn, request, started, body)
         if isinstance(body, Pending):
-            return asyncio.create_task(self._finish(conn, request, started, body.answer))
+            return Slot.of(asyncio.create_task(self._finish(conn, request, started, body.answer)))
         return self._chunks(conn, request, started, body)
 
     def _relayed(

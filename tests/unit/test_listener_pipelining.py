@@ -16,6 +16,7 @@ import warnings
 
 import pytest
 
+from shareproxy.kafka.answer_order import Slot
 from shareproxy.kafka.context import Pending, Relayed
 from shareproxy.kafka.listener import MAX_PIPELINED, KafkaListener
 from shareproxy.protocol.codec import RawResponse, Request
@@ -44,7 +45,7 @@ def handled(monkeypatch) -> list[int]:
                 await asyncio.sleep(0.3 - 0.05 * (cid % 5))
                 return [struct.pack(">ii", 4, cid)]
 
-            return asyncio.create_task(later())
+            return Slot.of(asyncio.create_task(later()))
         return [struct.pack(">ii", 4, cid)]
 
     monkeypatch.setattr(KafkaListener, "_answer", answer)
@@ -156,7 +157,7 @@ def upstream(monkeypatch) -> list[asyncio.Future[list[bytes]]]:
         if api_key != PRODUCE:
             return [struct.pack(">ii", 4, cid)]
         owed.append(asyncio.get_running_loop().create_future())
-        return asyncio.create_task(finish(relayed(owed[-1])))
+        return Slot.of(asyncio.create_task(finish(relayed(owed[-1]))))
 
     monkeypatch.setattr(KafkaListener, "_answer", answer)
     return owed
