@@ -22,6 +22,7 @@ from kio.schema.describe_share_group_offsets.v1 import request as describe_offse
 
 from shareproxy.demo.tansu import TansuBroker
 from shareproxy.kafka.context import KNOWN_TOPICS_WAIT_S
+from shareproxy.runtime.groups.partition_views import LOG_END_WAIT_S
 from tests.support.kafka_client import call
 from tests.support.proxy import ProxyProcess
 from tests.support.relay import TcpRelay
@@ -105,7 +106,10 @@ def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic
 
 
 @pytest.mark.floors
-def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(postgres):
+@pytest.mark.parametrize("cluster", ["stopped", "hanging"])
+def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(postgres, cluster):
+    """Also while the cluster hangs (it accepts requests and never answers): the views wait
+    ``LOG_END_WAIT_S`` for a log end, not a request timeout per partition."""
     broker = TansuBroker().start()
     url = postgres.create_database(f"up{uuid.uuid4().hex[:6]}", template="template_migrated")
     p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest")
@@ -117,7 +121,12 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
             accept_some(http, GROUP, t)
             before = http.get(f"/v1/share-groups/{GROUP}/offsets").json()["partitions"]
             assert [(x["start_offset"], x["lag"]) for x in before] == [(5, 15)]
-            broker.stop()
+            if cluster == "stopped":
+                broker.stop()
+            else:
+                assert broker.proc is not None
+                broker.proc.send_signal(signal.SIGSTOP)
+            started = time.monotonic()
             for topics in (
                 None,
                 (
@@ -143,7 +152,10 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
             [row] = rest.json()["partitions"]
             assert (row["start_offset"], row["lag"], row["high_watermark"]) == (5, None, None)
             assert rest.json()["total_lag"] is None
+            assert time.monotonic() - started < 3 * (LOG_END_WAIT_S + 5)
     finally:
+        if broker.proc is not None:
+            broker.proc.send_signal(signal.SIGCONT)
         p.stop()
         broker.stop()
     problems = [x for x in p.log().splitlines() if " ERROR shareproxy" in x or "Traceback" in x]

@@ -3,6 +3,7 @@ they hold back. Kept apart so the use cases read as steps."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from uuid import UUID
 
@@ -16,6 +17,11 @@ from shareproxy.runtime.consuming.partitions import SharePartitions
 from shareproxy.runtime.groups.group_views import PartitionOffsets, PendingDeadLetters
 from shareproxy.upstream.client import Upstream, UpstreamError
 from shareproxy.upstream.lookups import UpstreamOffsets, topic_named
+
+# how long an offsets view waits on the upstream for a partition's log end; once one such wait
+# runs out, the view asks no more (a cluster that accepts requests and does not answer would
+# otherwise hold it for a request timeout per partition)
+LOG_END_WAIT_S = 2.0
 
 Ranges = list[tuple[int, int, RecordState]]  # (first, last, state) in offset order
 Waiting = list[tuple[int, int, int]]  # (first, last, delivery time) of ranges not due yet
@@ -44,18 +50,23 @@ async def lag(
     upstream: Upstream,
     key: SharePartitionKey,
     topic: str,
+    within_s: float | None = LOG_END_WAIT_S,
 ) -> PartitionLag | None:
     """From the live engine where this node leads the share-partition, else from the store;
-    None: it has no state. The high watermark unknown (upstream down) leaves the lag unknown."""
+    None: it has no state. The high watermark unknown (upstream down, not answering within
+    ``within_s``, or not to be asked: None) leaves the lag unknown."""
     held = await snapshot(partitions, store, key)
     if held is None:
         return None
     spso, speo, ranges, waiting = held
-    offsets = UpstreamOffsets(upstream, topic, key.partition)
-    try:
-        hwm: int | None = await offsets.latest_offset()
-    except UpstreamError:  # the lag is unknown; the stored offsets are still worth answering
-        hwm = None
+    hwm: int | None = None
+    if within_s is not None:
+        offsets = UpstreamOffsets(upstream, topic, key.partition)
+        try:
+            async with asyncio.timeout(within_s):
+                hwm = await offsets.latest_offset()
+        except (UpstreamError, TimeoutError):  # the lag unknown; the stored offsets still count
+            hwm = None
     return partition_lag(spso, speo, ranges, hwm, waiting)
 
 
@@ -101,6 +112,8 @@ async def offsets(
                 SharePartitionKey(group_id, named.topic_id, p) for p in range(named.partition_count)
             ]
     names = topic_names(upstream)
+    loop = asyncio.get_running_loop()
+    within: float | None = LOG_END_WAIT_S
     out = []
     for key in keys:
         name = names.get(key.topic_id)
@@ -117,12 +130,16 @@ async def offsets(
             continue
         info = upstream.topics.get(name)
         epoch = info.leader_epochs.get(key.partition, 0) if info is not None else 0
+        started = loop.time()
+        found = await lag(partitions, store, upstream, key, name, within)
+        if within is not None and loop.time() - started >= within:  # the cluster hangs
+            within = None
         out.append(
             PartitionOffsets(
                 name,
                 key.topic_id,
                 key.partition,
-                await lag(partitions, store, upstream, key, name),
+                found,
                 leader_epoch=epoch,
             )
         )
