@@ -22,6 +22,7 @@ from kio.schema.describe_share_group_offsets.v1 import request as describe_offse
 
 from shareproxy.demo.tansu import TansuBroker
 from shareproxy.kafka.context import KNOWN_TOPICS_WAIT_S
+from shareproxy.runtime.consuming.upstream_feed import READ_WAIT_PAST_MAX_WAIT_MS
 from shareproxy.runtime.groups.partition_views import LOG_END_WAIT_S
 from tests.support.kafka_client import call
 from tests.support.proxy import ProxyProcess
@@ -109,7 +110,9 @@ def test_a_store_outage_is_a_503_in_one_line_logged_once(broker, postgres, topic
 @pytest.mark.parametrize("cluster", ["stopped", "hanging"])
 def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(postgres, cluster):
     """Also while the cluster hangs (it accepts requests and never answers): the views wait
-    ``LOG_END_WAIT_S`` for a log end, not a request timeout per partition."""
+    ``LOG_END_WAIT_S`` for a log end, not a request timeout per partition; and a fetch gives up
+    on its upstream read ``READ_WAIT_PAST_MAX_WAIT_MS`` past its wait, answering what the
+    cache holds (then nothing), not the upstream's request timeout later."""
     broker = TansuBroker().start()
     url = postgres.create_database(f"up{uuid.uuid4().hex[:6]}", template="template_migrated")
     p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest")
@@ -153,6 +156,15 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
             assert (row["start_offset"], row["lag"], row["high_watermark"]) == (5, None, None)
             assert rest.json()["total_lag"] is None
             assert time.monotonic() - started < 3 * (LOG_END_WAIT_S + 5)
+            # the cache holds offsets 5-19; asked for more, the fetch reads upstream as well
+            fetch = {"topics": [t], "max_wait_ms": 500, "max_records": 50}
+            longest = (500 + READ_WAIT_PAST_MAX_WAIT_MS) / 1000 + 5
+            for offsets in (list(range(5, 20)), []):
+                started = time.monotonic()
+                got = http.post(f"/v1/share-groups/{GROUP}/records/fetch", json=fetch)
+                assert got.status_code == 200, got.text
+                assert [r["offset"] for r in got.json()["records"]] == offsets, got.text
+                assert time.monotonic() - started < longest
     finally:
         if broker.proc is not None:
             broker.proc.send_signal(signal.SIGCONT)

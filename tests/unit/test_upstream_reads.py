@@ -15,6 +15,7 @@ from shareproxy.core.group_settings import GroupSettings
 from shareproxy.core.share_partition import SharePartition
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.core.store import SharePartitionKey
+from shareproxy.runtime.consuming import consumption as consumption_module
 from shareproxy.runtime.consuming.cache_budget import CacheBudget
 from shareproxy.runtime.consuming.consumption import Consumption
 from shareproxy.runtime.consuming.leader import SharePartitionLeader
@@ -231,3 +232,17 @@ async def test_a_partition_never_written_is_left_to_the_tail_poll_under_way():
         assert await fetch() == [(0, 4)]
     finally:
         await feed.stop()
+
+
+async def test_a_fetch_gives_up_on_an_upstream_read_that_never_answers(monkeypatch):
+    """A cluster that hangs holds a Fetch for the upstream's request timeout; a request waits
+    on its own read ``READ_WAIT_PAST_MAX_WAIT_MS`` past its MaxWait at most, then answers from
+    the cache (here nothing), and the read is dropped."""
+    monkeypatch.setattr(consumption_module, "READ_WAIT_PAST_MAX_WAIT_MS", 50)
+    upstream, _feed, leader, consumption = _one_partition()
+    upstream.append(5)
+    upstream.hold_from[0] = asyncio.Event()  # never set: the broker never answers
+    assert await asyncio.wait_for(_acquired_at_once(consumption, leader), 5) == []
+    assert upstream.asked == [0]
+    # once the cluster answers again, so does the next fetch
+    assert await _acquired_at_once(consumption, leader) == [(0, 4)]

@@ -17,7 +17,11 @@ from shareproxy.core.states import AcquireMode
 from shareproxy.core.store import ShareStateStore
 from shareproxy.runtime.consuming.leader import Acquisition, SharePartitionLeader
 from shareproxy.runtime.consuming.partitions import SharePartitions
-from shareproxy.runtime.consuming.upstream_feed import TAIL_POLL_MS, UpstreamFeed
+from shareproxy.runtime.consuming.upstream_feed import (
+    READ_WAIT_PAST_MAX_WAIT_MS,
+    TAIL_POLL_MS,
+    UpstreamFeed,
+)
 from shareproxy.upstream.client import UpstreamError
 
 
@@ -123,8 +127,14 @@ class Consumption:
             # interest first, then look: a change between the two cannot be missed
             changed = [leader.changed() for leader in leaders]
             # an unreachable upstream leaves the caches as they are: answered empty, retried
+            remaining = deadline - self._clock_ms()
             with contextlib.suppress(UpstreamError):
-                await self._feed.read(leaders, max_wait_ms=1, room=(max_records, max_bytes))
+                await self._feed.read(
+                    leaders,
+                    max_wait_ms=1,
+                    room=(max_records, max_bytes),
+                    within_ms=max(remaining, 0) + READ_WAIT_PAST_MAX_WAIT_MS,
+                )
             budget, room = max_records, max_bytes
             remaining = deadline - self._clock_ms()
             if remaining > 0 and min_bytes > 1 and not _min_bytes_ready(leaders, min_bytes):
@@ -133,7 +143,12 @@ class Consumption:
                 step = min(remaining, TAIL_POLL_MS)
                 started = self._clock_ms()
                 with contextlib.suppress(UpstreamError):
-                    await self._feed.read(leaders, max_wait_ms=step, beyond_cache=True)
+                    await self._feed.read(
+                        leaders,
+                        max_wait_ms=step,
+                        beyond_cache=True,
+                        within_ms=step + READ_WAIT_PAST_MAX_WAIT_MS,
+                    )
                 if self._clock_ms() - started < step and not _min_bytes_ready(leaders, min_bytes):
                     # nothing to long-poll (no room for locks, say): wait for a change instead
                     await asyncio.wait(

@@ -29,6 +29,9 @@ UPSTREAM_PARTITION_BYTES = 8 * 1024 * 1024
 READ_AHEAD_LOW_BYTES = 4 * 1024 * 1024
 # how long one upstream long poll for idle partitions may wait
 TAIL_POLL_MS = 250
+# a request waits on its own upstream read this much past its MaxWait at most: a cluster that
+# hangs (accepts requests, never answers) would hold it for the upstream's request timeout
+READ_WAIT_PAST_MAX_WAIT_MS = 2000
 
 FetchRoom = tuple[int, int]  # the records and bytes a fetch may still take
 
@@ -138,10 +141,13 @@ class UpstreamFeed:
         max_wait_ms: int,
         beyond_cache: bool = False,
         room: FetchRoom | None = None,
+        within_ms: int | None = None,
     ) -> None:
         """Fill the caches of the leaders that need data, in one upstream fetch per node: always
         (a request waits on it), but asking less per partition as the caches near their bound.
-        ``room``: the records and bytes the fetch may take, read for where the cache is short."""
+        ``room``: the records and bytes the fetch may take, read for where the cache is short;
+        ``within_ms``: how long a request may wait on it (UpstreamError past that, the fetch
+        dropped)."""
         wanted: dict[tuple[str, int], int] = {}
         owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
         asks_now = max_wait_ms <= 1 and not beyond_cache  # a request's read, not a long poll
@@ -163,14 +169,24 @@ class UpstreamFeed:
         # the bound, a MaxBytes of the room would cut it to one partition's batch.
         max_bytes = FETCH_MAX_BYTES if asks_now else self.budget.response_bytes(FETCH_MAX_BYTES)
         turn = self._over_bound if asks_now and self.budget.is_over() else contextlib.nullcontext()
-        async with turn:
-            data = await self.upstream.fetch(
-                wanted,
-                max_wait_ms=max_wait_ms,
-                isolation_level=isolation,
-                max_bytes=max_bytes,
-                partition_max_bytes=self.budget.read_size(UPSTREAM_PARTITION_BYTES, len(wanted)),
-            )
+        bound = contextlib.nullcontext() if within_ms is None else asyncio.timeout(within_ms / 1000)
+        try:
+            async with bound, turn:
+                data = await self.upstream.fetch(
+                    wanted,
+                    max_wait_ms=max_wait_ms,
+                    isolation_level=isolation,
+                    max_bytes=max_bytes,
+                    partition_max_bytes=self.budget.read_size(
+                        UPSTREAM_PARTITION_BYTES, len(wanted)
+                    ),
+                )
+        except TimeoutError:
+            if not isinstance(bound, asyncio.Timeout) or not bound.expired():
+                raise
+            raise UpstreamError(
+                f"the Kafka cluster did not answer a Fetch in {within_ms} ms"
+            ) from None
         at_end: list[SharePartitionLeader] = []
         for tp, d in data.items():
             d.records = worth_keeping(d.records)  # not one partition pinning the whole frame
