@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -136,9 +137,11 @@ def share_read(
     latencies: list | None = None,
     client: dict | None = None,
     explicit: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> Drain:
     """Consumer i bootstraps at ``bootstrap[i % len]`` when several nodes are given; explicit:
-    every record acknowledged (ACCEPT) and ``commit_sync`` after each poll that returned any."""
+    every record acknowledged (ACCEPT) and ``commit_sync`` after each poll that returned any;
+    ``progress`` is told the records delivered so far after each poll that returned any."""
     servers = [bootstrap] if isinstance(bootstrap, str) else bootstrap
     if explicit:
         client = {**(client or {}), "share.acknowledgement.mode": "explicit"}
@@ -164,6 +167,8 @@ def share_read(
                 if ok and not first:
                     first.append(time.monotonic())
                 total[0] += len(ok)
+                if progress is not None and ok:
+                    progress(total[0])
                 if latencies is not None:
                     latencies.extend(now - m.timestamp()[1] for m in ok)
                 if total[0] >= count:
