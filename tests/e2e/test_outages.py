@@ -22,6 +22,7 @@ from kio.schema.describe_share_group_offsets.v1 import request as describe_offse
 
 from shareproxy.demo.tansu import TansuBroker
 from shareproxy.kafka.context import KNOWN_TOPICS_WAIT_S
+from shareproxy.runtime.consuming.partitions import LOAD_WAIT_S
 from shareproxy.runtime.consuming.upstream_feed import READ_WAIT_PAST_MAX_WAIT_MS
 from shareproxy.runtime.groups.partition_views import LOG_END_WAIT_S
 from tests.support.kafka_client import call
@@ -112,7 +113,8 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
     """Also while the cluster hangs (it accepts requests and never answers): the views wait
     ``LOG_END_WAIT_S`` for a log end, not a request timeout per partition; and a fetch gives up
     on its upstream read ``READ_WAIT_PAST_MAX_WAIT_MS`` past its wait, answering what the
-    cache holds (then nothing), not the upstream's request timeout later."""
+    cache holds (then nothing), not the upstream's request timeout later; a fetch for a group
+    the proxy has not loaded is answered retriable after ``LOAD_WAIT_S`` at most."""
     broker = TansuBroker().start()
     url = postgres.create_database(f"up{uuid.uuid4().hex[:6]}", template="template_migrated")
     p = ProxyProcess(broker.bootstrap, url, auto_offset_reset="earliest")
@@ -165,6 +167,12 @@ def test_offsets_without_the_upstream_are_the_stored_ones_with_the_lag_unknown(p
                 assert got.status_code == 200, got.text
                 assert [r["offset"] for r in got.json()["records"]] == offsets, got.text
                 assert time.monotonic() - started < longest
+            # a group new to the proxy: its share-partition cannot load without the cluster
+            started = time.monotonic()
+            got = http.post("/v1/share-groups/g-new/records/fetch", json=fetch)
+            assert got.status_code == 503, got.text
+            assert got.json()["error_code"] == "UPSTREAM_UNAVAILABLE", got.text
+            assert time.monotonic() - started < LOAD_WAIT_S + 5
     finally:
         if broker.proc is not None:
             broker.proc.send_signal(signal.SIGCONT)

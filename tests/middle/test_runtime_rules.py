@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,8 @@ from shareproxy.core.acknowledgement import AckBatch
 from shareproxy.core.errors import ErrorCode, ShareError
 from shareproxy.core.states import AcknowledgeType, AcquireMode
 from shareproxy.runtime.consuming.consumers import FetchLimits
+from shareproxy.runtime.consuming.partitions import LOAD_WAIT_S
+from shareproxy.upstream.client import UpstreamError
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 from tests.support.runtime import SlowWrites
 from tests.support.share_calls import ACCEPT, GROUP, RELEASE, ack, acquire, fetch, key, ranges
@@ -120,6 +123,35 @@ async def test_concurrent_first_uses_load_a_share_partition_once(runtime: Middle
     assert all(leader is loaded[0] for leader in loaded)
     stored = await runtime.store.read(key(tp))
     assert stored is not None and stored.state_epoch == loaded[0].state_epoch == 1
+
+
+@on_middle_runtime
+async def test_a_load_the_cluster_holds_up_is_answered_retriable_and_goes_on(
+    runtime: MiddleRuntime,
+):
+    """A cluster that hangs would hold a request on a share-partition's load for the
+    upstream's request timeout: it waits ``LOAD_WAIT_S``, then the load goes on, once, for
+    the requests after it."""
+    t = runtime.topic()
+    tp = await runtime.partition(t)
+    answering = asyncio.Event()
+    list_offset = runtime.cluster.list_offset
+
+    async def held(*args: Any, **kwargs: Any) -> int | None:
+        await answering.wait()
+        return await list_offset(*args, **kwargs)
+
+    runtime.cluster.list_offset = held  # type: ignore[method-assign]
+    asked = runtime.now()
+    with pytest.raises(UpstreamError) as refused:
+        async with asyncio.timeout(2 * LOAD_WAIT_S):  # never past it
+            await runtime.partitions.leader(GROUP, *tp)
+    assert refused.value.code == ErrorCode.REQUEST_TIMED_OUT
+    assert runtime.now() - asked == LOAD_WAIT_S
+    answering.set()
+    leader = await runtime.partitions.leader(GROUP, *tp)
+    assert runtime.now() - asked == LOAD_WAIT_S  # the load under way ended at once
+    assert leader.state_epoch == 1  # loaded once: its state claimed once
 
 
 @on_middle_runtime

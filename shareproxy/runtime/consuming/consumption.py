@@ -49,21 +49,26 @@ class Consumption:
         """The leaders of a share session's partitions, and an error code for each one that
         cannot be led: UNKNOWN_TOPIC_ID for a topic id upstream does not have (deleted, or
         never), UNKNOWN_TOPIC_OR_PARTITION for a partition its topic does not have, the
-        upstream's retriable error when it cannot answer."""
+        upstream's retriable error when it cannot answer (for the loads after it too: each would
+        wait as long)."""
         found: list[SharePartitionLeader] = []
         errors: dict[TopicPartition, int] = {}
         ready = self._partitions.ready
+        unreachable: int | None = None  # once one load could not reach upstream, no more wait
         for tp in partitions:
             leader = ready(group_id, *tp)
             if leader is not None:
                 found.append(leader)
+                continue
+            if unreachable is not None:
+                errors[tp] = unreachable
                 continue
             try:
                 found.append(await self._partitions.leader(group_id, *tp))
             except ShareError as e:
                 errors[tp] = e.code
             except UpstreamError as e:
-                errors[tp] = e.code
+                errors[tp] = unreachable = e.code
         return found, errors
 
     async def acknowledge(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
@@ -38,6 +39,10 @@ log = logging.getLogger(__name__)
 LOCK_EXPIRY_CHECK_MS = 50
 # how often a load creates a share-partition's state that a deletion keeps removing
 CLAIM_TRIES = 3
+# how long a request waits on a share-partition's load; past it the request is answered
+# retriable while the load goes on (a cluster that hangs holds a ListOffsets for the upstream's
+# request timeout, longer than clients wait)
+LOAD_WAIT_S = 3.0
 
 
 class SharePartitions:
@@ -72,7 +77,7 @@ class SharePartitions:
         self.settings_for = settings_for
         self.clock_ms = clock_ms
         self._leaders: dict[SharePartitionKey, SharePartitionLeader] = {}
-        self._loading: dict[SharePartitionKey, asyncio.Lock] = {}
+        self._loads: dict[SharePartitionKey, asyncio.Task[SharePartitionLeader]] = {}
         self._swept_ms = clock_ms()  # when expire_due last looked
         # idle share-partitions' log ends, so their lag grows while no consumer reads
         self.log_ends = LogEnds(upstream, self.led)
@@ -103,13 +108,18 @@ class SharePartitions:
     async def stop(self) -> None:
         for job in self._jobs:
             await job.stop()
+        loads = list(self._loads.values())
+        for task in loads:
+            task.cancel()
+        await asyncio.gather(*loads, return_exceptions=True)
 
     # ------------------------------------------------------------------ loading
     async def leader(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader:
         """The loaded leader of this share-partition; raises a ShareError for a topic id
         (UNKNOWN_TOPIC_ID) or partition (UNKNOWN_TOPIC_OR_PARTITION) upstream does not have,
-        UpstreamError if upstream cannot answer; NOT_LEADER_OR_FOLLOWER for a partition another
-        node leads: loading it here would claim its state and fence that node."""
+        UpstreamError if upstream cannot answer, or the load takes over ``LOAD_WAIT_S`` (it goes
+        on for the next request); NOT_LEADER_OR_FOLLOWER for a partition another node leads:
+        loading it here would claim its state and fence that node."""
         self._require_led(topic_id, partition)
         key = SharePartitionKey(group_id, topic_id, partition)
         current = self._leaders.get(key)
@@ -117,25 +127,47 @@ class SharePartitions:
             if topic_id not in self.upstream.topics_by_id:
                 await self._confirm_gone(current)
             return current
-        loading = self._loading.setdefault(key, asyncio.Lock())
-        async with loading:
-            self._require_led(topic_id, partition)  # the live nodes may have changed meanwhile
-            current = self._leaders.get(key)
-            if current is not None and current.valid:
-                return current
-            try:
-                loaded = await self._load(key)
-            except StoreUnavailable as exc:  # not led until its state is loaded
-                STORE_OUTAGE.failed(f"loading {key}", first_line(exc))
-                raise ShareError(
-                    PARTITION_STATE_UNAVAILABLE,
-                    "the share-group state store cannot be reached: retry",
-                ) from exc
-            if not self.leads(topic_id, partition):  # moved while it loaded: not ours
-                loaded.invalidate()
-                self._require_led(topic_id, partition)
-            self._leaders[key] = loaded
-            return loaded
+        task = self._loads.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._load_led(key))
+            self._loads[key] = task
+            task.add_done_callback(functools.partial(self._loaded, key))
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), LOAD_WAIT_S)
+        except TimeoutError:
+            raise UpstreamError(
+                f"share-partition {partition} of topic {topic_id} of group {group_id!r} is still "
+                f"loading after {LOAD_WAIT_S:g} s (the Kafka cluster or the state store is slow "
+                "to answer): retry"
+            ) from None
+
+    async def _load_led(self, key: SharePartitionKey) -> SharePartitionLeader:
+        """One load of a share-partition, shared by every request asking for it meanwhile."""
+        self._require_led(key.topic_id, key.partition)  # the live nodes may have changed
+        current = self._leaders.get(key)
+        if current is not None and current.valid:
+            return current
+        try:
+            loaded = await self._load(key)
+        except StoreUnavailable as exc:  # not led until its state is loaded
+            STORE_OUTAGE.failed(f"loading {key}", first_line(exc))
+            raise ShareError(
+                PARTITION_STATE_UNAVAILABLE,
+                "the share-group state store cannot be reached: retry",
+            ) from exc
+        if not self.leads(key.topic_id, key.partition):  # moved while it loaded: not ours
+            loaded.invalidate()
+            self._require_led(key.topic_id, key.partition)
+        self._leaders[key] = loaded
+        return loaded
+
+    def _loaded(self, key: SharePartitionKey, task: asyncio.Task[SharePartitionLeader]) -> None:
+        """A load ended: the next request for the share-partition loads it again if it
+        failed. Its error was answered to whoever still waited, or to nobody: read here."""
+        if self._loads.get(key) is task:
+            del self._loads[key]
+        if not task.cancelled():
+            task.exception()
 
     def ready(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionLeader | None:
         """What ``leader`` answers without awaiting anything, the common case of every fetch: a
