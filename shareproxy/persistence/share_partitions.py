@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from shareproxy.core.store import LoadedState, SharePartitionKey
-from shareproxy.persistence import stored_state
+from shareproxy.persistence import claim_postgres, stored_state
 from shareproxy.persistence.groups import insert_group
 from shareproxy.persistence.sql import (
     ARCHIVED_KEY,
@@ -97,6 +97,8 @@ class SharePartitionStates:
 
     async def claim(self, key: SharePartitionKey) -> LoadedState | None:
         """Take the next state epoch (fencing the previous leader) and load the state."""
+        if self.engine.dialect.name == "postgresql":
+            return await claim_postgres.claim(self.engine, key)
         async with self.engine.begin() as conn:
             return await _claim(conn, key)
 
@@ -105,6 +107,8 @@ class SharePartitionStates:
     ) -> LoadedState | None:
         """The state created unless it exists, then claimed: one transaction, not the two of
         ``initialize`` and ``claim`` (a thousand new share-partitions load at a group's start)."""
+        if self.engine.dialect.name == "postgresql":
+            return await claim_postgres.claim_new(self.engine, key, start_offset, topic_name)
         return await self._created(key, start_offset, topic_name, _claim)
 
     async def reset(

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 from sqlalchemy import text
 
@@ -454,6 +455,39 @@ async def test_a_group_deleted_while_ensured_is_created_again(postgres, monkeypa
         record = await store.ensure_group("g1")
         assert deleted == ["g1"] and record.group_id == "g1"
         assert await store.get_group("g1") is not None
+    finally:
+        await other.dispose()
+        await engine.dispose()
+
+
+async def test_a_group_deleted_while_its_share_partition_is_created_is_none(postgres, monkeypatch):
+    """A load creates a new share-partition's state while an admin may delete the group: a
+    delete that commits between the group's insert (the row was there) and the snapshot's
+    makes the claim None, and the load starts over; nothing is left half made."""
+    url = postgres.create_database(f"t{uuid.uuid4().hex[:8]}", "template_migrated")
+    engine, other = create_engine(url), create_engine(url)
+    store = SqlShareStateStore(engine)
+    await store.ensure_group("g1")
+    execute = asyncpg.Connection.execute
+    deleted = []
+
+    async def deleted_after_the_group_insert(self, query, *args, **kwargs):
+        done = await execute(self, query, *args, **kwargs)
+        if query.startswith("INSERT INTO share_groups") and not deleted:
+            async with other.begin() as c:  # another transaction, committed right now
+                await c.execute(text("DELETE FROM share_groups WHERE group_id = 'g1'"))
+            deleted.append(args[0])
+        return done
+
+    monkeypatch.setattr(asyncpg.Connection, "execute", deleted_after_the_group_insert)
+    try:
+        assert await store.claim_new(key(), 5, "orders") is None
+        assert deleted == ["g1"]
+        assert await store.read(key()) is None and await store.get_group("g1") is None
+        monkeypatch.undo()
+        claimed = await store.claim_new(key(), 5, "orders")  # the load's next try
+        assert claimed is not None and claimed.state_epoch == 1
+        assert claimed.state.start_offset == 5
     finally:
         await other.dispose()
         await engine.dispose()
