@@ -74,6 +74,9 @@ async def _claimed(
                 if row is None:
                     return None
                 updates = await driver.fetch(_UPDATES, *where)
+                # read inside the transaction: state this build cannot read (a newer one's,
+                # in a rolling upgrade) rolls the claim back rather than fence its leader
+                return _loaded(row, updates)
         except asyncpg.ForeignKeyViolationError:  # the group's row was deleted under it
             return None
         except BaseException as exc:  # the pool cannot tell what state the connection is in
@@ -81,6 +84,10 @@ async def _claimed(
             raise
     finally:
         await greenlet_spawn(pooled.close)
+
+
+def _loaded(row: asyncpg.Record, updates: list[asyncpg.Record]) -> LoadedState:
+    """The claimed snapshot row with its update rows replayed in the order written."""
     state_epoch, snapshot_epoch, start_offset, batches = row
     snapshot = SimpleNamespace(start_offset=start_offset, state_batches=json.loads(batches))
     deltas = (StateDelta(s, tuple(batches_from_rows(json.loads(b)))) for s, b in updates)

@@ -493,6 +493,24 @@ async def test_a_group_deleted_while_its_share_partition_is_created_is_none(post
         await engine.dispose()
 
 
+async def test_state_this_build_cannot_read_is_not_claimed(postgres):
+    """A state written by a newer build (a rolling upgrade) that this one cannot read fails
+    the claim without taking the state epoch: its current leader is not fenced by a node
+    that cannot lead it."""
+    url = postgres.create_database(f"t{uuid.uuid4().hex[:8]}", "template_migrated")
+    engine = create_engine(url)
+    store = SqlShareStateStore(engine)
+    try:
+        assert (await store.claim_new(key(), 0, "orders")).state_epoch == 1
+        async with engine.begin() as c:
+            await c.execute(text("UPDATE share_snapshots SET state_batches = '[[0, 4, 99, 1]]'"))
+        with pytest.raises(KeyError):
+            await store.claim(key())
+        assert await store.state_epochs([key()]) == {key(): 1}
+    finally:
+        await engine.dispose()
+
+
 async def test_writes_past_the_pools_size_close_their_connections_cleanly(postgres, caplog):
     """Writes at once on more connections than the pool keeps: each connection past its size
     is closed when handed back, which on asyncpg awaits; done outside a greenlet it failed,

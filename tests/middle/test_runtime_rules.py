@@ -155,6 +155,38 @@ async def test_a_load_the_cluster_holds_up_is_answered_retriable_and_goes_on(
 
 
 @on_middle_runtime
+async def test_a_partition_that_cannot_load_does_not_hold_the_sessions_others_back(
+    runtime: MiddleRuntime,
+):
+    """A load that fails at once (its broker says another leads it) is that partition's
+    error; the session's other partitions load as ever. Only a load past ``LOAD_WAIT_S``
+    spares the ones after it the wait."""
+    t = runtime.topic(partitions=3)
+    tps = [await runtime.partition(t, p) for p in range(3)]
+    list_offset = runtime.cluster.list_offset
+    answering = asyncio.Event()
+
+    async def partition_0_moved_1_held(topic: str, partition: int, *a: Any, **k: Any) -> Any:
+        if partition == 0:
+            raise UpstreamError("not the leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if partition == 1:
+            await answering.wait()
+        return await list_offset(topic, partition, *a, **k)
+
+    runtime.cluster.list_offset = partition_0_moved_1_held  # type: ignore[method-assign]
+    found, errors = await runtime.consumption.leaders(GROUP, [tps[0], tps[2]])
+    assert [leader.key.partition for leader in found] == [2]
+    assert errors == {tps[0]: ErrorCode.NOT_LEADER_OR_FOLLOWER}
+    asked = runtime.now()
+    found, errors = await runtime.consumption.leaders(GROUP, [tps[1], tps[0]])
+    assert runtime.now() - asked == LOAD_WAIT_S  # partition 0 is not asked: no second wait
+    assert found == [] and errors == {tps[1]: ErrorCode.REQUEST_TIMED_OUT} | {
+        tps[0]: ErrorCode.REQUEST_TIMED_OUT
+    }
+    answering.set()
+
+
+@on_middle_runtime
 async def test_a_long_poll_wakes_on_a_release(runtime: MiddleRuntime):
     # at the in-flight cap nothing is read upstream (the tail poll stays quiet): only the
     # release itself can wake the waiting fetch

@@ -16,7 +16,7 @@ from shareproxy.core.share_session import TopicPartition
 from shareproxy.core.states import AcquireMode
 from shareproxy.core.store import ShareStateStore
 from shareproxy.runtime.consuming.leader import Acquisition, SharePartitionLeader
-from shareproxy.runtime.consuming.partitions import SharePartitions
+from shareproxy.runtime.consuming.partitions import LoadUnderWay, SharePartitions
 from shareproxy.runtime.consuming.upstream_feed import (
     READ_WAIT_PAST_MAX_WAIT_MS,
     TAIL_POLL_MS,
@@ -49,26 +49,29 @@ class Consumption:
         """The leaders of a share session's partitions, and an error code for each one that
         cannot be led: UNKNOWN_TOPIC_ID for a topic id upstream does not have (deleted, or
         never), UNKNOWN_TOPIC_OR_PARTITION for a partition its topic does not have, the
-        upstream's retriable error when it cannot answer (for the loads after it too: each would
-        wait as long)."""
+        upstream's retriable error when it cannot answer; once a load has taken ``LOAD_WAIT_S``,
+        the partitions after it that are not loaded yet get its error at once (each would wait
+        as long)."""
         found: list[SharePartitionLeader] = []
         errors: dict[TopicPartition, int] = {}
         ready = self._partitions.ready
-        unreachable: int | None = None  # once one load could not reach upstream, no more wait
+        waited_out: int | None = None  # a load ran past LOAD_WAIT_S: the others wait no more
         for tp in partitions:
             leader = ready(group_id, *tp)
             if leader is not None:
                 found.append(leader)
                 continue
-            if unreachable is not None:
-                errors[tp] = unreachable
+            if waited_out is not None:
+                errors[tp] = waited_out
                 continue
             try:
                 found.append(await self._partitions.leader(group_id, *tp))
             except ShareError as e:
                 errors[tp] = e.code
-            except UpstreamError as e:
-                errors[tp] = unreachable = e.code
+            except LoadUnderWay as e:
+                errors[tp] = waited_out = e.code
+            except UpstreamError as e:  # one partition's, or one broker's: the others go on
+                errors[tp] = e.code
         return found, errors
 
     async def acknowledge(

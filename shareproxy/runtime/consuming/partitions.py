@@ -45,6 +45,10 @@ CLAIM_TRIES = 3
 LOAD_WAIT_S = 3.0
 
 
+class LoadUnderWay(UpstreamError):
+    """A share-partition's load took longer than ``LOAD_WAIT_S``; it goes on (retriable)."""
+
+
 class SharePartitions:
     """All share-partition leaders of this proxy, loaded on first use."""
 
@@ -128,14 +132,14 @@ class SharePartitions:
                 await self._confirm_gone(current)
             return current
         task = self._loads.get(key)
-        if task is None:
+        if task is None or task.done():  # done: its callback has yet to forget it
             task = asyncio.get_running_loop().create_task(self._load_led(key))
             self._loads[key] = task
             task.add_done_callback(functools.partial(self._loaded, key))
         try:
             return await asyncio.wait_for(asyncio.shield(task), LOAD_WAIT_S)
         except TimeoutError:
-            raise UpstreamError(
+            raise LoadUnderWay(
                 f"share-partition {partition} of topic {topic_id} of group {group_id!r} is still "
                 f"loading after {LOAD_WAIT_S:g} s (the Kafka cluster or the state store is slow "
                 "to answer): retry"
