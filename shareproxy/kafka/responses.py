@@ -94,6 +94,16 @@ def _newest_fields(cls: type) -> frozenset[str]:
     """The fields of ``cls``'s sibling in the newest version of its schema, where the fields
     a handler gives are found most often: the other versions are read only for a field the
     newest version does not have."""
+    found = _NEWEST_FIELDS.get(cls)
+    if found is None:
+        found = _NEWEST_FIELDS[cls] = _newest_sibling_fields(cls)
+    return found
+
+
+_NEWEST_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _newest_sibling_fields(cls: type) -> frozenset[str]:
     match = _VERSIONED.fullmatch(cls.__module__)
     if match is None:
         return _fields(cls)

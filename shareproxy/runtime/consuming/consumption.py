@@ -135,13 +135,12 @@ class Consumption:
             # interest first, then look: a change between the two cannot be missed
             changed = [leader.changed() for leader in leaders]
             # an unreachable upstream leaves the caches as they are: answered empty, retried
-            remaining = deadline - self._clock_ms()
             with contextlib.suppress(UpstreamError):
                 await self._feed.read(
                     leaders,
                     max_wait_ms=1,
                     room=(max_records, max_bytes),
-                    within_ms=max(remaining, 0) + READ_WAIT_PAST_MAX_WAIT_MS,
+                    give_up_at_ms=deadline + READ_WAIT_PAST_MAX_WAIT_MS,
                 )
             budget, room = max_records, max_bytes
             remaining = deadline - self._clock_ms()
@@ -155,7 +154,7 @@ class Consumption:
                         leaders,
                         max_wait_ms=step,
                         beyond_cache=True,
-                        within_ms=step + READ_WAIT_PAST_MAX_WAIT_MS,
+                        give_up_at_ms=started + step + READ_WAIT_PAST_MAX_WAIT_MS,
                     )
                 if self._clock_ms() - started < step and not _min_bytes_ready(leaders, min_bytes):
                     # nothing to long-poll (no room for locks, say): wait for a change instead

@@ -141,13 +141,13 @@ class UpstreamFeed:
         max_wait_ms: int,
         beyond_cache: bool = False,
         room: FetchRoom | None = None,
-        within_ms: int | None = None,
+        give_up_at_ms: int | None = None,
     ) -> None:
         """Fill the caches of the leaders that need data, in one upstream fetch per node: always
         (a request waits on it), but asking less per partition as the caches near their bound.
         ``room``: the records and bytes the fetch may take, read for where the cache is short;
-        ``within_ms``: how long a request may wait on it (UpstreamError past that, the fetch
-        dropped)."""
+        ``give_up_at_ms``: when (``clock_ms``) a request stops waiting on it (UpstreamError
+        then, the fetch dropped); read only when a fetch goes upstream."""
         wanted: dict[tuple[str, int], int] = {}
         owners: dict[tuple[str, int], list[SharePartitionLeader]] = {}
         asks_now = max_wait_ms <= 1 and not beyond_cache  # a request's read, not a long poll
@@ -169,6 +169,7 @@ class UpstreamFeed:
         # the bound, a MaxBytes of the room would cut it to one partition's batch.
         max_bytes = FETCH_MAX_BYTES if asks_now else self.budget.response_bytes(FETCH_MAX_BYTES)
         turn = self._over_bound if asks_now and self.budget.is_over() else contextlib.nullcontext()
+        within_ms = None if give_up_at_ms is None else max(0, give_up_at_ms - self.clock_ms())
         bound = contextlib.nullcontext() if within_ms is None else asyncio.timeout(within_ms / 1000)
         try:
             async with bound, turn:
