@@ -21,7 +21,6 @@ def main() -> None:
         stop = signals.within(exc)
         if stop is None:
             raise
-        print(stop.line(), file=sys.stderr)
-        raise SystemExit(stop.code) from None
+        signals.end(stop)
     finally:
         signals.done()

@@ -7,11 +7,15 @@ shell reports it (an interrupted ``migrate`` must not read as done)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import sys
 import threading
 import time
 import warnings
 from types import FrameType
+from typing import NoReturn
 
 from shareproxy.telemetry.logs import quiet_store_pool
 
@@ -29,6 +33,12 @@ _DEFER_WITHIN = frozenset({"pydantic", "pydantic_core", "importlib"})
 _RETRY_S = 0.01
 _DEFER_AT_MOST_S = 5.0  # a stop is never lost, should either hold the stack for good
 _first_deferred: list[float] = []  # when a stop first waited
+# What a stopped start still runs (asyncio's cancelling of its tasks, a store connection's
+# rollback) may wait on a store driver's thread that waits on a lock for its timeout; a stop
+# ends the process this long after it landed whatever is still running.
+STOP_GRACE_S = 1.0
+_over = threading.Event()  # the command's outcome is printed: no stop need end it
+_over_lock = threading.Lock()
 
 
 class Interrupted(SystemExit):
@@ -66,9 +76,14 @@ def _note(signum: int, frame: FrameType | None) -> None:
 
 
 def _held_off(frame: FrameType | None) -> bool:
+    """Whether pydantic or an import is nearer the stop than an event loop: a loop an import
+    runs (Alembic runs its migration environment as a module) is not an import in progress."""
     while frame is not None:
-        if str(frame.f_globals.get("__name__", "")).partition(".")[0] in _DEFER_WITHIN:
+        package = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+        if package in _DEFER_WITHIN:
             return True
+        if package == "asyncio":
+            return False
         frame = frame.f_back
     return False
 
@@ -97,8 +112,40 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     quiet_store_pool()  # and a store connection's reset or close under way
     threading.excepthook = _loop_closed_by_the_stop  # and a driver thread answering too late
     stop = Interrupted(signum)
+    if not _raised:
+        threading.Thread(target=_end_unless_over, args=(stop,), daemon=True).start()
     _raised.append(stop)
     raise stop
+
+
+def _end_unless_over(stop: Interrupted) -> None:
+    if _over.wait(STOP_GRACE_S):
+        return
+    with _over_lock:  # held until the end: the command cannot print its outcome as well
+        if _over.is_set():
+            return
+        print(stop.line(), file=sys.stderr)
+        _end(stop.code if isinstance(stop.code, int) else 1)
+
+
+def end(stop: Interrupted) -> NoReturn:
+    """The command was stopped while it started: say so once and end."""
+    with _over_lock:
+        _over.set()
+    print(stop.line(), file=sys.stderr)
+    done()
+    _end(stop.code if isinstance(stop.code, int) else 1)
+
+
+def _end(code: int) -> NoReturn:
+    """End now. A store driver's worker thread (aiosqlite's, not a daemon) may wait where the
+    stop left it, on a lock or on a queue no one will feed any more: the interpreter's exit
+    would join it, for the lock's timeout or for ever. Nothing a stopped start leaves needs a
+    finaliser (the store's transactions roll back on their own)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader gone, or a stream closed
+            stream.flush()
+    os._exit(code)
 
 
 def _loop_closed_by_the_stop(args: threading.ExceptHookArgs) -> None:
@@ -127,6 +174,8 @@ def done() -> None:
     """The command is over, its outcome printed: a stop signal now has nothing left to stop.
     Ignored, as the interpreter's finalization would hand it back to the default action, a death
     by the signal that hides the exit code (and so is a deferred one's alarm)."""
+    with _over_lock:
+        _over.set()
     signal.setitimer(signal.ITIMER_REAL, 0)
     for sig in (*STOP_SIGNALS, signal.SIGALRM):
         signal.signal(sig, signal.SIG_IGN)

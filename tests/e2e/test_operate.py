@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -186,6 +187,44 @@ def test_a_signal_while_starting_exits_cleanly_with_one_line(tmp_path, command, 
         else:
             assert proc.returncode == 128 + sig, what
             assert err == f"error: interrupted by {sig.name}\n", what
+
+
+@pytest.mark.floors
+def test_a_stop_while_migrate_waits_on_a_locked_store_exits_at_once(tmp_path):
+    """A stop that lands while a store connection is open (here, one waiting on a lock another
+    process holds) ends the command at once: the driver's worker thread, blocked where the stop
+    left it, must not keep the process alive."""
+    db = tmp_path / "state.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        args = [sys.executable, "-m", "shareproxy.cli", "migrate", "--state-url", f"sqlite:///{db}"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _until_caught(proc)
+        _until_threads(proc, 2)  # the driver's worker is up, waiting on the lock
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        try:
+            out, err = proc.communicate(timeout=10)
+            took = time.monotonic() - sent
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError("migrate stopped while on a locked store never exited") from None
+    finally:
+        holder.rollback()
+        holder.close()
+    stopped = (128 + signal.SIGINT, "", "error: interrupted by SIGINT\n")
+    assert (proc.returncode, out, err) == stopped
+    assert took < 3, f"exited {took:.1f} s after the stop, not at once"  # the lock waits 5 s
+
+
+def _until_threads(proc: subprocess.Popen[str], count: int) -> None:
+    deadline = time.monotonic() + 30
+    while len(list(Path(f"/proc/{proc.pid}/task").iterdir())) < count:
+        assert proc.poll() is None, f"exited {proc.returncode} before opening the store"
+        assert time.monotonic() < deadline, f"never ran {count} threads"
+        time.sleep(0.005)
 
 
 def _until_caught(proc: subprocess.Popen[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -23,6 +24,67 @@ def _test_handlers_kept():
     yield
     for sig, handler in kept.items():
         signal.signal(sig, handler)
+
+
+@pytest.fixture(autouse=True)
+def _stops_raise(monkeypatch):
+    """A stopped start ends the process at once; here it raises, for the test to see, and the
+    stop's watchdog (a thread of its own) only notes that it would have ended it."""
+    ended: list[int] = []
+
+    def end(code: int) -> None:
+        ended.append(code)
+        if threading.current_thread() is threading.main_thread():
+            raise SystemExit(code)
+
+    monkeypatch.setattr(signals, "_end", end)
+    monkeypatch.setattr(signals, "_over", threading.Event())
+    return ended
+
+
+def test_a_stopped_start_does_not_wait_on_a_thread_the_stop_left_blocked():
+    """A driver's worker thread that is no daemon, blocked for good where the stop left it, does
+    not keep the stopped command alive."""
+    program = """if True:
+        import signal, sys, threading
+        from shareproxy.cli import app, launch, signals
+
+        def command():
+            threading.Thread(target=threading.Event().wait).start()  # never set
+            raise signals.Interrupted(signal.SIGINT)
+
+        app.main = command
+        launch.main()
+    """
+    run = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=30
+    )
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "error: interrupted by SIGINT\n")
+
+
+def test_a_stop_ends_a_start_that_cleaning_up_holds_up():
+    """What a stopped start still runs (asyncio cancelling its tasks, a store connection's
+    rollback waiting on a locked database) does not keep it from ending soon after the stop."""
+    program = """if True:
+        import signal, sys, threading, time
+        from shareproxy.cli import app, launch, signals
+
+        def command():
+            signals.arm("migrate")
+            try:
+                signal.raise_signal(signal.SIGINT)
+            finally:
+                time.sleep(60)  # a cleanup that waits on a lock
+
+        app.main = command
+        launch.main()
+    """
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=30
+    )
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "error: interrupted by SIGINT\n")
+    assert time.monotonic() - started < 10
 
 
 def _fresh_stops(monkeypatch: pytest.MonkeyPatch) -> None:
