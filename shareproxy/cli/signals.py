@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from types import FrameType
 from typing import NoReturn
 
@@ -112,20 +113,23 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     quiet_store_pool()  # and a store connection's reset or close under way
     threading.excepthook = _loop_closed_by_the_stop  # and a driver thread answering too late
     stop = Interrupted(signum)
-    if not _raised:
-        threading.Thread(target=_end_unless_over, args=(stop,), daemon=True).start()
+    if not _raised:  # what it waits on and how it ends, as they are now
+        watch = (stop, _over, _end)
+        threading.Thread(target=_end_unless_over, args=watch, daemon=True).start()
     _raised.append(stop)
     raise stop
 
 
-def _end_unless_over(stop: Interrupted) -> None:
-    if _over.wait(STOP_GRACE_S):
+def _end_unless_over(
+    stop: Interrupted, over: threading.Event, end_now: Callable[[int], object]
+) -> None:
+    if over.wait(STOP_GRACE_S):
         return
     with _over_lock:  # held until the end: the command cannot print its outcome as well
-        if _over.is_set():
+        if over.is_set():
             return
         print(stop.line(), file=sys.stderr)
-        _end(stop.code if isinstance(stop.code, int) else 1)
+        end_now(stop.code if isinstance(stop.code, int) else 1)
 
 
 def end(stop: Interrupted) -> NoReturn:
