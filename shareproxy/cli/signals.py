@@ -31,13 +31,16 @@ _stop_is_success = False
 # initialisation, part of an import, prints it as "Exception ignored". A stop that lands while
 # pydantic or an import is on the stack waits until neither is.
 _DEFER_WITHIN = frozenset({"pydantic", "pydantic_core", "importlib"})
+# where an event loop runs its callbacks: a stop past them landed in the loop's own work
+_LOOP_MODULES = frozenset({"asyncio.events", "asyncio.base_events", "asyncio.runners"})
 _RETRY_S = 0.01
 _DEFER_AT_MOST_S = 5.0  # a stop is never lost, should either hold the stack for good
 _first_deferred: list[float] = []  # when a stop first waited
 # What a stopped start still runs (asyncio's cancelling of its tasks, a store connection's
-# rollback) may wait on a store driver's thread that waits on a lock for its timeout; a stop
-# ends the process this long after it landed whatever is still running.
+# rollback) may wait on a store driver's thread that waits on a lock for its timeout; a
+# watchdog ends the process this long after the stop whatever is still running.
 STOP_GRACE_S = 1.0
+_stopped = threading.Event()  # a stop was raised (or the command is over): the watchdog wakes
 _over = threading.Event()  # the command's outcome is printed: no stop need end it
 _over_lock = threading.Lock()
 
@@ -80,10 +83,11 @@ def _held_off(frame: FrameType | None) -> bool:
     """Whether pydantic or an import is nearer the stop than an event loop: a loop an import
     runs (Alembic runs its migration environment as a module) is not an import in progress."""
     while frame is not None:
-        package = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+        name = str(frame.f_globals.get("__name__", ""))
+        package = name.partition(".")[0]
         if package in _DEFER_WITHIN:
             return True
-        if package == "asyncio":
+        if name in _LOOP_MODULES or package == "uvloop":
             return False
         frame = frame.f_back
     return False
@@ -101,6 +105,8 @@ def _defer(signum: int) -> None:
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
+    if _raised:  # a stop is under way: it ends the command, or the watchdog does
+        return
     if _held_off(frame):
         now = time.monotonic()
         _first_deferred[:] = _first_deferred or [now]
@@ -112,33 +118,48 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
     quiet_store_pool()  # and a store connection's reset or close under way
     threading.excepthook = _loop_closed_by_the_stop  # and a driver thread answering too late
-    stop = Interrupted(signum)
-    if not _raised:  # what it waits on and how it ends, as they are now
-        watch = (stop, _over, _end)
-        threading.Thread(target=_end_unless_over, args=watch, daemon=True).start()
+    _raise(Interrupted(signum))
+
+
+def _raise(stop: Interrupted) -> NoReturn:
     _raised.append(stop)
+    _stopped.set()  # a plain flag: nothing here may wait on a lock the stopped code holds
     raise stop
 
 
-def _end_unless_over(
-    stop: Interrupted, over: threading.Event, end_now: Callable[[int], object]
+def _watch(
+    raised: list[Interrupted],
+    stopped: threading.Event,
+    over: threading.Event,
+    end_now: Callable[[int], object],
 ) -> None:
+    """The watchdog: started with the command (never from a signal handler, which could find
+    ``threading``'s own locks held), it ends a stopped command that has not ended itself
+    ``STOP_GRACE_S`` after the stop."""
+    stopped.wait()
     if over.wait(STOP_GRACE_S):
         return
     with _over_lock:  # held until the end: the command cannot print its outcome as well
         if over.is_set():
             return
-        print(stop.line(), file=sys.stderr)
-        end_now(stop.code if isinstance(stop.code, int) else 1)
+        stop = raised[0]
+        with contextlib.suppress(OSError, ValueError):  # a reader gone, or a stream closed
+            print(stop.line(), file=sys.stderr)
+        end_now(_code(stop))
+
+
+def _code(stop: Interrupted) -> int:
+    return stop.code if isinstance(stop.code, int) else 1
 
 
 def end(stop: Interrupted) -> NoReturn:
     """The command was stopped while it started: say so once and end."""
-    with _over_lock:
-        _over.set()
-    print(stop.line(), file=sys.stderr)
-    done()
-    _end(stop.code if isinstance(stop.code, int) else 1)
+    done()  # before the line: a second stop must not cut it off
+    try:
+        with contextlib.suppress(OSError, ValueError):
+            print(stop.line(), file=sys.stderr)
+    finally:
+        _end(_code(stop))
 
 
 def _end(code: int) -> NoReturn:
@@ -168,10 +189,15 @@ def arm(command: str | None) -> None:
     if signal.getsignal(signal.SIGTERM) is not _note:
         return
     _stop_is_success = command in STOPPED_BY_A_SIGNAL
+    watchdog = threading.Thread(
+        target=_watch, args=(_raised, _stopped, _over, _end), name="stop-watchdog", daemon=True
+    )
+    with contextlib.suppress(RuntimeError):  # no thread to be had: stops still end the command
+        watchdog.start()
     for sig in STOP_SIGNALS:
         signal.signal(sig, _stop)
     if _noted:
-        raise Interrupted(_noted[0])
+        _raise(Interrupted(_noted[0]))
 
 
 def done() -> None:
@@ -180,6 +206,7 @@ def done() -> None:
     by the signal that hides the exit code (and so is a deferred one's alarm)."""
     with _over_lock:
         _over.set()
+    _stopped.set()  # the watchdog, if one waits, has nothing to watch
     signal.setitimer(signal.ITIMER_REAL, 0)
     for sig in (*STOP_SIGNALS, signal.SIGALRM):
         signal.signal(sig, signal.SIG_IGN)

@@ -37,9 +37,13 @@ def _stops_raise(monkeypatch):
         if threading.current_thread() is threading.main_thread():
             raise SystemExit(code)
 
+    over, stopped = threading.Event(), threading.Event()
     monkeypatch.setattr(signals, "_end", end)
-    monkeypatch.setattr(signals, "_over", threading.Event())
-    return ended
+    monkeypatch.setattr(signals, "_over", over)
+    monkeypatch.setattr(signals, "_stopped", stopped)
+    yield ended
+    over.set()  # a watchdog the test started stands down
+    stopped.set()
 
 
 def test_a_stopped_start_does_not_wait_on_a_thread_the_stop_left_blocked():
@@ -207,6 +211,16 @@ def test_a_stop_waits_until_pydantic_has_built_its_validator(monkeypatch, capsys
     assert built == ["schema", "model"]
     assert exited.value.code == 128 + signal.SIGTERM
     assert capsys.readouterr().err == "error: interrupted by SIGTERM\n"
+
+
+def test_a_second_stop_does_not_cut_the_first_short(monkeypatch):
+    """Once a stop is on its way out, another (a second Ctrl-C) is left to it and to the
+    watchdog: raised again, it would escape the line and the exit the first one is taking."""
+    _fresh_stops(monkeypatch)
+    with pytest.raises(signals.Interrupted):
+        signals._stop(signal.SIGINT, None)
+    assert signals._stop(signal.SIGINT, None) is None
+    assert len(signals._raised) == 1
 
 
 def test_a_driver_thread_answering_after_the_stop_closed_the_loop_prints_nothing(
