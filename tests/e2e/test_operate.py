@@ -217,7 +217,7 @@ def test_a_stop_while_migrate_waits_on_a_locked_store_exits_at_once(tmp_path):
         holder.close()
     stopped = (128 + signal.SIGINT, "", "error: interrupted by SIGINT\n")
     assert (proc.returncode, out, err) == stopped
-    assert took < 4, f"exited {took:.1f} s after the stop, not at once"
+    assert took < 5, f"exited {took:.1f} s after the stop, not at once"  # held off: 6 s
 
 
 def _until_threads(proc: subprocess.Popen[str], count: int) -> None:
