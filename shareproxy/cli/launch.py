@@ -22,5 +22,9 @@ def main() -> None:
         if stop is None:
             raise
         signals.end(stop)
+    else:
+        swallowed = signals.raised()
+        if swallowed is not None:  # ended as stopped, not by the interpreter's exit
+            signals.end(swallowed)
     finally:
         signals.done()

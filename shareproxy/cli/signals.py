@@ -59,6 +59,11 @@ class Interrupted(SystemExit):
         return f"error: interrupted by {self.name}"
 
 
+def raised() -> Interrupted | None:
+    """The stop raised in this command, if one was (and something swallowed it)."""
+    return _raised[0] if _raised else None
+
+
 def within(exc: BaseException) -> Interrupted | None:
     """The stop signal an exception carries. Python wraps what a handler raises in some places
     (an import's ``__set_name__`` becomes a ``RuntimeError`` caused by it), so the chain is read;
@@ -105,7 +110,7 @@ def _defer(signum: int) -> None:
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
-    if _raised:  # a stop is under way: it ends the command, or the watchdog does
+    if _raised or _over.is_set():  # a stop under way ends the command, or the command is over
         return
     if _held_off(frame):
         now = time.monotonic()
@@ -123,7 +128,9 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def _raise(stop: Interrupted) -> NoReturn:
     _raised.append(stop)
-    _stopped.set()  # a plain flag: nothing here may wait on a lock the stopped code holds
+    # Event.set takes the event's own lock: only the watchdog's thread and ``done`` take it,
+    # and ``done`` ignores the stop signals first, so no handler can find it held
+    _stopped.set()
     raise stop
 
 
@@ -204,12 +211,12 @@ def done() -> None:
     """The command is over, its outcome printed: a stop signal now has nothing left to stop.
     Ignored, as the interpreter's finalization would hand it back to the default action, a death
     by the signal that hides the exit code (and so is a deferred one's alarm)."""
-    with _over_lock:
-        _over.set()
-    _stopped.set()  # the watchdog, if one waits, has nothing to watch
     signal.setitimer(signal.ITIMER_REAL, 0)
     for sig in (*STOP_SIGNALS, signal.SIGALRM):
         signal.signal(sig, signal.SIG_IGN)
+    with _over_lock:
+        _over.set()
+    _stopped.set()  # the watchdog, if one waits, has nothing to watch
 
 
 def catch() -> None:

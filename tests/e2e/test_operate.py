@@ -202,7 +202,9 @@ def test_a_stop_while_migrate_waits_on_a_locked_store_exits_at_once(tmp_path):
         args = [sys.executable, "-m", "shareproxy.cli", "migrate", "--state-url", url]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _until_caught(proc)
-        _until_threads(proc, 2)  # the driver's worker is up: whatever it asks waits on the lock
+        # the command's own and its stop watchdog, then the store driver's worker: whatever it
+        # asks waits on the lock
+        _until_threads(proc, 3)
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
         try:

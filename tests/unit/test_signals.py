@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
 import signal
 import subprocess
 import sys
@@ -37,6 +39,7 @@ def _stops_raise(monkeypatch):
         if threading.current_thread() is threading.main_thread():
             raise SystemExit(code)
 
+    _fresh_stops(monkeypatch)
     over, stopped = threading.Event(), threading.Event()
     monkeypatch.setattr(signals, "_end", end)
     monkeypatch.setattr(signals, "_over", over)
@@ -92,10 +95,15 @@ def test_a_stop_ends_a_start_that_cleaning_up_holds_up():
 
 
 def _fresh_stops(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No stop noted, raised or waiting from an earlier test."""
+    """No stop noted, raised or waiting from an earlier test, and what a stop changes in the
+    process put back after this one."""
     monkeypatch.setattr(signals, "_noted", [])
     monkeypatch.setattr(signals, "_raised", [])
     monkeypatch.setattr(signals, "_first_deferred", [], raising=False)
+    monkeypatch.setattr(signals, "_stop_is_success", False)
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    pool = logging.getLogger("sqlalchemy.pool")
+    monkeypatch.setattr(pool, "level", pool.level)
 
 
 def _until_the_stop_lands() -> None:
@@ -211,6 +219,23 @@ def test_a_stop_waits_until_pydantic_has_built_its_validator(monkeypatch, capsys
     assert built == ["schema", "model"]
     assert exited.value.code == 128 + signal.SIGTERM
     assert capsys.readouterr().err == "error: interrupted by SIGTERM\n"
+
+
+def test_a_stop_the_command_swallowed_still_ends_it_as_stopped(monkeypatch, capsys):
+    """Code that catches every exception, a stop's among them, and goes on to return does not
+    turn the stop into a plain exit: the interpreter's exit would wait on the store driver's
+    thread the stop left behind."""
+
+    def swallowing() -> None:
+        signals.arm("migrate")
+        with contextlib.suppress(BaseException):  # as too broad a handler in a library would
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(app, "main", swallowing)
+    with pytest.raises(SystemExit) as exited:
+        launch.main()
+    assert exited.value.code == 128 + signal.SIGINT
+    assert capsys.readouterr().err == "error: interrupted by SIGINT\n"
 
 
 def test_a_second_stop_does_not_cut_the_first_short(monkeypatch):
