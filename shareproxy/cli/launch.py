@@ -14,6 +14,13 @@ def main() -> None:
     # test environment): a tenth of a node's start-up CPU, for examples no command ever draws
     sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     try:
+        _command()
+    except signals.Interrupted as stop:  # landed once the outcome was known, before done()
+        signals.end(stop)
+
+
+def _command() -> None:
+    try:
         from shareproxy.cli.app import main as run
 
         run()

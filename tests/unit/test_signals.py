@@ -230,8 +230,29 @@ def test_a_stop_the_command_swallowed_still_ends_it_as_stopped(monkeypatch, caps
         signals.arm("migrate")
         with contextlib.suppress(BaseException):  # as too broad a handler in a library would
             signal.raise_signal(signal.SIGINT)
+        raise SystemExit(0)  # as the app does when its command returns
 
     monkeypatch.setattr(app, "main", swallowing)
+    with pytest.raises(SystemExit) as exited:
+        launch.main()
+    assert exited.value.code == 128 + signal.SIGINT
+    assert capsys.readouterr().err == "error: interrupted by SIGINT\n"
+
+
+def test_a_stop_as_the_command_ends_still_prints_its_line(monkeypatch, capsys):
+    """A stop that lands once the command's outcome is known, before the stop signals are
+    ignored, still ends it with the one line."""
+
+    def finished() -> None:
+        signals.arm("migrate")
+
+    def done_stopped() -> None:
+        monkeypatch.setattr(signals, "done", real_done)
+        raise signals.Interrupted(signal.SIGINT)
+
+    real_done = signals.done
+    monkeypatch.setattr(app, "main", finished)
+    monkeypatch.setattr(signals, "done", done_stopped)
     with pytest.raises(SystemExit) as exited:
         launch.main()
     assert exited.value.code == 128 + signal.SIGINT
