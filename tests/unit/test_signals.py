@@ -126,12 +126,17 @@ def _import_stopped() -> None:
         field = _StoppedWhileNamed()
 
 
-def test_a_stop_wrapped_by_an_import_is_still_a_stop(monkeypatch, capsys):
-    monkeypatch.setattr(app, "main", _import_stopped)
+def _ends_stopped_by(signum: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """``launch.main`` ends as a stop by ``signum`` does: its exit code and its one line."""
     with pytest.raises(SystemExit) as exited:
         launch.main()
-    assert exited.value.code == 128 + signal.SIGTERM
-    assert capsys.readouterr().err == "error: interrupted by SIGTERM\n"
+    assert exited.value.code == 128 + signum
+    assert capsys.readouterr().err == f"error: interrupted by {signal.Signals(signum).name}\n"
+
+
+def test_a_stop_wrapped_by_an_import_is_still_a_stop(monkeypatch, capsys):
+    monkeypatch.setattr(app, "main", _import_stopped)
+    _ends_stopped_by(signal.SIGTERM, capsys)
 
 
 def test_other_failures_pass_through(monkeypatch):
@@ -233,10 +238,7 @@ def test_a_stop_the_command_swallowed_still_ends_it_as_stopped(monkeypatch, caps
         raise SystemExit(0)  # as the app does when its command returns
 
     monkeypatch.setattr(app, "main", swallowing)
-    with pytest.raises(SystemExit) as exited:
-        launch.main()
-    assert exited.value.code == 128 + signal.SIGINT
-    assert capsys.readouterr().err == "error: interrupted by SIGINT\n"
+    _ends_stopped_by(signal.SIGINT, capsys)
 
 
 def test_a_stop_as_the_command_ends_still_prints_its_line(monkeypatch, capsys):
@@ -253,10 +255,7 @@ def test_a_stop_as_the_command_ends_still_prints_its_line(monkeypatch, capsys):
     real_done = signals.done
     monkeypatch.setattr(app, "main", finished)
     monkeypatch.setattr(signals, "done", done_stopped)
-    with pytest.raises(SystemExit) as exited:
-        launch.main()
-    assert exited.value.code == 128 + signal.SIGINT
-    assert capsys.readouterr().err == "error: interrupted by SIGINT\n"
+    _ends_stopped_by(signal.SIGINT, capsys)
 
 
 def test_a_second_stop_does_not_cut_the_first_short(monkeypatch):
