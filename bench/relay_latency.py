@@ -7,17 +7,21 @@ pair so neither has the warmer broker or the quieter machine; a plain consumer (
 at the log's end times each produced pair's arrival too, so a relayed Fetch is measured beside
 the Produce. With ``--share-load N``, N share consumers read another topic through the proxy
 meanwhile, which a producer keeps filling: the relay's latency while the proxy is busy with the
-share path.
+share path. With ``--floor``, a third side goes through a byte pump (``bench.byte_pump``) in
+front of a second broker: what any relay adds on the machine, beside what the proxy adds.
 
 The proxy's CPU over the timed pairs, divided by the pairs, is printed too.
 
-    python -m bench.relay_latency [--pairs 2000] [--size 100] [--share-load 0]
+    python -m bench.relay_latency [--pairs 2000] [--size 100] [--share-load 0] [--floor]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,7 +34,8 @@ from rich.table import Table
 
 from bench import throughput
 from bench.cpu import cpu_seconds
-from shareproxy.demo.tansu import TansuBroker
+from shareproxy.demo.tansu import LOOPBACK, TansuBroker
+from shareproxy.host.processes import free_port, stop_process, wait_for_port
 from tests.support.proxy import ProxyProcess
 
 
@@ -108,64 +113,102 @@ def ms(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] * 1000
 
 
+class BytePump:
+    """A second broker behind ``bench.byte_pump``, the broker advertising the pump's address so
+    that its clients' every request goes through it."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.broker = TansuBroker()
+        self.broker.bootstrap = f"{LOOPBACK}:{self.port}"  # what the broker advertises
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> BytePump:
+        self.broker.start()
+        args = [sys.executable, "-m", "bench.byte_pump", str(self.port), str(self.broker.port)]
+        self.proc = subprocess.Popen(args)
+        proc = self.proc
+        wait_for_port(self.port, 30, "the byte pump", lambda: proc.poll() is None, LOOPBACK)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+        self.broker.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--share-load", type=int, default=0, metavar="N")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="time a third side through a byte pump (bench.byte_pump) in front of a second broker",
+    )
     args = parser.parse_args()
     console = Console(width=120)
     payload = b"x" * args.size
     stop = threading.Event()
-    with TansuBroker() as broker:
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(TansuBroker())
+        pumped = stack.enter_context(BytePump()) if args.floor else None
         state = tempfile.mkdtemp(prefix="bench-relay-")
         proxy = ProxyProcess(
             broker.bootstrap, f"sqlite+aiosqlite:///{state}/state.db", auto_offset_reset="earliest"
         ).start()
-        try:
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-            if args.share_load:
-                backlog = new_topic(admin, 3)
-                throughput.produce(broker.bootstrap, backlog, 200_000, 1024)
-                share_load(proxy.bootstrap, broker.bootstrap, backlog, args.share_load, stop)
-                time.sleep(3)  # the consumers joined and fetching
-            direct = Side(broker.bootstrap, new_topic(admin))
-            proxied = Side(proxy.bootstrap, new_topic(admin))
-            for side in (direct, proxied):  # connections made, metadata known
-                for _ in range(20):
-                    side.pair(payload)
-                side.flushes.clear()
-                side.arrivals.clear()
-            assert proxy.proc is not None
-            before = sum(cpu_seconds([proxy.proc.pid]))
-            for i in range(args.pairs):
-                first, second = (direct, proxied) if i % 2 else (proxied, direct)
-                first.pair(payload)
-                second.pair(payload)
-            cpu_per_pair = (sum(cpu_seconds([proxy.proc.pid])) - before) / args.pairs
-            direct.close()
-            proxied.close()
-        finally:
-            stop.set()
-            proxy.stop()
+        stack.callback(proxy.stop)
+        stack.callback(stop.set)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        if args.share_load:
+            backlog = new_topic(admin, 3)
+            throughput.produce(broker.bootstrap, backlog, 200_000, 1024)
+            share_load(proxy.bootstrap, broker.bootstrap, backlog, args.share_load, stop)
+            time.sleep(3)  # the consumers joined and fetching
+        sides = {
+            "direct": Side(broker.bootstrap, new_topic(admin)),
+            "proxy": Side(proxy.bootstrap, new_topic(admin)),
+        }
+        if pumped is not None:
+            pump_admin = AdminClient({"bootstrap.servers": pumped.broker.bootstrap})
+            sides["byte pump"] = Side(pumped.broker.bootstrap, new_topic(pump_admin))
+        for side in sides.values():  # connections made, metadata known
+            for _ in range(20):
+                side.pair(payload)
+            side.flushes.clear()
+            side.arrivals.clear()
+        assert proxy.proc is not None
+        before = sum(cpu_seconds([proxy.proc.pid]))
+        order = list(sides.values())
+        for i in range(args.pairs):  # each side first in turn
+            for side in order[i % len(order) :] + order[: i % len(order)]:
+                side.pair(payload)
+        cpu_per_pair = (sum(cpu_seconds([proxy.proc.pid])) - before) / args.pairs
+        for side in sides.values():
+            side.close()
     load = f", {args.share_load} share consumers draining" if args.share_load else ", idle"
     table = Table(title=f"{args.pairs:,} pairs of {args.size} B records{load}")
-    for column in ("", "direct p50", "proxy p50", "added", "direct p99", "proxy p99", "added"):
+    for column in ("", "through", "direct p50", "p50", "added", "direct p99", "p99", "added"):
         table.add_column(column, justify="right")
-    for label, d, p in (
-        ("produce (flush of 2)", direct.flushes, proxied.flushes),
-        ("produced → read", direct.arrivals, proxied.arrivals),
+    direct = sides.pop("direct")
+    for label, times in (
+        ("produce (flush of 2)", lambda s: s.flushes),
+        ("produced → read", lambda s: s.arrivals),
     ):
-        d50, p50, d99, p99 = ms(d, 50), ms(p, 50), ms(d, 99), ms(p, 99)
-        table.add_row(
-            label,
-            f"{d50:.2f} ms",
-            f"{p50:.2f} ms",
-            f"{p50 - d50:+.2f} ms",
-            f"{d99:.2f} ms",
-            f"{p99:.2f} ms",
-            f"{p99 - d99:+.2f} ms",
-        )
+        d50, d99 = ms(times(direct), 50), ms(times(direct), 99)
+        for through, side in sides.items():
+            p50, p99 = ms(times(side), 50), ms(times(side), 99)
+            table.add_row(
+                label if through == "proxy" else "",
+                through,
+                f"{d50:.2f} ms",
+                f"{p50:.2f} ms",
+                f"{p50 - d50:+.2f} ms",
+                f"{d99:.2f} ms",
+                f"{p99:.2f} ms",
+                f"{p99 - d99:+.2f} ms",
+            )
     console.print(table)
     extra = " (and the share consumers')" if args.share_load else ""
     console.print(
