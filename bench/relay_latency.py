@@ -49,14 +49,14 @@ def new_topic(admin: AdminClient, partitions: int = 1) -> str:
 class Side:
     """One way to the broker: a producer and a tail-reading consumer on one topic."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, fetch_wait_ms: int = 10) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": f"bench-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
-                "fetch.wait.max.ms": 10,  # a short long poll: what is timed is the relay
+                "fetch.wait.max.ms": fetch_wait_ms,  # a short long poll: the relay is timed
                 "fetch.error.backoff.ms": 10,
             }
         )
@@ -142,6 +142,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--share-load", type=int, default=0, metavar="N")
+    parser.add_argument("--fetch-wait-ms", type=int, default=10, help="the readers' long poll")
     parser.add_argument(
         "--floor",
         action="store_true",
@@ -167,12 +168,14 @@ def main() -> None:
             share_load(proxy.bootstrap, broker.bootstrap, backlog, args.share_load, stop)
             time.sleep(3)  # the consumers joined and fetching
         sides = {
-            "direct": Side(broker.bootstrap, new_topic(admin)),
-            "proxy": Side(proxy.bootstrap, new_topic(admin)),
+            "direct": Side(broker.bootstrap, new_topic(admin), args.fetch_wait_ms),
+            "proxy": Side(proxy.bootstrap, new_topic(admin), args.fetch_wait_ms),
         }
         if pumped is not None:
             pump_admin = AdminClient({"bootstrap.servers": pumped.broker.bootstrap})
-            sides["byte pump"] = Side(pumped.broker.bootstrap, new_topic(pump_admin))
+            sides["byte pump"] = Side(
+                pumped.broker.bootstrap, new_topic(pump_admin), args.fetch_wait_ms
+            )
         for side in sides.values():  # connections made, metadata known
             for _ in range(20):
                 side.pair(payload)
