@@ -254,14 +254,17 @@ class FrameConnection(AIOKafkaConnection):
         return fut
 
     def _handle_frame(self, resp: bytes | memoryview) -> None:
-        """A big frame arrives as a view of its own buffer. aiokafka would copy it into a
-        BytesIO; a response type with ``decode_frame`` reads the view itself. Any other answer,
-        or one that does not match its request, goes aiokafka's way, as bytes."""
+        """A big frame arrives as a view of its own buffer, a small one as bytes. aiokafka
+        would copy either into a BytesIO; a response type with ``decode_frame`` (a relayed
+        answer) reads a view of it instead. Any other answer, or one that does not match its
+        request, goes aiokafka's way, as bytes."""
         correlation_id, request, fut = self._requests[0]
         decode = getattr(getattr(request, "RESPONSE_TYPE", None), "decode_frame", None)
-        if type(resp) is bytes or correlation_id is None or decode is None:
+        if correlation_id is None or decode is None:
             super()._handle_frame(bytes(resp))
             return
+        if type(resp) is bytes:
+            resp = memoryview(resp)
         header, at = request.read_response_header(resp)
         if header.correlation_id != correlation_id:
             super()._handle_frame(bytes(resp))
