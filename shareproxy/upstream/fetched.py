@@ -104,5 +104,6 @@ class FetchViews:
         return fetched
 
     def decode_frame(self, frame: memoryview, at: int) -> Fetched:
-        """The body from ``at`` in a big frame received into its own buffer."""
+        """The body from ``at`` in a frame (a read-only view: a big one's own buffer, or a
+        small one's bytes)."""
         return read_fetch_response(frame, at)[1]

@@ -6,8 +6,9 @@ frame out of it, and a frame bigger than the reader's limit pauses and resumes t
 every chunk. A Fetch response is megabytes of record batches the proxy only passes on, so
 ``FrameReader`` keeps the chunks as the transport made them and joins only what a frame needs
 (a frame that is exactly one chunk is handed over as it came). On a plain TCP transport a
-``FrameProtocol`` feeds it whole frames, a big one received straight into its own buffer and
-read through its view (``decode_frame``) rather than aiokafka's copy into a ``BytesIO``.
+``FrameProtocol`` feeds it whole frames, a big one received straight into its own buffer, and
+every answer is read through a view (``decode_frame``) rather than aiokafka's copy into a
+``BytesIO``.
 
 What this relies on, pinned by ``tests/unit/test_upstream_frames.py``:
 

@@ -78,7 +78,7 @@ class _PreparedKio:
         return header
 
     def read_response_header(self, frame: memoryview) -> tuple[Any, int]:
-        """The header at the start of a big frame (a read-only view), and where the body
+        """The header at the start of a frame (a read-only view), and where the body
         starts."""
         header, offset = reader_for(self.RESPONSE_TYPE.cls.__header_schema__)(frame, 0)
         return header, offset
