@@ -9,7 +9,9 @@ started from inside one would import that checkout whatever ``PYTHONPATH`` says.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -28,5 +30,8 @@ def checkouts(parser: argparse.ArgumentParser, given: list[str]) -> dict[str, Pa
 
 
 def outside_checkouts(prefix: str) -> None:
-    """Work from a fresh directory, so no checkout comes before ``PYTHONPATH``."""
-    os.chdir(tempfile.mkdtemp(prefix=prefix))
+    """Work from a fresh directory, so no checkout comes before ``PYTHONPATH``; it is removed
+    when the benchmark exits."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.chdir(folder)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)

@@ -79,8 +79,8 @@ def main() -> None:
     rows: list[tuple[float, float, float, float]] = []
     cpu_us: list[tuple[float, float]] = []  # the proxy's µs per record relayed: produce, consume
     with TansuBroker() as broker:
-        state = tempfile.mkdtemp(prefix="bench-passthrough-")
-        proxy = ProxyProcess(broker.bootstrap, f"sqlite+aiosqlite:///{state}/state.db").start()
+        state = tempfile.TemporaryDirectory(prefix="bench-passthrough-")
+        proxy = ProxyProcess(broker.bootstrap, f"sqlite+aiosqlite:///{state.name}/state.db").start()
         try:
             admin = AdminClient({"bootstrap.servers": broker.bootstrap})
             for run in range(args.runs):
@@ -113,6 +113,7 @@ def main() -> None:
                 )
         finally:
             proxy.stop()
+            state.cleanup()
     table = Table(title=f"{args.records:,} records of {args.size} B, {args.runs} runs (median)")
     for column in ("", "direct rec/s", "proxy rec/s", "proxy ÷ direct", "proxy CPU µs/record"):
         table.add_column(column, justify="right")

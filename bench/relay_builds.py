@@ -54,8 +54,8 @@ def one_round(
 ) -> tuple[float, float, float, float]:
     """(proxy CPU per flush in µs, added p50 ms, added p99 ms, proxy CPU per bulk record in
     µs) of one build; ``bulk``: the topic and how many records for the bulk leg."""
-    state = tempfile.mkdtemp(prefix="bench-relay-builds-")
-    proxy = ProxyProcess(bootstrap, f"sqlite+aiosqlite:///{state}/state.db")
+    state = tempfile.TemporaryDirectory(prefix="bench-relay-builds-")
+    proxy = ProxyProcess(bootstrap, f"sqlite+aiosqlite:///{state.name}/state.db")
     proxy.start(env={"PYTHONPATH": str(build)})
     try:
         proxied = Producer({"bootstrap.servers": proxy.bootstrap, "linger.ms": 0})
@@ -77,6 +77,7 @@ def one_round(
                 throughput.produce(proxy.bootstrap, bulk_topic, records, 1024)
     finally:
         proxy.stop()
+        state.cleanup()
     added = ms(through, 50) - ms(straight, 50), ms(through, 99) - ms(straight, 99)
     return cpu * 1e6, *added, bulk_cpu.per_record_us(records)
 

@@ -155,7 +155,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(TansuBroker())
         pumped = stack.enter_context(BytePump()) if args.floor else None
-        state = tempfile.mkdtemp(prefix="bench-relay-")
+        state = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-relay-"))
         proxy = ProxyProcess(
             broker.bootstrap, f"sqlite+aiosqlite:///{state}/state.db", auto_offset_reset="earliest"
         ).start()
