@@ -7,28 +7,36 @@ pair so neither has the warmer broker or the quieter machine; a plain consumer (
 at the log's end times each produced pair's arrival too, so a relayed Fetch is measured beside
 the Produce. With ``--share-load N``, N share consumers read another topic through the proxy
 meanwhile, which a producer keeps filling: the relay's latency while the proxy is busy with the
-share path. With ``--floor``, a third side goes through a byte pump (``bench.byte_pump``) in
-front of a second broker: what any relay adds on the machine, beside what the proxy adds.
+share path. Then, the consumers closed, each side times Fetches of records its topic already
+holds, on a plain connection: a relayed Fetch without the long poll's phase in it. With
+``--floor``, a third side goes through a byte pump (``bench.byte_pump``) in front of a second
+broker: what any relay adds on the machine, beside what the proxy adds.
 
 The proxy's CPU over the timed pairs, divided by the pairs, is printed too.
 
     python -m bench.relay_latency [--pairs 2000] [--size 100] [--share-load 0] [--floor]
+                               [--fetch-wait-ms 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from datetime import timedelta
 
 from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.fetch.v12 import request as fetch_v12
+from kio.static.primitive import i32, i64
 from rich.console import Console
 from rich.table import Table
 
@@ -36,6 +44,9 @@ from bench import throughput
 from bench.cpu import cpu_seconds
 from shareproxy.demo.tansu import LOOPBACK, TansuBroker
 from shareproxy.host.processes import free_port, stop_process, wait_for_port
+from shareproxy.protocol.api_keys import ApiKey
+from shareproxy.protocol.codec import decode_response, encode_request, response_type
+from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
 from tests.support.proxy import ProxyProcess
 
 
@@ -46,12 +57,39 @@ def new_topic(admin: AdminClient, partitions: int = 1) -> str:
     return name
 
 
+def _fetch_from_start(topic: str) -> fetch_v12.FetchRequest:
+    """A Fetch of a few of the topic's first records, which the broker need not wait to answer
+    (a wait of 1 ms: Tansu answers a wait of 0 with no partitions at all)."""
+    partition = fetch_v12.FetchPartition(
+        partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(4096)
+    )
+    return fetch_v12.FetchRequest(
+        max_wait=as_i32_timedelta(timedelta(milliseconds=1)),
+        min_bytes=i32(1),
+        max_bytes=i32(4096),
+        topics=(fetch_v12.FetchTopic(topic=as_topic_name(topic), partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the connection closed while a Fetch was answered")
+        data += chunk
+    return bytes(data)
+
+
 class Side:
-    """One way to the broker: a producer and a tail-reading consumer on one topic."""
+    """One way to the broker: a producer and a tail-reading consumer on one topic, and a plain
+    connection for Fetches of records the log holds already (what relaying a Fetch adds, free
+    of the long poll's phase)."""
 
     def __init__(self, bootstrap: str, topic: str, fetch_wait_ms: int = 10) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-        self.consumer = Consumer(
+        self.consumer: Consumer | None = Consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": f"bench-{uuid.uuid4().hex}",
@@ -64,6 +102,12 @@ class Side:
         self.consumer.assign([TopicPartition(topic, 0, 0)])  # a new topic: all that comes
         self.flushes: list[float] = []
         self.arrivals: list[float] = []
+        self.fetches: list[float] = []
+        host, _, port = bootstrap.rpartition(":")
+        self._socket = socket.create_connection((host.strip("[]"), int(port)), timeout=30)
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._fetch = _fetch_from_start(topic)
+        self._correlation = 0
 
     def pair(self, payload: bytes) -> None:
         """Two records, one flush: the flush's wait, then how long until both were read."""
@@ -73,6 +117,7 @@ class Side:
         self.producer.flush(30)
         self.flushes.append(time.perf_counter() - start)
         read = 0
+        assert self.consumer is not None, "reading has stopped"
         while read < 2:
             for m in self.consumer.consume(2 - read, 5):
                 if m.error() is None:
@@ -80,8 +125,31 @@ class Side:
             assert time.perf_counter() - start < 30, "a pair was not read back within 30 s"
         self.arrivals.append(time.perf_counter() - start)
 
+    def fetch(self) -> None:
+        """One Fetch of the topic's first records (written by the pairs before), timed from
+        its send to its whole answer."""
+        self._correlation += 1
+        frame = encode_request(self._correlation, "bench-relay-latency", self._fetch)
+        start = time.perf_counter()
+        self._socket.sendall(frame)
+        (size,) = struct.unpack(">i", _read_exactly(self._socket, 4))
+        answer = _read_exactly(self._socket, size)
+        self.fetches.append(time.perf_counter() - start)
+        if len(self.fetches) == 1:  # the first answer read: records, no error
+            cls = response_type(ApiKey.FETCH, 12)
+            correlation, body = decode_response(answer, cls)
+            (partition,) = body.responses[0].partitions
+            assert correlation == self._correlation and body.error_code == 0
+            assert partition.error_code == 0 and partition.records, "a Fetch came back empty"
+
+    def stop_reading(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+
     def close(self) -> None:
-        self.consumer.close()
+        self.stop_reading()
+        self._socket.close()
 
 
 def share_load(
@@ -188,6 +256,11 @@ def main() -> None:
             for side in order[i % len(order) :] + order[: i % len(order)]:
                 side.pair(payload)
         cpu_per_pair = (sum(cpu_seconds([proxy.proc.pid])) - before) / args.pairs
+        for side in order:  # their long polls no longer hold the broker meanwhile
+            side.stop_reading()
+        for i in range(args.pairs):
+            for side in order[i % len(order) :] + order[: i % len(order)]:
+                side.fetch()
         for side in sides.values():
             side.close()
     load = f", {args.share_load} share consumers draining" if args.share_load else ", idle"
@@ -198,6 +271,7 @@ def main() -> None:
     for label, times in (
         ("produce (flush of 2)", lambda s: s.flushes),
         ("produced → read", lambda s: s.arrivals),
+        ("fetch of records there", lambda s: s.fetches),
     ):
         d50, d99 = ms(times(direct), 50), ms(times(direct), 99)
         for through, side in sides.items():
