@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import socket
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -44,9 +43,9 @@ from bench import throughput
 from bench.cpu import cpu_seconds
 from shareproxy.demo.tansu import LOOPBACK, TansuBroker
 from shareproxy.host.processes import free_port, stop_process, wait_for_port
-from shareproxy.protocol.api_keys import ApiKey
-from shareproxy.protocol.codec import decode_response, encode_request, response_type
+from shareproxy.protocol.codec import encode_request
 from shareproxy.protocol.kio_types import as_i32_timedelta, as_topic_name
+from tests.support.kafka_client import KafkaConnection
 from tests.support.proxy import ProxyProcess
 
 
@@ -72,16 +71,6 @@ def _fetch_from_start(topic: str) -> fetch_v12.FetchRequest:
     )
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the connection closed while a Fetch was answered")
-        data += chunk
-    return bytes(data)
-
-
 class Side:
     """One way to the broker: a producer and a tail-reading consumer on one topic, and a plain
     connection for Fetches of records the log holds already (what relaying a Fetch adds, free
@@ -104,10 +93,9 @@ class Side:
         self.arrivals: list[float] = []
         self.fetches: list[float] = []
         host, _, port = bootstrap.rpartition(":")
-        self._socket = socket.create_connection((host.strip("[]"), int(port)), timeout=30)
-        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._kafka = KafkaConnection(int(port), host.strip("[]"))
+        self._kafka.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._fetch = _fetch_from_start(topic)
-        self._correlation = 0
 
     def pair(self, payload: bytes) -> None:
         """Two records, one flush: the flush's wait, then how long until both were read."""
@@ -128,19 +116,18 @@ class Side:
     def fetch(self) -> None:
         """One Fetch of the topic's first records (written by the pairs before), timed from
         its send to its whole answer."""
-        self._correlation += 1
-        frame = encode_request(self._correlation, "bench-relay-latency", self._fetch)
-        start = time.perf_counter()
-        self._socket.sendall(frame)
-        (size,) = struct.unpack(">i", _read_exactly(self._socket, 4))
-        answer = _read_exactly(self._socket, size)
-        self.fetches.append(time.perf_counter() - start)
-        if len(self.fetches) == 1:  # the first answer read: records, no error
-            cls = response_type(ApiKey.FETCH, 12)
-            correlation, body = decode_response(answer, cls)
+        kafka = self._kafka
+        if not self.fetches:  # the first answer read whole: records, no error
+            body = kafka.call(self._fetch)
             (partition,) = body.responses[0].partitions
-            assert correlation == self._correlation and body.error_code == 0
-            assert partition.error_code == 0 and partition.records, "a Fetch came back empty"
+            assert body.error_code == 0 and partition.error_code == 0, "a Fetch failed"
+            assert partition.records, "a Fetch came back empty"
+        kafka.correlation += 1
+        frame = encode_request(kafka.correlation, "bench-relay-latency", self._fetch)
+        start = time.perf_counter()
+        kafka.sock.sendall(frame)
+        kafka.read_frame()
+        self.fetches.append(time.perf_counter() - start)
 
     def stop_reading(self) -> None:
         if self.consumer is not None:
@@ -149,7 +136,7 @@ class Side:
 
     def close(self) -> None:
         self.stop_reading()
-        self._socket.close()
+        self._kafka.close()
 
 
 def share_load(
@@ -179,6 +166,13 @@ def share_load(
 
 def ms(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] * 1000
+
+
+def _in_turn(sides: list[Side], i: int) -> list[Side]:
+    """The sides in the order of round ``i``: each goes first in turn, so that none has the
+    warmer broker or the quieter machine."""
+    k = i % len(sides)
+    return sides[k:] + sides[:k]
 
 
 class BytePump:
@@ -252,14 +246,14 @@ def main() -> None:
         assert proxy.proc is not None
         before = sum(cpu_seconds([proxy.proc.pid]))
         order = list(sides.values())
-        for i in range(args.pairs):  # each side first in turn
-            for side in order[i % len(order) :] + order[: i % len(order)]:
+        for i in range(args.pairs):
+            for side in _in_turn(order, i):
                 side.pair(payload)
         cpu_per_pair = (sum(cpu_seconds([proxy.proc.pid])) - before) / args.pairs
         for side in order:  # their long polls no longer hold the broker meanwhile
             side.stop_reading()
         for i in range(args.pairs):
-            for side in order[i % len(order) :] + order[: i % len(order)]:
+            for side in _in_turn(order, i):
                 side.fetch()
         for side in sides.values():
             side.close()

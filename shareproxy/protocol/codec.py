@@ -167,9 +167,11 @@ def encode_response_chunks(correlation_id: int, body: Any) -> list[bytes | bytea
         return body.chunks
     if type(body) is RawResponse:  # the header packed here: kio's writer costs ~10x more
         raw = body.body
-        if flexible_header(body.api_key, body.api_version):
-            return [_FLEXIBLE_HEADER.pack(len(raw) + 5, correlation_id, 0), raw]
-        return [_PLAIN_HEADER.pack(len(raw) + 4, correlation_id), raw]
+        if flexible_header(body.api_key, body.api_version):  # the size prefix counts the rest
+            header = _FLEXIBLE_HEADER.pack(_FLEXIBLE_HEADER.size - 4 + len(raw), correlation_id, 0)
+        else:
+            header = _PLAIN_HEADER.pack(_PLAIN_HEADER.size - 4 + len(raw), correlation_id)
+        return [header, raw]
     cls: type[KioPayloadSchema] = type(body)
     header_cls = cls.__header_schema__
     out = _Chunks()

@@ -257,8 +257,8 @@ class FrameConnection(AIOKafkaConnection):
     def _handle_frame(self, resp: bytes | memoryview) -> None:
         """A big frame arrives as a view of its own buffer, a small one as bytes. aiokafka
         would copy either into a BytesIO; a response type with ``decode_frame`` (a relayed
-        answer) reads a view of it instead. Any other answer, or one that does not match its
-        request, goes aiokafka's way, as bytes."""
+        answer, the proxy's own Fetch) reads a view of it instead. Any other answer, or one
+        that does not match its request, goes aiokafka's way, as bytes."""
         correlation_id, request, fut = self._requests[0]
         decode = getattr(getattr(request, "RESPONSE_TYPE", None), "decode_frame", None)
         if correlation_id is None or decode is None:
