@@ -5,9 +5,11 @@ clock, so an age is exact."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from shareproxy.core.errors import ErrorCode
 from shareproxy.runtime.groups.group_summaries import Listed, summarize
+from shareproxy.runtime.groups.partition_views import LOG_END_WAIT_S
 from tests.support.middle import MiddleRuntime, on_middle_runtime
 from tests.support.share_calls import ACCEPT, GROUP, ack, fetch
 
@@ -56,3 +58,30 @@ async def test_a_broker_that_answers_a_header_read_without_records_is_asked_agai
     runtime.cluster.slow_reads = 1
     assert await glance(runtime) == (3, 2.0)
     assert runtime.cluster.slow_reads == 0  # the first read was the slow one
+
+
+@on_middle_runtime
+async def test_a_cluster_that_does_not_answer_leaves_the_lag_unknown_within_the_wait(
+    runtime: MiddleRuntime,
+):
+    """A broker that takes the header read and never answers would hold the list for the
+    upstream's request timeout: it waits ``LOG_END_WAIT_S``, as an offsets view does, and
+    the lag and the age are unknown."""
+    t = runtime.topic()
+    runtime.produce(t, 3)
+    tp = await runtime.partition(t)
+    assert await fetch(runtime, "m1", tp) == [(0, 2, 1)]
+    answering = asyncio.Event()
+    fetch_upstream = runtime.cluster.fetch
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        await answering.wait()
+        return await fetch_upstream(*args, **kwargs)
+
+    runtime.cluster.fetch = held  # type: ignore[method-assign]
+    asked = runtime.now()
+    async with asyncio.timeout(2 * LOG_END_WAIT_S):  # never past it
+        assert await glance(runtime) == (None, None)
+    assert runtime.now() - asked == LOG_END_WAIT_S
+    answering.set()
+    assert await glance(runtime) == (3, LOG_END_WAIT_S)  # answered: known, as old as the wait

@@ -154,8 +154,9 @@ async def _topic_names(upstream: Upstream, ids: set[UUID]) -> dict[UUID, str]:
     names = {info.topic_id: name for name, info in upstream.topics.items()}
     if ids - names.keys():
         try:
-            await upstream.refresh_metadata()
-        except UpstreamError:  # out of reach: those share-partitions' lag stays unknown
+            async with asyncio.timeout(partition_views.LOG_END_WAIT_S):
+                await upstream.refresh_metadata()
+        except (UpstreamError, TimeoutError):  # out of reach or silent: their lag unknown
             return names
         names = {info.topic_id: name for name, info in upstream.topics.items()}
     return names
@@ -168,7 +169,10 @@ async def _batch_heads(
     upstream: Upstream, waiting: Iterable[_Waiting]
 ) -> dict[tuple[str, int, int], Head]:
     """(topic, partition, offset) → the high watermark and the timestamp of the batch holding
-    the offset, in as few Fetches as there are distinct offsets asked of one partition."""
+    the offset, in as few Fetches as there are distinct offsets asked of one partition. Each
+    waits ``LOG_END_WAIT_S`` at most, as an offsets view does; once one runs out, no more is
+    asked (a cluster that takes requests and does not answer would hold the list for a request
+    timeout per Fetch)."""
     rounds: list[dict[tuple[str, int], int]] = []
     for offset_at in {(w.topic, w.key.partition, w.first) for w in waiting}:
         topic, partition, offset = offset_at
@@ -181,9 +185,12 @@ async def _batch_heads(
     heads: dict[tuple[str, int, int], Head] = {}
     for wanted in rounds:
         try:
-            fetched = await fetch_held(upstream, wanted, partition_max_bytes=HEADER_BYTES)
+            async with asyncio.timeout(partition_views.LOG_END_WAIT_S):
+                fetched = await fetch_held(upstream, wanted, partition_max_bytes=HEADER_BYTES)
         except UpstreamError:  # the upstream is out of reach: lag and age unknown
             continue
+        except TimeoutError:  # silent: these and the rest unknown
+            break
         for (topic, partition), offset in wanted.items():
             data = fetched.get((topic, partition))
             if data is None or data.error_code != ErrorCode.NONE:
